@@ -1,0 +1,179 @@
+// Node: one recorded operation of the graph, i.e. its backward function.
+//
+// Note [One output per node]
+// Every graft op that records a node has exactly one differentiable output (ops with several
+// outputs, like split, are built from single-output views; max(dim) returns indices that carry no
+// gradient). A node therefore receives one gradient and returns one gradient per input. This keeps
+// the engine's input buffers to one tensor per node.
+//
+// Note [Saved tensors]
+// A node saves what its backward needs (exp its output, mul its inputs) as SavedTensor, stamped
+// with the storage's version. Saving an output stores a detached alias (the output's autograd data
+// points back to the node, so holding the output itself would be a reference cycle); unpacking
+// rebuilds an alias whose grad_fn is the node, so double backward sees the right graph.
+// release_saved() drops them as soon as the engine has run the node (unless retain_graph).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graft/autograd/grad_mode.h"
+#include "graft/core/tensor.h"
+
+namespace graft::autograd {
+
+class Node;
+
+struct Edge {
+  std::shared_ptr<Node> fn;  // null: this input does not need a gradient
+};
+
+// What the engine checks a returned gradient against (Note [The engine validates gradients]).
+struct InputMeta {
+  Shape sizes;
+  DType dtype = DType::Float32;
+};
+
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  SavedTensor(const Tensor& t, bool is_output);
+  // Throws when the graph was freed or the tensor was changed in place since it was saved.
+  Tensor unpack(Node& owner) const;
+  void reset() { data_ = Tensor(); released_ = true; }
+  bool defined() const { return data_.defined(); }
+  // For Note [Iterative graph destruction]: hands over the saved tensor's grad_fn when this is its
+  // last owner, so the caller can destroy it without recursion.
+  std::shared_ptr<Node> steal_grad_fn();
+
+ private:
+  Tensor data_;
+  uint32_t version_ = 0;
+  bool is_output_ = false;
+  bool requires_grad_ = false;
+  bool released_ = false;
+};
+
+using GradHook = std::function<Tensor(const Tensor&)>;
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  explicit Node(const char* name);
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // "MulBackward0", as PyTorch names it.
+  const char* name() const { return name_; }
+  // "mul": the forward op whose backward this is, for error messages.
+  std::string forward_op_name() const;
+
+  // Given d(output), returns d(input_i) for every input (undefined where none flows).
+  virtual TensorList apply(const Tensor& grad_output) = 0;
+
+  // ---- saved tensors ----
+  void save(const Tensor& t, bool is_output = false) { saved_.emplace_back(t, is_output); }
+  Tensor saved(size_t i) { return saved_.at(i).unpack(*this); }
+  void release_saved();
+  bool released() const { return released_; }
+
+  // ---- edges to the nodes of the inputs ----
+  std::vector<Edge> next_edges;
+  std::vector<InputMeta> input_meta;
+  size_t num_inputs() const { return next_edges.size(); }
+  uint64_t sequence_nr() const { return sequence_nr_; }
+
+  // ---- hooks on the gradient of this node's output (tensor hooks of non-leaf tensors) ----
+  unsigned add_pre_hook(GradHook hook);
+  void remove_pre_hook(unsigned id);
+  std::vector<std::pair<unsigned, GradHook>>& pre_hooks() { return pre_hooks_; }
+  // retain_grad(): runs after the other hooks and stores the gradient on the tensor.
+  std::function<void(const Tensor&)> retain_grad_hook;
+
+ protected:
+  uint64_t sequence_nr_;
+  bool released_ = false;
+
+ private:
+  const char* name_;
+  std::vector<SavedTensor> saved_;
+  std::vector<std::pair<unsigned, GradHook>> pre_hooks_;
+};
+
+// A node whose backward is a lambda (Node&, const Tensor& grad) -> TensorList, written right under
+// the forward in each op file. Tensors the backward needs go through save()/saved(), never into the
+// lambda's captures, so release_saved() can free them.
+template <class F>
+class LambdaNode final : public Node {
+ public:
+  LambdaNode(const char* name, F fn) : Node(name), fn_(std::move(fn)) {}
+  TensorList apply(const Tensor& grad_output) override { return fn_(static_cast<Node&>(*this), grad_output); }
+
+ private:
+  F fn_;
+};
+
+// Writes a gradient into a leaf's .grad (Note [Gradient accumulation] in engine.cpp).
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf);
+  TensorList apply(const Tensor& grad_output) override;
+  const std::shared_ptr<TensorImpl>& leaf() const { return leaf_; }
+
+ private:
+  std::shared_ptr<TensorImpl> leaf_;
+};
+
+// Per-tensor autograd data; exists only for tensors that take part in autograd.
+struct AutogradMeta {
+  bool requires_grad = false;
+  bool retains_grad = false;
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;
+  std::weak_ptr<Node> grad_accumulator;  // leaves only; the node holds the leaf, not the reverse
+  std::vector<std::pair<unsigned, GradHook>> hooks;  // leaves only (non-leaf hooks live on grad_fn)
+};
+
+// ---- recording (used by op implementations) ----
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
+// The edge a gradient for `t` flows into: its grad_fn, its grad accumulator, or none.
+Edge gradient_edge(const Tensor& t);
+std::shared_ptr<Node> grad_accumulator(const Tensor& leaf);
+void collect_edges(Node& node, std::initializer_list<const Tensor*> inputs);
+void collect_edges(Node& node, const TensorList& inputs);
+// Makes `output` a non-leaf requiring grad whose grad_fn is `node`.
+void set_history(Tensor& output, const std::shared_ptr<Node>& node);
+
+inline bool should_record(std::initializer_list<const Tensor*> inputs) {
+  return GradMode::is_enabled() && any_requires_grad(inputs);
+}
+
+// Returns a node connected to `inputs`, or null when nothing needs recording (grad mode off or
+// no input requires grad). Typical use, next to the forward kernel:
+//   if (auto node = make_node("ExpBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+//         return {g * n.saved(0)};            // d exp(x)/dx = exp(x)
+//       })) { node->save(y, /*is_output=*/true); set_history(y, node); }
+template <class F>
+std::shared_ptr<Node> make_node(const char* name, std::initializer_list<const Tensor*> inputs, F&& fn) {
+  if (!should_record(inputs)) return nullptr;
+  auto node = std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::forward<F>(fn));
+  collect_edges(*node, inputs);
+  return node;
+}
+
+template <class F>
+std::shared_ptr<Node> make_node(const char* name, const TensorList& inputs, F&& fn) {
+  if (!GradMode::is_enabled()) return nullptr;
+  bool any = false;
+  for (const auto& t : inputs) any = any || (t.defined() && t.requires_grad());
+  if (!any) return nullptr;
+  auto node = std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::forward<F>(fn));
+  collect_edges(*node, inputs);
+  return node;
+}
+
+}  // namespace graft::autograd

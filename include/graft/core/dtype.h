@@ -1,0 +1,58 @@
+// Data types and devices: runtime properties of every tensor.
+//
+// float16 and bfloat16 are named now so that storage and dispatch grow into them without a change
+// of interface; kernels reject them with a clear error until they exist. The same holds for CUDA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace graft {
+
+enum class DType : uint8_t { Float32, Float64, Int64, Bool, Float16, BFloat16 };
+using ScalarType = DType;  // LibTorch spelling
+
+inline constexpr DType kFloat32 = DType::Float32;
+inline constexpr DType kFloat = DType::Float32;
+inline constexpr DType kFloat64 = DType::Float64;
+inline constexpr DType kDouble = DType::Float64;
+inline constexpr DType kInt64 = DType::Int64;
+inline constexpr DType kLong = DType::Int64;
+inline constexpr DType kBool = DType::Bool;
+inline constexpr DType kFloat16 = DType::Float16;
+inline constexpr DType kHalf = DType::Float16;
+inline constexpr DType kBFloat16 = DType::BFloat16;
+
+size_t element_size(DType t);
+const char* dtype_name(DType t);  // "float32", "float64", "int64", "bool", ...
+inline bool is_floating_point(DType t) {
+  return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
+}
+inline bool is_integral(DType t, bool include_bool) {
+  return t == DType::Int64 || (include_bool && t == DType::Bool);
+}
+// PyTorch's promotion between two tensors of equal standing: bool < int64 < float32 < float64.
+DType promote_types(DType a, DType b);
+
+template <class T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::Float32; }
+template <> constexpr DType dtype_of<double>() { return DType::Float64; }
+template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
+template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
+
+enum class DeviceType : uint8_t { CPU, CUDA };
+inline constexpr DeviceType kCPU = DeviceType::CPU;
+inline constexpr DeviceType kCUDA = DeviceType::CUDA;
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int8_t index = -1;
+  Device() = default;
+  Device(DeviceType t, int8_t i = -1) : type(t), index(i) {}  // NOLINT: implicit like LibTorch
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  bool operator==(const Device&) const = default;
+  std::string str() const;
+};
+
+}  // namespace graft

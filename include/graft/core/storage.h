@@ -1,0 +1,52 @@
+// Storage: one reference-counted buffer from an Allocator, shared by a tensor and all its views.
+//
+// Note [Version counter]
+// Every in-place write bumps `version` and records the op's name in `last_writer`. Views share the
+// storage, so they share the counter. A tensor saved for backward remembers the version it was saved
+// at; the engine compares on use and, when they differ, names the in-place op that changed it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "graft/core/dtype.h"
+
+namespace graft {
+
+// Every byte of tensor memory is obtained through an Allocator (see docs/ARCHITECTURE.md).
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t nbytes) = 0;
+  virtual void deallocate(void* ptr, size_t nbytes) noexcept = 0;
+};
+
+// The CPU allocator in use (64-byte aligned blocks).
+Allocator* cpu_allocator();
+
+struct Storage {
+  Storage(size_t nbytes, Allocator* alloc);
+  // Wraps memory owned elsewhere (from_blob); `deleter` is called on destruction when non-null.
+  Storage(void* data, size_t nbytes, void (*deleter)(void*, void*), void* deleter_ctx);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Allocator* allocator = nullptr;  // null for borrowed memory
+  void (*deleter)(void*, void*) = nullptr;
+  void* deleter_ctx = nullptr;
+  Device device;
+  std::atomic<uint32_t> version{0};
+  const char* last_writer = nullptr;  // name of the last in-place op ("add_"), for error messages
+
+  void bump_version(const char* op) {
+    version.fetch_add(1, std::memory_order_relaxed);
+    last_writer = op;
+  }
+};
+
+}  // namespace graft

@@ -1,0 +1,297 @@
+// Tensor: a cheap, reference-counted handle to a TensorImpl (storage + offset + sizes + strides +
+// dtype + device, and autograd data only for tensors that need it). Copying a Tensor copies the
+// handle, never the data, exactly like LibTorch's at::Tensor.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "graft/core/dtype.h"
+#include "graft/core/scalar.h"
+#include "graft/core/shape.h"
+#include "graft/core/storage.h"
+#include "graft/core/tensor_options.h"
+
+namespace graft {
+
+class Tensor;
+using TensorList = std::vector<Tensor>;
+using tensor_list = TensorList;
+
+namespace autograd {
+class Node;
+struct AutogradMeta;
+}  // namespace autograd
+
+// Returned by Tensor::register_hook; remove() unregisters the hook (idempotent).
+class HookHandle {
+ public:
+  HookHandle() = default;
+  HookHandle(unsigned id, std::function<void()> remover) : id_(id), remover_(std::move(remover)) {}
+  void remove() {
+    if (remover_) std::exchange(remover_, nullptr)();
+  }
+  unsigned id() const { return id_; }
+  operator unsigned() const { return id_; }  // NOLINT: LibTorch returns the hook's position
+
+ private:
+  unsigned id_ = 0;
+  std::function<void()> remover_;
+};
+
+struct TensorImpl {
+  TensorImpl(std::shared_ptr<Storage> storage, int64_t offset, IntArrayRef sizes, IntArrayRef strides,
+             DType dtype);
+  ~TensorImpl();
+
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;  // in elements
+  Shape sizes;
+  Shape strides;       // in elements
+  int64_t numel = 0;
+  DType dtype = DType::Float32;
+  bool is_view = false;  // shares storage with a tensor it was derived from
+  std::unique_ptr<autograd::AutogradMeta> autograd;  // null until the tensor takes part in autograd
+
+  autograd::AutogradMeta& autograd_meta();  // creates on first use
+  bool is_contiguous() const;
+  char* data_bytes() const {
+    return static_cast<char*>(storage->data) + offset * static_cast<int64_t>(element_size(dtype));
+  }
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata ----
+  bool defined() const { return impl_ != nullptr; }
+  int64_t dim() const { return static_cast<int64_t>(impl().sizes.size()); }
+  int64_t ndimension() const { return dim(); }
+  IntArrayRef sizes() const { return impl().sizes; }
+  IntArrayRef strides() const { return impl().strides; }
+  int64_t size(int64_t d) const;
+  int64_t stride(int64_t d) const;
+  int64_t numel() const { return impl().numel; }
+  DType dtype() const { return impl().dtype; }
+  DType scalar_type() const { return impl().dtype; }
+  Device device() const { return impl().storage->device; }
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
+  bool is_contiguous() const { return impl().is_contiguous(); }
+  bool is_floating_point() const { return graft::is_floating_point(dtype()); }
+  int64_t storage_offset() const { return impl().offset; }
+  size_t element_size() const { return graft::element_size(dtype()); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  bool is_alias_of(const Tensor& o) const { return impl().storage == o.impl().storage; }
+  long use_count() const { return impl_.use_count(); }
+
+  void* data_ptr() const { return impl().data_bytes(); }
+  template <class T> T* data_ptr() const;  // checks the dtype
+  template <class T> T item() const;       // one-element tensors only
+  Scalar item() const;
+
+  // ---- autograd (see docs/autograd.md) ----
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool requires_grad = true);
+  const Tensor& set_requires_grad(bool r) const;
+  bool is_leaf() const;
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  const Tensor& grad() const;  // undefined tensor when there is none
+  Tensor& mutable_grad();      // t.mutable_grad() = g, or reset it
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false, const TensorList& inputs = {}) const;
+  void retain_grad() const;
+  bool retains_grad() const;
+  Tensor detach() const;
+  Tensor& detach_();
+  // hook(grad) may return a replacement gradient (a Tensor) or nothing (void).
+  template <class F>
+  HookHandle register_hook(F&& hook) const {
+    if constexpr (std::is_void_v<std::invoke_result_t<F, const Tensor&>>) {
+      return register_hook_impl([h = std::forward<F>(hook)](const Tensor& g) {
+        h(g);
+        return Tensor();
+      });
+    } else {
+      return register_hook_impl(std::function<Tensor(const Tensor&)>(std::forward<F>(hook)));
+    }
+  }
+  HookHandle register_hook_impl(std::function<Tensor(const Tensor&)> hook) const;
+  void remove_hook(unsigned id) const;
+  uint32_t _version() const { return impl().storage->version.load(std::memory_order_relaxed); }
+
+  // ---- views: share storage (and version counter) with this tensor ----
+  Tensor view(IntArrayRef shape) const;
+  Tensor reshape(IntArrayRef shape) const;  // a view when strides allow, else a copy
+  Tensor view_as(const Tensor& other) const { return view(other.sizes()); }
+  Tensor reshape_as(const Tensor& other) const { return reshape(other.sizes()); }
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt,
+               std::optional<int64_t> end = std::nullopt, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor expand(IntArrayRef sizes) const;  // -1 keeps a size
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor contiguous() const;
+  TensorList split(int64_t split_size, int64_t dim = 0) const;
+  TensorList split_with_sizes(IntArrayRef split_sizes, int64_t dim = 0) const;
+  TensorList chunk(int64_t chunks, int64_t dim = 0) const;
+  TensorList unbind(int64_t dim = 0) const;
+
+  // ---- conversions ----
+  Tensor to(DType dtype, bool copy = false) const;
+  Tensor clone() const;
+
+  // ---- math (free functions in ops.h do the work; these forward to them) ----
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(const Scalar& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(const Scalar& other) const;
+  Tensor neg() const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor log1p() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor erf() const;
+  Tensor square() const;
+  Tensor reciprocal() const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor clamp_min(const Scalar& min) const;
+  Tensor clamp_max(const Scalar& max) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(const Scalar& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(const Scalar& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(const Scalar& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(const Scalar& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(const Scalar& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(const Scalar& other) const;
+  Tensor logical_not() const;
+  Tensor logical_and(const Tensor& other) const;
+  Tensor logical_or(const Tensor& other) const;
+  Tensor where(const Tensor& condition, const Tensor& other) const;  // condition ? self : other
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+
+  // ---- reductions ----
+  Tensor sum(std::optional<DType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor var(bool unbiased = true) const;
+  Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor std(bool unbiased = true) const;
+  Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor prod(std::optional<DType> dtype = std::nullopt) const;
+  Tensor prod(IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dim, bool keepdim = false) const;
+  Tensor norm(const Scalar& p = 2) const;
+
+  // ---- linear algebra, softmax, indexing ----
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
+
+  // ---- in-place (bump the version counter; see Note [Version counter]) ----
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(const Scalar& other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(const Scalar& other);
+  Tensor& relu_();
+  Tensor& sigmoid_();
+  Tensor& zero_();
+  Tensor& fill_(const Scalar& value);
+  Tensor& copy_(const Tensor& src);
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  // (also const overloads are not provided: an in-place op changes the tensor it is called on)
+
+  // Printing in PyTorch's layout: tensor([[1., 2.], [3., 4.]], requires_grad=True)
+  std::string toString() const;
+  std::string str() const { return toString(); }
+
+  TensorImpl& impl() const;
+  TensorImpl* unsafe_impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, const Scalar& b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, const Scalar& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Scalar& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Scalar& b);
+
+}  // namespace graft

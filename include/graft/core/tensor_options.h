@@ -1,0 +1,38 @@
+// TensorOptions: dtype, device and requires_grad for factories, spelled as in LibTorch:
+//   graft::zeros({2, 3}, graft::TensorOptions().dtype(graft::kFloat64).requires_grad(true))
+//   graft::ones({2}, graft::kFloat64)         graft::randn({4}, graft::requires_grad())
+#pragma once
+
+#include <optional>
+
+#include "graft/core/dtype.h"
+
+namespace graft {
+
+class TensorOptions {
+ public:
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d) {}    // NOLINT: implicit, as in LibTorch
+  TensorOptions(Device d) : device_(d) {}  // NOLINT
+  TensorOptions(DeviceType d) : device_(d) {}  // NOLINT
+
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+  TensorOptions requires_grad(bool r) const { auto o = *this; o.requires_grad_ = r; return o; }
+
+  DType dtype() const { return dtype_.value_or(DType::Float32); }
+  bool has_dtype() const { return dtype_.has_value(); }
+  Device device() const { return device_; }
+  bool requires_grad() const { return requires_grad_; }
+
+ private:
+  std::optional<DType> dtype_;
+  Device device_;
+  bool requires_grad_ = false;
+};
+
+inline TensorOptions dtype(DType d) { return TensorOptions().dtype(d); }
+inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }
+inline TensorOptions device(Device d) { return TensorOptions().device(d); }
+
+}  // namespace graft

@@ -1,0 +1,178 @@
+// Node, SavedTensor, AccumulateGrad and graph recording.
+#include "graft/autograd/node.h"
+
+#include <atomic>
+#include <cctype>
+
+#include "graft/core/error.h"
+
+namespace graft::autograd {
+
+namespace {
+std::atomic<uint64_t> next_sequence_nr{0};
+std::atomic<unsigned> next_hook_id{1 << 30};
+
+// Note [Iterative graph destruction]
+// A 100,000-op chain is a 100,000-deep chain of shared_ptr<Node>. Destroying it recursively would
+// overflow the stack, so a dying node hands its edges and saved tensors to a thread-local list
+// that the outermost destructor drains in a loop.
+thread_local std::vector<std::shared_ptr<Node>>* pending_deletes = nullptr;
+}  // namespace
+
+Node::Node(const char* name) : sequence_nr_(next_sequence_nr++), name_(name) {}
+
+Node::~Node() {
+  const bool outermost = pending_deletes == nullptr;
+  std::vector<std::shared_ptr<Node>> local;
+  if (outermost) pending_deletes = &local;
+  for (auto& e : next_edges)
+    if (e.fn && e.fn.use_count() == 1) pending_deletes->push_back(std::move(e.fn));
+  next_edges.clear();
+  for (auto& s : saved_)
+    if (auto fn = s.steal_grad_fn()) pending_deletes->push_back(std::move(fn));
+  saved_.clear();
+  if (outermost) {
+    while (!local.empty()) {
+      auto n = std::move(local.back());
+      local.pop_back();
+      n.reset();  // its destructor appends to `local`
+    }
+    pending_deletes = nullptr;
+  }
+}
+
+std::string Node::forward_op_name() const {
+  // "LogSoftmaxBackward0" -> "log_softmax"
+  std::string_view n = name_;
+  if (auto pos = n.find("Backward"); pos != std::string_view::npos) n = n.substr(0, pos);
+  std::string out;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(n[i]);
+    if (std::isupper(c) && i > 0) out.push_back('_');
+    out.push_back(static_cast<char>(std::tolower(c)));
+  }
+  return out;
+}
+
+void Node::release_saved() {
+  for (auto& s : saved_) s.reset();
+  released_ = true;
+}
+
+unsigned Node::add_pre_hook(GradHook hook) {
+  const unsigned id = next_hook_id++;
+  pre_hooks_.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void Node::remove_pre_hook(unsigned id) {
+  std::erase_if(pre_hooks_, [id](const auto& p) { return p.first == id; });
+}
+
+// ---- SavedTensor ----
+
+SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
+  if (!t.defined()) return;
+  version_ = t._version();
+  requires_grad_ = t.requires_grad();
+  data_ = is_output ? t.detach() : t;  // Note [Saved tensors]
+}
+
+Tensor SavedTensor::unpack(Node& owner) const {
+  if (released_) {
+    throw Error(owner.name(),
+                "trying to backward through the graph a second time (or to read saved tensors after they were "
+                "freed). Saved tensors are freed when backward() finishes. Hint: pass retain_graph=true to the "
+                "first backward() if you need to run backward through the same graph again, or recompute the "
+                "forward pass");
+  }
+  if (!data_.defined()) return data_;
+  const uint32_t now = data_._version();
+  if (now != version_) {
+    const char* writer = data_.impl().storage->last_writer;
+    throw Error(owner.name(),
+                "one of the variables needed for gradient computation has been modified by an in-place "
+                "operation: the tensor of shape " + shape_str(data_.sizes()) + " (" + dtype_name(data_.dtype()) +
+                ") saved by " + owner.name() + " (the backward of " + owner.forward_op_name() + ") was at version " +
+                std::to_string(version_) + " when it was saved but is now at version " + std::to_string(now) +
+                (writer ? std::string(", last changed by ") + writer : std::string()) +
+                ". Hint: use the out-of-place version of that op (e.g. add instead of add_), or .clone() the "
+                "tensor before changing it");
+  }
+  if (!is_output_) return data_;
+  // Rebuild the output with its grad_fn, so that double backward differentiates through it.
+  Tensor alias = data_.detach();
+  if (requires_grad_) {
+    auto& meta = alias.impl().autograd_meta();
+    meta.grad_fn = owner.shared_from_this();
+  }
+  return alias;
+}
+
+std::shared_ptr<Node> SavedTensor::steal_grad_fn() {
+  if (!data_.defined() || data_.use_count() != 1) return nullptr;
+  auto& a = data_.impl().autograd;
+  if (!a || !a->grad_fn || a->grad_fn.use_count() != 1) return nullptr;
+  return std::move(a->grad_fn);
+}
+
+// ---- AccumulateGrad ----
+
+AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : Node("AccumulateGrad"), leaf_(std::move(leaf)) {
+  sequence_nr_ = UINT64_MAX;  // run as soon as ready: frees gradient buffers early
+}
+
+// ---- recording ----
+
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs)
+    if (t && t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
+  auto& meta = leaf.impl().autograd_meta();
+  if (auto acc = meta.grad_accumulator.lock()) return acc;
+  auto acc = std::make_shared<AccumulateGrad>(leaf.impl_ptr());
+  meta.grad_accumulator = acc;
+  return acc;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return {};
+  if (const auto& fn = t.grad_fn()) return {fn};
+  return {grad_accumulator(t)};
+}
+
+namespace {
+void add_input(Node& node, const Tensor* t) {
+  if (t && t->defined()) {
+    node.next_edges.push_back(gradient_edge(*t));
+    node.input_meta.push_back({Shape(t->sizes()), t->dtype()});
+  } else {
+    node.next_edges.push_back({});
+    node.input_meta.push_back({});
+  }
+}
+}  // namespace
+
+void collect_edges(Node& node, std::initializer_list<const Tensor*> inputs) {
+  node.next_edges.reserve(inputs.size());
+  node.input_meta.reserve(inputs.size());
+  for (const Tensor* t : inputs) add_input(node, t);
+}
+
+void collect_edges(Node& node, const TensorList& inputs) {
+  node.next_edges.reserve(inputs.size());
+  node.input_meta.reserve(inputs.size());
+  for (const Tensor& t : inputs) add_input(node, &t);
+}
+
+void set_history(Tensor& output, const std::shared_ptr<Node>& node) {
+  if (!node) return;
+  auto& meta = output.impl().autograd_meta();
+  meta.grad_fn = node;
+  meta.requires_grad = false;  // requires_grad() is true through grad_fn
+}
+
+}  // namespace graft::autograd

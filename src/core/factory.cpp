@@ -1,0 +1,213 @@
+// Tensor factories.
+#include "graft/core/factory.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "../kernels/dispatch.h"
+#include "graft/autograd/grad_mode.h"
+
+namespace graft {
+
+namespace {
+void check_sizes(IntArrayRef size, const char* op) {
+  for (int64_t s : size)
+    GRAFT_CHECK(s >= 0, op, "non-negative sizes", shape_str(size), "every size must be >= 0");
+}
+
+void check_device(const TensorOptions& o, const char* op) {
+  GRAFT_CHECK(o.device().is_cpu(), op, "a CPU device", o.device().str(),
+              "graft runs on the CPU so far; the CUDA device is planned");
+}
+
+Tensor finish(Tensor t, const TensorOptions& o) {
+  if (o.requires_grad()) t.set_requires_grad(true);
+  return t;
+}
+
+template <class F>
+void fill_with(Tensor& t, F&& value_at) {
+  kernels::dispatch_all(t.dtype(), "fill", [&]<class T>() {
+    T* p = t.data_ptr<T>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<T>(value_at(i));
+  });
+}
+}  // namespace
+
+Tensor make_empty(IntArrayRef sizes, DType dtype) {
+  const int64_t n = numel_of(sizes);
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(n) * element_size(dtype), cpu_allocator());
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, sizes, contiguous_strides(sizes), dtype));
+}
+
+namespace detail {
+Tensor tensor_from_nested(NestedData d, const TensorOptions& o) {
+  check_device(o, "tensor");
+  Tensor t = make_empty(d.sizes, o.has_dtype() ? o.dtype() : d.natural);
+  fill_with(t, [&](int64_t i) { return d.values[static_cast<size_t>(i)]; });
+  return finish(t, o);
+}
+}  // namespace detail
+
+Tensor empty(IntArrayRef size, const TensorOptions& o) {
+  check_sizes(size, "empty");
+  check_device(o, "empty");
+  return finish(make_empty(size, o.dtype()), o);
+}
+
+Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
+  check_sizes(size, "full");
+  check_device(o, "full");
+  Tensor t = make_empty(size, o.dtype());
+  kernels::dispatch_all(t.dtype(), "full", [&]<class T>() {
+    const T v = value.to<T>();
+    std::fill_n(t.data_ptr<T>(), t.numel(), v);
+  });
+  return finish(t, o);
+}
+
+Tensor zeros(IntArrayRef size, const TensorOptions& o) {
+  check_sizes(size, "zeros");
+  check_device(o, "zeros");
+  Tensor t = make_empty(size, o.dtype());
+  if (t.numel()) std::memset(t.data_ptr(), 0, t.nbytes());
+  return finish(t, o);
+}
+
+Tensor ones(IntArrayRef size, const TensorOptions& o) { return full(size, 1, o); }
+
+Tensor arange(const Scalar& end, const TensorOptions& o) { return arange(0, end, 1, o); }
+
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& o) {
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  GRAFT_CHECK(st != 0, "arange", "a non-zero step", "step 0", "");
+  GRAFT_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange", "a step that moves from start towards end",
+              "start " + std::to_string(s) + ", end " + std::to_string(e) + ", step " + std::to_string(st), "");
+  const bool all_int = start.is_integral() && end.is_integral() && step.is_integral();
+  const DType dt = o.has_dtype() ? o.dtype() : (all_int ? kInt64 : kFloat32);
+  const int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
+  Tensor t = make_empty({n}, dt);
+  fill_with(t, [&](int64_t i) { return s + st * static_cast<double>(i); });
+  return finish(t, o);
+}
+
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& o) {
+  GRAFT_CHECK(steps >= 0, "linspace", "steps >= 0", std::to_string(steps), "");
+  const double s = start.to_double(), e = end.to_double();
+  Tensor t = make_empty({steps}, o.dtype());
+  const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
+  // Like PyTorch, the second half counts back from `end` so both ends are exact.
+  const int64_t half = steps / 2;
+  fill_with(t, [&](int64_t i) {
+    return i < half ? s + step * static_cast<double>(i) : e - step * static_cast<double>(steps - 1 - i);
+  });
+  return finish(t, o);
+}
+
+Tensor eye(int64_t n, const TensorOptions& o) { return eye(n, n, o); }
+
+Tensor eye(int64_t n, int64_t m, const TensorOptions& o) {
+  GRAFT_CHECK(n >= 0 && m >= 0, "eye", "non-negative sizes", shape_str({n, m}), "");
+  Tensor t = zeros({n, m}, o.dtype());
+  kernels::dispatch_all(t.dtype(), "eye", [&]<class T>() {
+    T* p = t.data_ptr<T>();
+    for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = T(1);
+  });
+  return finish(t, o);
+}
+
+Tensor rand(IntArrayRef size, const TensorOptions& o, Generator* gen) {
+  check_sizes(size, "rand");
+  Generator& g = gen ? *gen : default_generator();
+  Tensor t = make_empty(size, o.dtype());
+  std::lock_guard<std::mutex> lock(g.mutex());
+  kernels::dispatch_floating(t.dtype(), "rand", [&]<class T>() {
+    T* p = t.data_ptr<T>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+      T v = static_cast<T>(g.next_double());
+      p[i] = v < T(1) ? v : std::nextafter(T(1), T(0));  // float rounding must not reach 1
+    }
+  });
+  return finish(t, o);
+}
+
+Tensor randn(IntArrayRef size, const TensorOptions& o, Generator* gen) {
+  check_sizes(size, "randn");
+  Generator& g = gen ? *gen : default_generator();
+  Tensor t = make_empty(size, o.dtype());
+  std::lock_guard<std::mutex> lock(g.mutex());
+  kernels::dispatch_floating(t.dtype(), "randn", [&]<class T>() {
+    T* p = t.data_ptr<T>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<T>(g.next_normal());
+  });
+  return finish(t, o);
+}
+
+Tensor randint(int64_t low, int64_t high, IntArrayRef size, const TensorOptions& o, Generator* gen) {
+  check_sizes(size, "randint");
+  GRAFT_CHECK(high > low, "randint", "low < high", "low " + std::to_string(low) + ", high " + std::to_string(high),
+              "the range is [low, high)");
+  Generator& g = gen ? *gen : default_generator();
+  Tensor t = make_empty(size, o.has_dtype() ? o.dtype() : kInt64);
+  const uint64_t range = static_cast<uint64_t>(high - low);
+  std::lock_guard<std::mutex> lock(g.mutex());
+  fill_with(t, [&](int64_t) {
+    // Rejection sampling avoids modulo bias.
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % range;
+    uint64_t r;
+    do r = g.next_u64();
+    while (r >= limit);
+    return static_cast<double>(low + static_cast<int64_t>(r % range));
+  });
+  return finish(t, o);
+}
+
+Tensor randint(int64_t high, IntArrayRef size, const TensorOptions& o) { return randint(0, high, size, o); }
+
+namespace {
+TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& o) {
+  if (!o) return TensorOptions(t.dtype());
+  return o->has_dtype() ? *o : o->dtype(t.dtype());
+}
+}  // namespace
+
+Tensor empty_like(const Tensor& t, std::optional<TensorOptions> o) { return empty(t.sizes(), like_options(t, o)); }
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> o) { return zeros(t.sizes(), like_options(t, o)); }
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> o) { return ones(t.sizes(), like_options(t, o)); }
+Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> o) {
+  return full(t.sizes(), v, like_options(t, o));
+}
+Tensor rand_like(const Tensor& t, std::optional<TensorOptions> o) { return rand(t.sizes(), like_options(t, o)); }
+Tensor randn_like(const Tensor& t, std::optional<TensorOptions> o) { return randn(t.sizes(), like_options(t, o)); }
+
+Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o) {
+  return from_blob(data, sizes, contiguous_strides(sizes), o);
+}
+
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o) {
+  check_sizes(sizes, "from_blob");
+  GRAFT_CHECK(sizes.size() == strides.size(), "from_blob", "as many strides as sizes",
+              shape_str(sizes) + " and strides " + shape_str(strides), "");
+  GRAFT_CHECK(data != nullptr || numel_of(sizes) == 0, "from_blob", "a non-null data pointer", "nullptr", "");
+  int64_t extent = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) extent += (sizes[i] - 1) * strides[i];
+  const size_t nbytes = static_cast<size_t>(numel_of(sizes) ? extent + 1 : 0) * element_size(o.dtype());
+  auto storage = std::make_shared<Storage>(data, nbytes, nullptr, nullptr);
+  return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, sizes, strides, o.dtype())), o);
+}
+
+Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, const TensorOptions& o) {
+  check_sizes(sizes, "from_blob");
+  auto* ctx = new std::function<void(void*)>(std::move(deleter));
+  auto storage = std::make_shared<Storage>(
+      data, static_cast<size_t>(numel_of(sizes)) * element_size(o.dtype()),
+      [](void* d, void* c) {
+        auto* fn = static_cast<std::function<void(void*)>*>(c);
+        (*fn)(d);
+        delete fn;
+      },
+      ctx);
+  return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, sizes, contiguous_strides(sizes), o.dtype())), o);
+}
+
+}  // namespace graft

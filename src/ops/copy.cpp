@@ -1,0 +1,152 @@
+// Copies and conversions (clone, to, contiguous, copy_, fill_, zero_), dtype promotion, and the
+// machinery shared by every in-place op.
+//
+// Note [In-place ops]
+// Without autograd recording, an in-place op runs its kernel straight into the tensor's memory and
+// bumps the version counter. With recording, the op runs out of place on a clone of the old value
+// (so whatever the backward saves is never overwritten), the result is copied into the tensor, and
+// the tensor's grad_fn becomes the op's node, as in PyTorch (x.mul_(2).grad_fn is MulBackward0).
+// Two cases PyTorch supports are rejected with a clear error instead: an in-place op on a leaf that
+// requires grad (PyTorch rejects it too), and a recorded in-place op on a view (PyTorch rewrites the
+// base's history; graft asks for the out-of-place form).
+#include <cstring>
+
+#include "../kernels/dispatch.h"
+#include "../kernels/loops.h"
+#include "graft/ops/ops.h"
+#include "ops_common.h"
+
+namespace graft {
+
+using autograd::make_node;
+using autograd::Node;
+using autograd::set_history;
+
+namespace detail {
+
+void copy_into(Tensor& dst, const Tensor& src) {
+  broadcast_shapes(dst.sizes(), src.sizes(), "copy_");
+  GRAFT_CHECK(src.dim() <= dst.dim(), "copy_", "a source that broadcasts to " + shape_str(dst.sizes()),
+              shape_str(src.sizes()), "");
+  for (int64_t i = 0; i < src.dim(); ++i) {
+    const int64_t s = src.size(i), d = dst.size(i + dst.dim() - src.dim());
+    GRAFT_CHECK(s == d || s == 1, "copy_", "a source that broadcasts to " + shape_str(dst.sizes()),
+                shape_str(src.sizes()), "");
+  }
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && dst.numel() == src.numel()) {
+    if (dst.numel()) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());
+    return;
+  }
+  kernels::dispatch_all(dst.dtype(), "copy_", [&]<class D>() {
+    kernels::dispatch_all(src.dtype(), "copy_", [&]<class S>() {
+      kernels::apply_inplace<D, S>(dst, [](D, S v) { return static_cast<D>(v); }, src);
+    });
+  });
+}
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  auto category = [](DType t) { return t == kBool ? 0 : (t == kInt64 ? 1 : 2); };
+  const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
+  if (a0 == b0) return promote_types(a.dtype(), b.dtype());
+  const Tensor& dimmed = a0 ? b : a;
+  const Tensor& zero = a0 ? a : b;
+  if (category(zero.dtype()) > category(dimmed.dtype())) return promote_types(dimmed.dtype(), zero.dtype());
+  return dimmed.dtype();
+}
+
+DType result_type(const Tensor& a, const Scalar& s) {
+  const DType t = a.dtype();
+  if (s.is_floating_point() && !is_floating_point(t)) return kFloat32;
+  if (s.is_integral() && t == kBool) return kInt64;
+  return t;
+}
+
+Tensor scalar_to_tensor(const Scalar& s, DType dtype) { return full({}, s, dtype); }
+
+void check_inplace(const Tensor& self, const char* op, bool records_grad) {
+  if (GradMode::is_enabled()) {
+    GRAFT_CHECK(!(self.is_leaf() && self.requires_grad()), op, "a tensor that is not a leaf requiring grad",
+                "a leaf tensor of shape " + shape_str(self.sizes()) + " that requires grad",
+                "a leaf Variable that requires grad is being used in an in-place operation; wrap the update in "
+                "graft::NoGradGuard (as optimisers do), or work on a .clone()");
+  }
+  GRAFT_CHECK(!(records_grad && self.impl().is_view), op, "an in-place op recorded by autograd on a tensor that "
+              "is not a view", "a view of shape " + shape_str(self.sizes()),
+              "in-place ops on views are not recorded by graft's autograd; use the out-of-place op, or write "
+              "the result back with graft::cat / index ops");
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    GRAFT_CHECK(!(self.stride(d) == 0 && self.size(d) > 1), op,
+                "a tensor whose elements have distinct memory locations",
+                "an expanded tensor of shape " + shape_str(self.sizes()) + " with stride 0 in dim " + std::to_string(d),
+                "more than one element of the written-to tensor refers to a single memory location; call "
+                ".clone() before the in-place op");
+  }
+}
+
+}  // namespace detail
+
+// ---- clone / to / contiguous ----
+Tensor Tensor::clone() const {
+  Tensor y = make_empty(sizes(), dtype());
+  detail::copy_into(y, *this);
+  if (auto node = make_node("CloneBackward0", {this}, [](Node&, const Tensor& g) -> TensorList { return {g}; }))
+    set_history(y, node);
+  return y;
+}
+Tensor clone(const Tensor& x) { return x.clone(); }
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::to(DType dt, bool copy) const {
+  if (dt == dtype() && !copy) return *this;
+  Tensor y = make_empty(sizes(), dt);
+  detail::copy_into(y, *this);
+  if (graft::is_floating_point(dt)) {
+    if (auto node = make_node("ToCopyBackward0", {this}, [from = dtype()](Node&, const Tensor& g) -> TensorList {
+          return {g.to(from)};
+        }))
+      set_history(y, node);
+  }
+  return y;
+}
+
+// ---- in-place copies and fills ----
+Tensor& Tensor::copy_(const Tensor& src) {
+  const bool record = autograd::should_record({this, &src});
+  detail::check_inplace(*this, "copy_", record);
+  GRAFT_CHECK(!(is_alias_of(src) && !is_same(src) && record), "copy_", "a source that does not alias the destination",
+              "an overlapping view", "copy from a .clone() of the source");
+  Tensor source = src;
+  if (is_alias_of(src) && !is_same(src)) source = src.detach().clone();  // overlapping memory
+  detail::copy_into(*this, source.detach());
+  impl().storage->bump_version("copy_");
+  if (record) {
+    // d copy_(self, src)/d src = g summed to src's shape; the old value of self gets nothing.
+    auto node = make_node("CopyBackwards", {&src}, [sd = src.dtype()](Node&, const Tensor& g) -> TensorList {
+      return {g.to(sd)};
+    });
+    set_history(*this, node);
+  } else if (GradMode::is_enabled() && requires_grad() && !src.requires_grad()) {
+    impl().autograd->grad_fn.reset();  // overwritten by a constant: no history left
+  }
+  return *this;
+}
+
+Tensor& Tensor::fill_(const Scalar& value) {
+  const bool record = autograd::should_record({this});
+  detail::check_inplace(*this, "fill_", record);
+  kernels::dispatch_all(dtype(), "fill_", [&]<class T>() {
+    const T v = value.to<T>();
+    kernels::apply_inplace<T>(*this, [v](T) { return v; });
+  });
+  impl().storage->bump_version("fill_");
+  if (record) {
+    auto node = make_node("FillBackward0", {this}, [](Node&, const Tensor& g) -> TensorList { return {zeros_like(g)}; });
+    set_history(*this, node);
+  }
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0); }
+
+}  // namespace graft

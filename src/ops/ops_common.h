@@ -1,0 +1,86 @@
+// Internal helpers shared by the op families (not installed).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graft/autograd/node.h"
+#include "graft/core/factory.h"
+#include "graft/ops/ops.h"
+
+namespace graft {
+
+// A tensor sharing x's storage with the given geometry (no autograd recording).
+Tensor make_view(const Tensor& x, IntArrayRef sizes, IntArrayRef strides, int64_t offset);
+// Gradient of x.slice(dim, start, end, step) with respect to x (differentiable).
+Tensor slice_backward(const Tensor& g, IntArrayRef input_sizes, int64_t dim, int64_t start, int64_t end,
+                      int64_t step);
+
+namespace detail {
+// dst[...] = src broadcast to dst's shape, converting dtypes. No autograd, no version bump.
+void copy_into(Tensor& dst, const Tensor& src);
+
+// PyTorch's type promotion for a binary op: dimensioned tensors outrank 0-dim ones of the same
+// category (bool < integer < floating); a 0-dim tensor of a higher category wins.
+DType result_type(const Tensor& a, const Tensor& b);
+// Tensor with a Python-style scalar: the scalar only matters when its category is higher
+// (int tensor * 2.5 -> float32; float32 tensor * 2.5 -> float32).
+DType result_type(const Tensor& a, const Scalar& s);
+
+// A 0-dim tensor holding s.
+Tensor scalar_to_tensor(const Scalar& s, DType dtype);
+
+// x converted to dtype (x itself when it already has it). Differentiable.
+inline Tensor cast(const Tensor& x, DType dtype) { return x.dtype() == dtype ? x : x.to(dtype); }
+
+// Rejects in-place writes that autograd cannot record (see Note [In-place ops] in inplace.cpp) and
+// writes to expanded tensors whose elements alias each other.
+void check_inplace(const Tensor& self, const char* op, bool records_grad);
+
+// Reductions: the sorted, unique, wrapped dims (all dims when `dims` is empty), and the output
+// shape with or without the reduced dims kept as size 1.
+std::vector<int64_t> reduction_dims(const Tensor& x, IntArrayRef dims, const char* op);
+Shape reduced_shape(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
+// g of a keepdim=false reduction unsqueezed back to rank, so it broadcasts against the input.
+Tensor unsqueeze_reduced(const Tensor& g, const std::vector<int64_t>& dims, int64_t input_dim, bool keepdim);
+}  // namespace detail
+
+}  // namespace graft
+
+namespace graft::detail {
+
+// x in `dtype` without recording (for kernels; the engine casts gradients back to input dtypes).
+inline Tensor as_dtype(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  NoGradGuard ng;
+  return x.detach().to(dtype);
+}
+
+// An in-place op may not change the tensor's dtype (PyTorch's can_cast rule, simplified: a
+// floating result cannot be written into an integer or bool tensor, nor an integer into bool).
+void check_inplace_dtype(const Tensor& self, DType result, const char* op);
+
+// See Note [In-place ops] in copy.cpp. `direct()` writes into self's memory; `out_of_place(old)`
+// computes the recorded result from `old`, a clone of self's previous value.
+template <class Direct, class OutOfPlace>
+Tensor& inplace_op(Tensor& self, const char* op, std::initializer_list<const Tensor*> others, Direct&& direct,
+                   OutOfPlace&& out_of_place) {
+  const bool record = GradMode::is_enabled() && (self.requires_grad() || autograd::any_requires_grad(others));
+  check_inplace(self, op, record);
+  if (!record) {
+    direct();
+    self.impl().storage->bump_version(op);
+    return self;
+  }
+  Tensor old = self.clone();
+  Tensor result = out_of_place(old);
+  {
+    NoGradGuard ng;
+    copy_into(self, result);
+  }
+  self.impl().storage->bump_version(op);
+  self.impl().autograd_meta().grad_fn = result.grad_fn();
+  return self;
+}
+
+}  // namespace graft::detail

@@ -1,0 +1,127 @@
+// Reductions: sum, mean and sum_to (the reverse of broadcasting, used by every broadcasting backward).
+// Each reduces over any set of dims with keepdim; dim = {} means all dims.
+#include <algorithm>
+
+#include "../kernels/dispatch.h"
+#include "../kernels/reduce.h"
+#include "graft/ops/ops.h"
+#include "ops_common.h"
+
+namespace graft {
+
+using autograd::make_node;
+using autograd::Node;
+using autograd::set_history;
+
+namespace detail {
+std::vector<int64_t> reduction_dims(const Tensor& x, IntArrayRef dims, const char* op) {
+  std::vector<int64_t> out;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < x.dim(); ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, x.dim(), op);
+    GRAFT_CHECK(std::find(out.begin(), out.end(), w) == out.end(), op, "each dim at most once",
+                "dims " + shape_str(dims), "remove the repeated dim");
+    if (x.dim() > 0) out.push_back(w);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Shape reduced_shape(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  Shape s;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const bool r = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!r) s.push_back(x.size(d));
+    else if (keepdim) s.push_back(1);
+  }
+  return s;
+}
+
+Tensor unsqueeze_reduced(const Tensor& g, const std::vector<int64_t>& dims, int64_t input_dim, bool keepdim) {
+  if (keepdim || input_dim == 0) return g;
+  Tensor r = g;
+  for (int64_t d : dims) r = r.unsqueeze(d);  // dims are sorted ascending
+  return r;
+}
+}  // namespace detail
+
+namespace {
+// Sums are accumulated in double for float32 inputs would be slower; PyTorch accumulates float32 in
+// float32 with pairwise/vectorised order. graft accumulates in the input type with 4 partial sums.
+template <class T>
+struct SumAcc {
+  T s[4] = {0, 0, 0, 0};
+};
+}  // namespace
+
+// ---- sum ----
+Tensor sum(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  const auto dims = detail::reduction_dims(x, dim, "sum");
+  const DType out_dt = dtype.value_or(is_floating_point(x.dtype()) ? x.dtype() : kInt64);
+  const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
+  const Tensor xc = detail::as_dtype(x, out_dt);
+  Tensor y = kernels::dispatch_numeric(out_dt, "sum", [&]<class T>() {
+    return kernels::reduce<T, T>(
+        xc, dims, out_shape, out_dt, [] { return SumAcc<T>{}; },
+        [](SumAcc<T> a, T v, int64_t k) {
+          a.s[k & 3] += v;
+          return a;
+        },
+        [](const SumAcc<T>& a, int64_t) { return (a.s[0] + a.s[1]) + (a.s[2] + a.s[3]); });
+  });
+  if (auto node = make_node("SumBackward1", {&x}, [dims, keepdim, in = Shape(x.sizes())](Node&, const Tensor& g) -> TensorList {
+        // d sum = 1: broadcast g back over the reduced dims
+        return {detail::unsqueeze_reduced(g, dims, static_cast<int64_t>(in.size()), keepdim).expand(in)};
+      }))
+    set_history(y, node);
+  return y;
+}
+
+Tensor sum(const Tensor& x, std::optional<DType> dtype) { return sum(x, IntArrayRef{}, false, dtype); }
+
+// ---- mean ----
+Tensor mean(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  const DType dt = dtype.value_or(x.dtype());
+  GRAFT_CHECK(is_floating_point(dt), "mean", "a floating-point input or dtype", std::string("a ") + dtype_name(dt) + " input",
+              "pass dtype=graft::kFloat32 or convert the input with .to(graft::kFloat32)");
+  const auto dims = detail::reduction_dims(x, dim, "mean");
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x.size(d);
+  Tensor s;
+  {
+    NoGradGuard ng;
+    s = sum(x.detach(), dim, keepdim, dt);
+    s = s.div_(static_cast<double>(n));
+  }
+  if (auto node = make_node("MeanBackward1", {&x}, [dims, keepdim, n, in = Shape(x.sizes())](Node&, const Tensor& g) -> TensorList {
+        // d mean = 1/n
+        return {detail::unsqueeze_reduced(g, dims, static_cast<int64_t>(in.size()), keepdim).expand(in) / static_cast<double>(n)};
+      }))
+    set_history(s, node);
+  return s;
+}
+
+Tensor mean(const Tensor& x, std::optional<DType> dtype) { return mean(x, IntArrayRef{}, false, dtype); }
+
+// ---- sum_to ----
+Tensor sum_to(const Tensor& x, IntArrayRef shape) {
+  if (x.sizes().equals(shape)) return x;
+  const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
+  GRAFT_CHECK(lead >= 0, "sum_to", "a target shape with at most " + std::to_string(x.dim()) + " dims",
+              shape_str(shape), "");
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d < lead) dims.push_back(d);
+    else if (shape[static_cast<size_t>(d - lead)] == 1 && x.size(d) != 1) dims.push_back(d);
+    else
+      GRAFT_CHECK(shape[static_cast<size_t>(d - lead)] == x.size(d) || shape[static_cast<size_t>(d - lead)] == 1,
+                  "sum_to", "a shape " + shape_str(x.sizes()) + " can be summed down to", shape_str(shape), "");
+  }
+  Tensor r = dims.empty() ? x : sum(x, dims, /*keepdim=*/true);
+  return r.reshape(shape);
+}
+
+}  // namespace graft

@@ -1,0 +1,167 @@
+// Runs every record of the op table through the generic checks listed in tests/support/op_table.h.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "../support/op_table.h"
+#include "../support/test_util.h"
+
+namespace graft::test {
+namespace {
+
+// Fresh leaves (float64) with requires_grad set as the record says.
+TensorList prepare(const OpRecord& r, const TensorList& sample, DType float_dtype = kFloat64) {
+  TensorList out;
+  for (size_t i = 0; i < sample.size(); ++i) {
+    const Tensor& s = sample[i];
+    if (!s.defined()) {
+      out.push_back(s);
+      continue;
+    }
+    Tensor t = s.is_floating_point() ? s.detach().to(float_dtype, true) : s.detach().clone();
+    const bool diff = t.is_floating_point() && (r.differentiable.empty() || (i < r.differentiable.size() && r.differentiable[i]));
+    if (diff && float_dtype == kFloat64) t.requires_grad_();
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::string record_name(const OpRecord& r, size_t i) {
+  std::string n = r.name + (r.variant.empty() ? "" : "_" + r.variant) + "_" + std::to_string(i);
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
+class OpTable : public ::testing::TestWithParam<size_t> {
+ protected:
+  const OpRecord& rec() const { return op_table()[GetParam()]; }
+};
+
+TEST_P(OpTable, ForwardMatchesReference) {
+  const auto& r = rec();
+  ASSERT_TRUE(r.fn && r.reference && r.samples) << r.name << ": a record needs fn, reference and samples";
+  for (const auto& sample : r.samples()) {
+    auto in = prepare(r, sample);
+    Tensor expected = r.reference(in);
+    Tensor got = r.fn(in);
+    EXPECT_TRUE(all_close(got, expected, r.atol, r.rtol)) << r.name << " float64";
+    if (r.float32) {
+      auto in32 = prepare(r, sample, kFloat32);
+      Tensor got32 = r.fn(in32);
+      if (got.is_floating_point()) {
+        EXPECT_EQ(got32.dtype(), kFloat32) << r.name;
+      }
+      EXPECT_TRUE(all_close(got32, expected, r.atol32, r.rtol32)) << r.name << " float32";
+    }
+  }
+}
+
+TEST_P(OpTable, NonContiguousInputs) {
+  const auto& r = rec();
+  if (!r.non_contiguous) GTEST_SKIP() << "record opts out";
+  for (const auto& sample : r.samples()) {
+    auto in = prepare(r, sample);
+    TensorList nc;
+    for (const auto& t : in) nc.push_back(t.defined() && t.dim() > 0 ? non_contiguous(t) : t);
+    for (const auto& t : nc)
+      if (t.defined() && t.dim() > 0 && t.numel() > 1) {
+        EXPECT_FALSE(t.is_contiguous());
+      }
+    EXPECT_TRUE(all_close(r.fn(nc), r.fn(in), 0, 0)) << r.name;
+  }
+}
+
+TEST_P(OpTable, Gradcheck) {
+  const auto& r = rec();
+  if (!r.gradcheck) GTEST_SKIP() << "not differentiable";
+  for (const auto& sample : r.samples()) {
+    auto in = prepare(r, sample);
+    try {
+      EXPECT_TRUE(autograd::gradcheck(r.fn, in)) << r.name;
+    } catch (const Error& e) {
+      ADD_FAILURE() << r.name << ": " << e.what();
+    }
+  }
+}
+
+TEST_P(OpTable, Gradgradcheck) {
+  const auto& r = rec();
+  if (!r.gradcheck || !r.gradgradcheck) GTEST_SKIP() << "no second derivative checked";
+  for (const auto& sample : r.samples()) {
+    auto in = prepare(r, sample);
+    try {
+      EXPECT_TRUE(autograd::gradgradcheck(r.fn, in)) << r.name;
+    } catch (const Error& e) {
+      ADD_FAILURE() << r.name << ": " << e.what();
+    }
+  }
+}
+
+TEST_P(OpTable, InputUsedTwice) {
+  const auto& r = rec();
+  if (!r.gradcheck) GTEST_SKIP() << "not differentiable";
+  for (const auto& sample : r.samples()) {
+    auto in = prepare(r, sample);
+    if (in.empty() || !in[0].requires_grad()) continue;
+    std::vector<size_t> same;
+    for (size_t i = 1; i < in.size(); ++i)
+      if (in[i].defined() && in[i].requires_grad() && in[i].sizes().equals(in[0].sizes())) same.push_back(i);
+    autograd::TestFunction f;
+    TensorList args{in[0]};
+    if (!same.empty()) {
+      // f(x) = op(x, ..., x, ...): the engine must add the gradients of both uses.
+      f = [&](const TensorList& a) {
+        TensorList call = in;
+        call[0] = a[0];
+        for (size_t i : same) call[i] = a[0];
+        return r.fn(call);
+      };
+    } else {
+      f = [&](const TensorList& a) {
+        TensorList call = in;
+        call[0] = a[0];
+        Tensor y = r.fn(call);
+        return y * r.fn(call);
+      };
+    }
+    try {
+      EXPECT_TRUE(autograd::gradcheck(f, args)) << r.name;
+    } catch (const Error& e) {
+      ADD_FAILURE() << r.name << ": " << e.what();
+    }
+  }
+}
+
+TEST_P(OpTable, ErrorInputs) {
+  const auto& r = rec();
+  for (const auto& e : r.errors) EXPECT_TRUE(throws_error(e.call, e.message_contains)) << r.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpTable, ::testing::Range<size_t>(0, op_table().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return record_name(op_table()[info.param], info.param);
+                         });
+
+// Every op in GRAFT_FORALL_OPS has at least one record, and every record names a listed op.
+TEST(OpCoverage, EveryOpHasARecord) {
+  std::set<std::string> recorded;
+  for (const auto& r : op_table()) recorded.insert(r.name);
+  std::set<std::string> listed;
+  for (auto n : ops::op_names()) {
+    listed.insert(std::string(n));
+    EXPECT_TRUE(recorded.count(std::string(n))) << "op '" << n << "' has no record in the op test table";
+  }
+  for (const auto& n : recorded) EXPECT_TRUE(listed.count(n)) << "record for unlisted op '" << n << "'";
+}
+
+TEST(OpCoverage, EveryRecordHasErrorCasesOrIsAView) {
+  // Each op family tests its misuse; records may share error cases, but an op with none is a gap.
+  std::set<std::string> with_errors;
+  for (const auto& r : op_table())
+    if (!r.errors.empty()) with_errors.insert(r.name);
+  for (auto n : ops::op_names()) EXPECT_TRUE(with_errors.count(std::string(n))) << "op '" << n << "' has no error case";
+}
+
+}  // namespace
+}  // namespace graft::test

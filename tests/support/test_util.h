@@ -1,0 +1,40 @@
+// Helpers for tests: read tensors into std::vector<double>, build tensors from values, and compare
+// against independently computed values.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graft/graft.h"
+
+namespace graft::test {
+
+// Row-major values of any tensor (any dtype, any strides), as doubles. Reads through the strides
+// with its own index arithmetic, independent of graft's kernels.
+std::vector<double> values(const Tensor& t);
+// A contiguous tensor of `shape` holding `v`, in `dtype`.
+Tensor make(const std::vector<double>& v, IntArrayRef shape, DType dtype = kFloat64);
+// The same values laid out non-contiguously (every element at stride 2 in the last dim).
+Tensor non_contiguous(const Tensor& t);
+
+// Checks element-wise |a - b| <= atol + rtol * |b| (NaNs must match), shapes equal.
+::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected,
+                                     IntArrayRef expected_shape, double atol = 1e-10, double rtol = 1e-10);
+::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, double atol = 1e-10,
+                                     double rtol = 1e-10);
+
+// Runs `f` and checks that it throws a graft::Error whose message contains every piece of `parts`.
+::testing::AssertionResult throws_error(const std::function<void()>& f, const std::vector<std::string>& parts);
+
+// ---- plain-loop references (independent of graft's kernels) ----
+// Broadcast shape of a and b (NumPy rules), computed with separate code.
+std::vector<int64_t> ref_broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+// Elementwise over broadcast inputs, in double.
+Tensor ref_map(const TensorList& inputs, const std::function<double(const std::vector<double>&)>& f,
+               DType out = kFloat64);
+
+}  // namespace graft::test
