@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs graft's build and test dependencies from Debian 12's packages.
+#   tools/install-deps.sh          what the library, examples and tests need
+#   tools/install-deps.sh --bench  also LibTorch, for the side-by-side benchmarks
+set -euo pipefail
+pkgs=(cmake g++ make clang libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
+      nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev)
+if [[ "${1:-}" == "--bench" ]]; then pkgs+=(libtorch-dev python3); fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
