@@ -1,0 +1,116 @@
+// Saved tensors and graphs are released when they should be; gradcheck catches wrong formulas;
+// anomaly mode names the op that produced a NaN.
+#include <gtest/gtest.h>
+
+#include "../support/test_util.h"
+
+namespace graft::test {
+
+using autograd::Node;
+
+TEST(Memory, SavedTensorsFreedByBackward) {
+  Tensor x = tensor({1.0, 2.0}, requires_grad());
+  std::weak_ptr<Storage> saved_storage;
+  Tensor loss;
+  {
+    Tensor h = x * 3.0;      // h is saved by the next mul
+    saved_storage = h.impl().storage;
+    loss = (h * h).sum();
+  }
+  EXPECT_FALSE(saved_storage.expired()) << "the graph holds h until backward";
+  loss.backward();
+  EXPECT_TRUE(saved_storage.expired()) << "backward must release saved tensors";
+}
+
+TEST(Memory, RetainGraphKeepsSavedTensors) {
+  Tensor x = tensor({1.0, 2.0}, requires_grad());
+  std::weak_ptr<Storage> saved_storage;
+  Tensor loss;
+  {
+    Tensor h = x * 3.0;
+    saved_storage = h.impl().storage;
+    loss = (h * h).sum();
+  }
+  loss.backward({}, true);
+  EXPECT_FALSE(saved_storage.expired());
+  loss = Tensor();
+  EXPECT_TRUE(saved_storage.expired()) << "dropping the last output frees the graph (no cycles)";
+}
+
+TEST(Memory, GraphDiesWithItsOutput) {
+  Tensor x = tensor({1.0}, requires_grad());
+  std::weak_ptr<Node> node;
+  {
+    Tensor y = (x * x).exp();  // exp saves its output: must not form a cycle
+    node = y.grad_fn();
+    EXPECT_FALSE(node.expired());
+  }
+  EXPECT_TRUE(node.expired());
+}
+
+TEST(Memory, NoGradSavesNothing) {
+  Tensor x = tensor({1.0, 2.0}, requires_grad());
+  NoGradGuard ng;
+  Tensor y = x * x;
+  EXPECT_EQ(y.grad_fn(), nullptr);
+  EXPECT_FALSE(y.requires_grad());
+}
+
+TEST(Gradcheck, CatchesAWrongBackwardFormula) {
+  // y = x^2 with a deliberately wrong derivative (x instead of 2x).
+  auto wrong_square = [](const TensorList& in) {
+    const Tensor& x = in[0];
+    Tensor y;
+    {
+      NoGradGuard ng;
+      y = x * x;
+    }
+    if (auto node = autograd::make_node("WrongSquareBackward", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+          return {g * n.saved(0)};
+        })) {
+      node->save(x);
+      autograd::set_history(y, node);
+    }
+    return y;
+  };
+  Tensor x = tensor({1.0, -2.0}, TensorOptions(kFloat64).requires_grad(true));
+  EXPECT_TRUE(throws_error([&] { autograd::gradcheck(wrong_square, {x}); },
+                           {"gradcheck", "Jacobian mismatch", "analytical", "numerical"}));
+  autograd::GradcheckOptions quiet;
+  quiet.raise_exception = false;
+  EXPECT_FALSE(autograd::gradcheck(wrong_square, {x}, quiet));
+  auto right = [](const TensorList& in) { return in[0] * in[0]; };
+  EXPECT_TRUE(autograd::gradcheck(right, {x}));
+}
+
+TEST(Gradcheck, RequiresFloat64) {
+  Tensor x = tensor({1.0f}, requires_grad());
+  EXPECT_TRUE(throws_error([&] { autograd::gradcheck([](const TensorList& in) { return in[0] * 2.0; }, {x}); },
+                           {"gradcheck", "float64", "float32"}));
+}
+
+TEST(Anomaly, NamesTheForwardOpThatProducedNaN) {
+  Tensor x = tensor({0.0, 1.0}, TensorOptions(kFloat64).requires_grad(true));
+  {
+    autograd::DetectAnomalyGuard guard;
+    Tensor y = (x.sqrt() * 0.0).sum();  // d sqrt(x)/dx at 0 is inf; inf * 0 = nan
+    EXPECT_TRUE(throws_error([&] { y.backward(); }, {"SqrtBackward0", "sqrt", "NaN or Inf"}));
+  }
+  Tensor y = (x.sqrt() * 0.0).sum();  // without anomaly mode: no error, a NaN gradient
+  EXPECT_NO_THROW(y.backward());
+  EXPECT_TRUE(std::isnan(values(x.grad())[0]));
+}
+
+TEST(VersionCounter, SharedByViews) {
+  Tensor base = zeros({4}, kFloat64);
+  Tensor v = base.narrow(0, 1, 2);
+  EXPECT_EQ(base._version(), 0u);
+  v.add_(1.0);
+  EXPECT_EQ(base._version(), 1u);
+  EXPECT_EQ(v._version(), 1u);
+  base.mul_(2.0);
+  EXPECT_EQ(v._version(), 2u);
+  EXPECT_EQ(values(base), (std::vector<double>{0, 2, 2, 0}));
+}
+
+}  // namespace graft::test
