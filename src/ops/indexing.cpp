@@ -1,18 +1,477 @@
-// STUB: to be replaced by the real implementation of this op family.
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+// Joining and indexing: cat, stack, index_select, index_add, gather, scatter_add, and
+// nn::functional::embedding / one_hot. Kernels are plain loops over contiguous copies; every
+// backward is written with graft ops (cat <-> narrow, index_select <-> index_add, gather <->
+// scatter_add), so double backward works.
+#include <algorithm>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../kernels/dispatch.h"
+#include "graft/autograd/node.h"
+#include "graft/core/factory.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
 namespace graft {
 
-Tensor cat(const TensorList& tensors, int64_t dim) { throw Error("cat", "is not implemented yet"); }
-Tensor stack(const TensorList& tensors, int64_t dim) { throw Error("stack", "is not implemented yet"); }
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { throw Error("index_select", "is not implemented yet"); }
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) { throw Error("gather", "is not implemented yet"); }
-Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) { throw Error("scatter_add", "is not implemented yet"); }
-Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) { throw Error("index_add", "is not implemented yet"); }
-Tensor nn::functional::embedding(const Tensor& input, const Tensor& weight, const nn::functional::EmbeddingFuncOptions& options) { throw Error("embedding", "is not implemented yet"); }
-Tensor nn::functional::one_hot(const Tensor& input, int64_t num_classes) { throw Error("one_hot", "is not implemented yet"); }
+using autograd::make_node;
+using autograd::Node;
+using autograd::set_history;
+
+namespace {
+
+// x as a contiguous tensor of dtype `dt`, without recording.
+Tensor plain(const Tensor& x, DType dt) {
+  NoGradGuard ng;
+  Tensor d = x.detach();
+  if (d.dtype() != dt) d = d.to(dt);
+  return d.contiguous();
+}
+
+int64_t prod(IntArrayRef s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+std::string idx_str(int64_t v) { return std::to_string(v); }
+
+// Checks that `index` is an int64 tensor (of the ranks given by the caller) and returns its values
+// in row-major order, each checked to lie in [0, bound).
+std::vector<int64_t> checked_indices(const Tensor& index, int64_t bound, int64_t dim, const char* op) {
+  GRAFT_CHECK(index.defined() && index.dtype() == kInt64, op, "an int64 index tensor",
+              index.defined() ? std::string("a ") + dtype_name(index.dtype()) + " index" : "an undefined index",
+              "convert the index with .to(graft::kInt64)");
+  const Tensor c = plain(index, kInt64);
+  const int64_t* p = c.data_ptr<int64_t>();
+  std::vector<int64_t> out(p, p + c.numel());
+  for (int64_t v : out) {
+    GRAFT_CHECK(v >= 0 && v < bound, op,
+                "indices in [0, " + idx_str(bound) + ") for dim " + idx_str(dim) + " of size " + idx_str(bound),
+                "index " + idx_str(v) + " which is out of range for dim " + idx_str(dim) + " of size " + idx_str(bound),
+                "index out of range");
+  }
+  return out;
+}
+
+// Calls f(multi_index) for every position of `shape`, in row-major order.
+template <class F>
+void for_each_position(IntArrayRef shape, F&& f) {
+  const int64_t n = numel_of(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    f(idx);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) break;
+      idx[static_cast<size_t>(d)] = 0;
+    }
+  }
+}
+
+int64_t offset_of(const std::vector<int64_t>& idx, IntArrayRef strides) {
+  int64_t off = 0;
+  for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[d];
+  return off;
+}
+
+// out (a fresh contiguous tensor of `out_shape`, whose row-major layout is x's shape with dim d
+// replaced by idx.size()) = x's slices idx[j] along d, in order.
+Tensor select_kernel(const Tensor& x, int64_t d, const std::vector<int64_t>& idx, IntArrayRef out_shape) {
+  const int64_t m = static_cast<int64_t>(idx.size()), n = x.size(d);
+  const int64_t outer = prod(x.sizes(), 0, static_cast<size_t>(d));
+  const int64_t inner = prod(x.sizes(), static_cast<size_t>(d) + 1, static_cast<size_t>(x.dim()));
+  const Tensor cx = plain(x, x.dtype());
+  Tensor y = make_empty(out_shape, x.dtype());
+  kernels::dispatch_all(x.dtype(), "index_select", [&]<class T>() {
+    const T* src = cx.data_ptr<T>();
+    T* dst = y.data_ptr<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < m; ++j) {
+        const T* s = src + (o * n + idx[static_cast<size_t>(j)]) * inner;
+        std::copy(s, s + inner, dst + (o * m + j) * inner);
+      }
+  });
+  return y;
+}
+
+}  // namespace
+
+// ---- cat ----
+Tensor cat(const TensorList& tensors, int64_t dim) {
+  GRAFT_CHECK(!tensors.empty(), "cat", "a non-empty list of tensors", "an empty list", "");
+  // PyTorch's legacy rule: 1-D tensors of shape [0] are skipped (they may have any other rank).
+  auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; };
+  DType dt = DType::Bool;
+  bool first_dtype = true;
+  int64_t ref = -1;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    GRAFT_CHECK(t.defined(), "cat", "defined tensors", "an undefined tensor at position " + idx_str(static_cast<int64_t>(i)), "");
+    GRAFT_CHECK(t.dim() > 0, "cat", "tensors with at least one dimension",
+                "a zero-dimensional tensor at position " + idx_str(static_cast<int64_t>(i)),
+                "zero-dimensional tensors cannot be concatenated; use graft::stack or .unsqueeze(0)");
+    dt = first_dtype ? t.dtype() : promote_types(dt, t.dtype());
+    first_dtype = false;
+    if (ref < 0 && !skipped(t)) ref = static_cast<int64_t>(i);
+  }
+  if (ref < 0) {  // every input is an empty 1-D tensor
+    (void)wrap_dim(dim, 1, "cat");
+    return make_empty({0}, dt);
+  }
+  const Tensor& r = tensors[static_cast<size_t>(ref)];
+  const int64_t d = wrap_dim(dim, r.dim(), "cat");
+  Shape out_shape(r.sizes());
+  int64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (skipped(t)) continue;
+    GRAFT_CHECK(t.dim() == r.dim(), "cat", "tensors with the same number of dimensions",
+                "tensor " + idx_str(static_cast<int64_t>(i)) + " of shape " + shape_str(t.sizes()) + " (" +
+                    idx_str(t.dim()) + " dims) and tensor " + idx_str(ref) + " of shape " + shape_str(r.sizes()) +
+                    " (" + idx_str(r.dim()) + " dims)",
+                "");
+    for (int64_t k = 0; k < r.dim(); ++k) {
+      GRAFT_CHECK(k == d || t.size(k) == r.size(k), "cat",
+                  "sizes that match except in dimension " + idx_str(d),
+                  "tensor " + idx_str(static_cast<int64_t>(i)) + " of shape " + shape_str(t.sizes()) + " and tensor " +
+                      idx_str(ref) + " of shape " + shape_str(r.sizes()) + " (they differ in dimension " + idx_str(k) + ")",
+                  "");
+    }
+    total += t.size(d);
+  }
+  out_shape[static_cast<size_t>(d)] = total;
+  Tensor y = make_empty(out_shape, dt);
+  std::vector<int64_t> lengths;  // size along d of each input; -1 for a skipped one
+  {
+    NoGradGuard ng;
+    int64_t start = 0;
+    for (const Tensor& t : tensors) {
+      if (skipped(t)) {
+        lengths.push_back(-1);
+        continue;
+      }
+      const int64_t len = t.size(d);
+      lengths.push_back(len);
+      if (len == 0) continue;
+      Tensor region = y.slice(d, start, start + len);
+      detail::copy_into(region, t.detach());
+      start += len;
+    }
+  }
+  if (auto node = make_node("CatBackward0", tensors, [d, lengths](Node& n, const Tensor& g) -> TensorList {
+        // d cat = the gradient split back along d
+        TensorList out;
+        int64_t start = 0;
+        for (size_t i = 0; i < lengths.size(); ++i) {
+          if (lengths[i] < 0) {
+            out.push_back(Tensor());
+            continue;
+          }
+          if (n.next_edges[i].fn) out.push_back(g.narrow(d, start, lengths[i]));
+          else out.push_back(Tensor());
+          start += lengths[i];
+        }
+        return out;
+      }))
+    set_history(y, node);
+  return y;
+}
+
+// ---- stack ----
+Tensor stack(const TensorList& tensors, int64_t dim) {
+  GRAFT_CHECK(!tensors.empty(), "stack", "a non-empty list of tensors", "an empty list", "");
+  const Tensor& r = tensors[0];
+  GRAFT_CHECK(r.defined(), "stack", "defined tensors", "an undefined tensor at position 0", "");
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    GRAFT_CHECK(t.defined(), "stack", "defined tensors", "an undefined tensor at position " + idx_str(static_cast<int64_t>(i)), "");
+    GRAFT_CHECK(t.sizes().equals(r.sizes()), "stack", "tensors of equal shape",
+                "tensor " + idx_str(static_cast<int64_t>(i)) + " of shape " + shape_str(t.sizes()) +
+                    " and tensor 0 of shape " + shape_str(r.sizes()),
+                "stack expects each tensor to be equal size");
+  }
+  const int64_t d = wrap_dim(dim, r.dim() + 1, "stack");
+  TensorList parts;
+  parts.reserve(tensors.size());
+  for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(d));
+  return cat(parts, d);
+}
+
+// ---- index_select ----
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  GRAFT_CHECK(index.defined() && index.dim() <= 1, "index_select", "a 1-D or 0-dim index",
+              index.defined() ? "an index of shape " + shape_str(index.sizes()) : "an undefined index", "");
+  if (x.dim() == 0) {
+    (void)wrap_dim(dim, 1, "index_select");
+    checked_indices(index, 1, 0, "index_select");
+    Tensor y = x.reshape({1}).index_select(0, index.reshape({-1}));
+    return index.dim() == 0 ? y.reshape({}) : y;
+  }
+  const int64_t d = wrap_dim(dim, x.dim(), "index_select");
+  const int64_t n = x.size(d);
+  const std::vector<int64_t> idx = checked_indices(index, n, d, "index_select");
+  Shape out_shape(x.sizes());
+  out_shape[static_cast<size_t>(d)] = static_cast<int64_t>(idx.size());
+  Tensor y = select_kernel(x, d, idx, out_shape);
+  if (auto node = make_node("IndexSelectBackward0", {&x}, [in = Shape(x.sizes()), d](Node& n_, const Tensor& g) -> TensorList {
+        // d index_select = the gradient added back at the selected positions
+        return {zeros(in, g.dtype()).index_add(d, n_.saved(0), g)};
+      })) {
+    node->save(index);
+    set_history(y, node);
+  }
+  return y;
+}
+
+// ---- index_add: out = x, then out[..., index[j], ...] += alpha * source[..., j, ...] ----
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  GRAFT_CHECK(index.defined() && index.dim() <= 1, "index_add", "a 1-D or 0-dim index",
+              index.defined() ? "an index of shape " + shape_str(index.sizes()) : "an undefined index", "");
+  GRAFT_CHECK(source.dim() == x.dim(), "index_add", "a source with as many dims as the tensor (" + idx_str(x.dim()) + ")",
+              "source of shape " + shape_str(source.sizes()) + " for a tensor of shape " + shape_str(x.sizes()), "");
+  const DType dt = promote_types(x.dtype(), source.dtype());
+  Tensor y;
+  if (x.dim() == 0) {
+    (void)wrap_dim(dim, 1, "index_add");
+    GRAFT_CHECK(index.numel() == 1, "index_add", "one index for a 0-dim tensor",
+                "an index of shape " + shape_str(index.sizes()), "");
+    checked_indices(index, 1, 0, "index_add");
+    y = plain(x, dt).clone();
+    kernels::dispatch_all(dt, "index_add", [&]<class T>() {
+      const Tensor cs = plain(source, dt);
+      T& o = *y.data_ptr<T>();
+      if constexpr (std::is_same_v<T, bool>) o = o || (alpha.to<bool>() && *cs.data_ptr<T>());
+      else o = static_cast<T>(o + alpha.to<T>() * *cs.data_ptr<T>());
+    });
+  } else {
+    const int64_t d = wrap_dim(dim, x.dim(), "index_add");
+    const int64_t n = x.size(d);
+    GRAFT_CHECK(source.size(d) == index.numel(), "index_add",
+                "a source whose dim " + idx_str(d) + " has one entry per index (" + idx_str(index.numel()) + ")",
+                "source of shape " + shape_str(source.sizes()) + " with an index of " + idx_str(index.numel()) + " elements",
+                "");
+    for (int64_t k = 0; k < x.dim(); ++k)
+      GRAFT_CHECK(k == d || source.size(k) == x.size(k), "index_add",
+                  "a source matching the tensor's shape " + shape_str(x.sizes()) + " except in dim " + idx_str(d),
+                  "source of shape " + shape_str(source.sizes()), "");
+    const std::vector<int64_t> idx = checked_indices(index, n, d, "index_add");
+    const int64_t m = static_cast<int64_t>(idx.size());
+    const int64_t outer = prod(x.sizes(), 0, static_cast<size_t>(d));
+    const int64_t inner = prod(x.sizes(), static_cast<size_t>(d) + 1, static_cast<size_t>(x.dim()));
+    y = plain(x, dt).clone();
+    const Tensor cs = plain(source, dt);
+    kernels::dispatch_all(dt, "index_add", [&]<class T>() {
+      const T* s = cs.data_ptr<T>();
+      T* o = y.data_ptr<T>();
+      const T al = alpha.to<T>();
+      for (int64_t a = 0; a < outer; ++a)
+        for (int64_t j = 0; j < m; ++j) {
+          const T* sp = s + (a * m + j) * inner;
+          T* op = o + (a * n + idx[static_cast<size_t>(j)]) * inner;
+          for (int64_t i = 0; i < inner; ++i) {
+            if constexpr (std::is_same_v<T, bool>) op[i] = op[i] || (al && sp[i]);
+            else op[i] = static_cast<T>(op[i] + al * sp[i]);
+          }
+        }
+    });
+  }
+  if (auto node = make_node("IndexAddBackward0", {&x, &source}, [dim, alpha](Node& n_, const Tensor& g) -> TensorList {
+        // d x = g; d source = alpha * g.index_select(dim, index)
+        Tensor gs;
+        if (n_.next_edges[1].fn) {
+          gs = g.index_select(dim, n_.saved(0));
+          if (alpha.to_double() != 1.0) gs = gs * alpha;
+        }
+        return {n_.next_edges[0].fn ? g : Tensor(), gs};
+      })) {
+    node->save(index);
+    set_history(y, node);
+  }
+  return y;
+}
+
+// ---- gather: out[p] = x[p with dim replaced by index[p]] ----
+namespace {
+// Shared checks of gather / scatter_add: index int64 with x's rank; index.size(k) <= x.size(k) for
+// k != dim (and <= src.size(k) for every k when src is given). Returns the wrapped dim.
+int64_t check_gather_like(const Tensor& x, int64_t dim, const Tensor& index, const Tensor* src, const char* op) {
+  GRAFT_CHECK(index.defined() && index.dtype() == kInt64, op, "an int64 index tensor",
+              index.defined() ? std::string("a ") + dtype_name(index.dtype()) + " index" : "an undefined index",
+              "convert the index with .to(graft::kInt64)");
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op);
+  GRAFT_CHECK(index.dim() == x.dim() || (x.dim() == 0 && index.dim() <= 1), op,
+              "an index with as many dims as the tensor (" + idx_str(x.dim()) + ")",
+              "an index of shape " + shape_str(index.sizes()) + " for a tensor of shape " + shape_str(x.sizes()), "");
+  for (int64_t k = 0; k < x.dim(); ++k)
+    GRAFT_CHECK(k == d || index.size(k) <= x.size(k), op,
+                "index.size(" + idx_str(k) + ") <= " + idx_str(x.size(k)) + " (the tensor's size there)",
+                "an index of shape " + shape_str(index.sizes()) + " for a tensor of shape " + shape_str(x.sizes()), "");
+  if (src) {
+    GRAFT_CHECK(src->dim() == index.dim(), op, "a src with as many dims as the index (" + idx_str(index.dim()) + ")",
+                "src of shape " + shape_str(src->sizes()) + " and index of shape " + shape_str(index.sizes()), "");
+    for (int64_t k = 0; k < index.dim(); ++k)
+      GRAFT_CHECK(index.size(k) <= src->size(k), op, "index.size(" + idx_str(k) + ") <= src.size(" + idx_str(k) + ")",
+                  "src of shape " + shape_str(src->sizes()) + " and index of shape " + shape_str(index.sizes()), "");
+  }
+  return d;
+}
+
+// A 0-dim tensor seen as 1-D, for the gather-like kernels.
+Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
+
+// g (of index's shape) padded with zeros at the end of each dim up to `shape`. Differentiable.
+Tensor pad_to(Tensor g, IntArrayRef shape) {
+  for (int64_t k = 0; k < g.dim(); ++k) {
+    const int64_t extra = shape[static_cast<size_t>(k)] - g.size(k);
+    if (extra <= 0) continue;
+    Shape zs(g.sizes());
+    zs[static_cast<size_t>(k)] = extra;
+    g = cat({g, zeros(zs, g.dtype())}, k);
+  }
+  return g;
+}
+}  // namespace
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  const int64_t d = check_gather_like(x, dim, index, nullptr, "gather");
+  const Tensor cx = as_1d(plain(x, x.dtype()));
+  const int64_t n = cx.size(d);
+  const Tensor ci = as_1d(plain(index, kInt64));
+  const std::vector<int64_t> idx = checked_indices(ci, n, d, "gather");
+  Tensor y = make_empty(index.sizes(), x.dtype());
+  const Shape xs = contiguous_strides(cx.sizes());
+  kernels::dispatch_all(x.dtype(), "gather", [&]<class T>() {
+    const T* s = cx.data_ptr<T>();
+    T* o = y.data_ptr<T>();
+    int64_t k = 0;
+    for_each_position(ci.sizes(), [&](std::vector<int64_t>& p) {
+      const int64_t keep = p[static_cast<size_t>(d)];
+      p[static_cast<size_t>(d)] = idx[static_cast<size_t>(k)];
+      o[k] = s[offset_of(p, xs)];
+      p[static_cast<size_t>(d)] = keep;
+      ++k;
+    });
+  });
+  if (auto node = make_node("GatherBackward0", {&x}, [in = Shape(x.sizes()), d](Node& n_, const Tensor& g) -> TensorList {
+        // d gather = the gradient scattered back (and added) at the gathered positions
+        return {zeros(in, g.dtype()).scatter_add(d, n_.saved(0), g)};
+      })) {
+    node->save(index);
+    set_history(y, node);
+  }
+  return y;
+}
+
+// ---- scatter_add: out = x, then out[p with dim replaced by index[p]] += src[p] ----
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  GRAFT_CHECK(src.defined(), "scatter_add", "a defined src", "an undefined src", "");
+  const int64_t d = check_gather_like(x, dim, index, &src, "scatter_add");
+  const DType dt = promote_types(x.dtype(), src.dtype());
+  Tensor y = as_1d(plain(x, dt).clone());
+  const int64_t n = y.size(d);
+  const Tensor ci = as_1d(plain(index, kInt64));
+  const std::vector<int64_t> idx = checked_indices(ci, n, d, "scatter_add");
+  const Tensor cs = as_1d(plain(src, dt));
+  const Shape ys = contiguous_strides(y.sizes()), ss = contiguous_strides(cs.sizes());
+  kernels::dispatch_all(dt, "scatter_add", [&]<class T>() {
+    const T* s = cs.data_ptr<T>();
+    T* o = y.data_ptr<T>();
+    int64_t k = 0;
+    for_each_position(ci.sizes(), [&](std::vector<int64_t>& p) {
+      const T v = s[offset_of(p, ss)];
+      const int64_t keep = p[static_cast<size_t>(d)];
+      p[static_cast<size_t>(d)] = idx[static_cast<size_t>(k)];
+      T& dst = o[offset_of(p, ys)];
+      if constexpr (std::is_same_v<T, bool>) dst = dst || v;
+      else dst = static_cast<T>(dst + v);
+      p[static_cast<size_t>(d)] = keep;
+      ++k;
+    });
+  });
+  if (x.dim() == 0) y = y.reshape({});
+  if (auto node = make_node("ScatterAddBackward0", {&x, &src}, [d, src_shape = Shape(src.sizes())](Node& n_, const Tensor& g) -> TensorList {
+        // d x = g; d src = g.gather(dim, index) (zero where src has no index entry)
+        Tensor gs;
+        if (n_.next_edges[1].fn) {
+          const Tensor index = n_.saved(0);
+          gs = pad_to(g.gather(d, index), src_shape);
+          if (src_shape.size() == 0) gs = gs.reshape({});
+        }
+        return {n_.next_edges[0].fn ? g : Tensor(), gs};
+      })) {
+    node->save(index);
+    set_history(y, node);
+  }
+  return y;
+}
+
+// ---- embedding ----
+Tensor nn::functional::embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options) {
+  GRAFT_CHECK(input.defined() && input.dtype() == kInt64, "embedding", "an int64 input of indices",
+              input.defined() ? std::string("a ") + dtype_name(input.dtype()) + " input" : "an undefined input",
+              "convert the indices with .to(graft::kInt64)");
+  GRAFT_CHECK(weight.defined() && weight.dim() == 2, "embedding", "a 2-D weight (num_embeddings, embedding_dim)",
+              weight.defined() ? "a weight of shape " + shape_str(weight.sizes()) : "an undefined weight", "");
+  const int64_t num = weight.size(0), dim = weight.size(1);
+  std::optional<int64_t> pad = options.padding_idx();
+  if (pad) {
+    GRAFT_CHECK(*pad >= -num && *pad < num, "embedding", "padding_idx in [" + idx_str(-num) + ", " + idx_str(num) + ")",
+                "padding_idx " + idx_str(*pad) + " for num_embeddings " + idx_str(num), "");
+    if (*pad < 0) *pad += num;
+  }
+  const Tensor ids = plain(input, kInt64).reshape({-1});
+  const std::vector<int64_t> v = checked_indices(ids, num, 0, "embedding");
+  Shape out_shape(input.sizes());
+  out_shape.push_back(dim);
+  Tensor y = select_kernel(weight, 0, v, out_shape);
+  if (auto node = make_node("EmbeddingBackward0", {&weight}, [num, dim, has_pad = pad.has_value()](Node& n_, const Tensor& g) -> TensorList {
+        // d weight = the gradient rows added into the looked-up rows (none into padding_idx's row)
+        Tensor gf = g.reshape({-1, dim});
+        if (has_pad) gf = gf * n_.saved(1);
+        return {zeros({num, dim}, g.dtype()).index_add(0, n_.saved(0), gf)};
+      })) {
+    node->save(ids);
+    if (pad) {
+      Tensor keep = make_empty({static_cast<int64_t>(v.size()), 1}, weight.dtype());
+      kernels::dispatch_floating(weight.dtype(), "embedding", [&]<class T>() {
+        T* k = keep.data_ptr<T>();
+        for (size_t i = 0; i < v.size(); ++i) k[i] = v[i] == *pad ? T(0) : T(1);
+      });
+      node->save(keep);
+    }
+    set_history(y, node);
+  }
+  return y;
+}
+
+// ---- one_hot ----
+Tensor nn::functional::one_hot(const Tensor& input, int64_t num_classes) {
+  GRAFT_CHECK(input.defined() && input.dtype() == kInt64, "one_hot", "an int64 input of class indices",
+              input.defined() ? std::string("a ") + dtype_name(input.dtype()) + " input" : "an undefined input",
+              "convert the indices with .to(graft::kInt64)");
+  GRAFT_CHECK(num_classes >= -1, "one_hot", "num_classes >= 0 (or -1 to infer it)",
+              "num_classes " + idx_str(num_classes), "");
+  const Tensor c = plain(input, kInt64);
+  const int64_t* p = c.data_ptr<int64_t>();
+  const int64_t n = c.numel();
+  for (int64_t i = 0; i < n; ++i)
+    GRAFT_CHECK(p[i] >= 0, "one_hot", "non-negative class values", "class value " + idx_str(p[i]), "");
+  if (num_classes == -1) {
+    GRAFT_CHECK(n > 0, "one_hot", "a non-empty input when num_classes is -1", "an empty input of shape " + shape_str(input.sizes()),
+                "pass num_classes explicitly");
+    num_classes = *std::max_element(p, p + n) + 1;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    GRAFT_CHECK(p[i] < num_classes, "one_hot", "class values smaller than num_classes (" + idx_str(num_classes) + ")",
+                "class value " + idx_str(p[i]), "");
+  Shape out_shape(input.sizes());
+  out_shape.push_back(num_classes);
+  Tensor y = zeros(out_shape, kInt64);
+  int64_t* o = y.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) o[i * num_classes + p[i]] = 1;
+  return y;
+}
 
 }  // namespace graft
