@@ -1,35 +1,236 @@
-// STUB: to be replaced by the real implementation of this op family.
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+// Comparisons and selection: gt, lt, ge, le, eq, ne (bool results, no gradient), logical_not/and/or,
+// where, masked_fill (and masked_fill_), allclose, equal, isnan, isinf, isfinite.
+//
+// Comparisons promote their operands as arithmetic does (detail::result_type) and compare in the
+// promoted dtype, as PyTorch does (an int64 tensor against 2.5 compares in float32). where's result
+// has the promoted dtype of its two value operands; the condition must be a bool tensor.
+#include <cmath>
+#include <string>
+
+#include "../kernels/dispatch.h"
+#include "../kernels/loops.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
 namespace graft {
 
-Tensor gt(const Tensor& a, const Tensor& b) { throw Error("gt", "is not implemented yet"); }
-Tensor gt(const Tensor& a, const Scalar& b) { throw Error("gt", "is not implemented yet"); }
-Tensor lt(const Tensor& a, const Tensor& b) { throw Error("lt", "is not implemented yet"); }
-Tensor lt(const Tensor& a, const Scalar& b) { throw Error("lt", "is not implemented yet"); }
-Tensor ge(const Tensor& a, const Tensor& b) { throw Error("ge", "is not implemented yet"); }
-Tensor ge(const Tensor& a, const Scalar& b) { throw Error("ge", "is not implemented yet"); }
-Tensor le(const Tensor& a, const Tensor& b) { throw Error("le", "is not implemented yet"); }
-Tensor le(const Tensor& a, const Scalar& b) { throw Error("le", "is not implemented yet"); }
-Tensor eq(const Tensor& a, const Tensor& b) { throw Error("eq", "is not implemented yet"); }
-Tensor eq(const Tensor& a, const Scalar& b) { throw Error("eq", "is not implemented yet"); }
-Tensor ne(const Tensor& a, const Tensor& b) { throw Error("ne", "is not implemented yet"); }
-Tensor ne(const Tensor& a, const Scalar& b) { throw Error("ne", "is not implemented yet"); }
-Tensor logical_not(const Tensor& a) { throw Error("logical_not", "is not implemented yet"); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { throw Error("logical_and", "is not implemented yet"); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { throw Error("logical_or", "is not implemented yet"); }
-Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) { throw Error("where", "is not implemented yet"); }
-Tensor where(const Tensor& condition, const Tensor& a, const Scalar& b) { throw Error("where", "is not implemented yet"); }
-Tensor where(const Tensor& condition, const Scalar& a, const Tensor& b) { throw Error("where", "is not implemented yet"); }
-Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) { throw Error("masked_fill", "is not implemented yet"); }
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) { throw Error("masked_fill_", "is not implemented yet"); }
-bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) { throw Error("allclose", "is not implemented yet"); }
-bool equal(const Tensor& a, const Tensor& b) { throw Error("equal", "is not implemented yet"); }
-Tensor isnan(const Tensor& x) { throw Error("isnan", "is not implemented yet"); }
-Tensor isinf(const Tensor& x) { throw Error("isinf", "is not implemented yet"); }
-Tensor isfinite(const Tensor& x) { throw Error("isfinite", "is not implemented yet"); }
+using autograd::make_node;
+using autograd::Node;
+using autograd::set_history;
+using detail::as_dtype;
+
+namespace {
+
+// out = f(a, b) as bool, a and b broadcast together and both converted to the promoted dtype.
+template <class F>
+Tensor compare_tensors(const Tensor& a, const Tensor& b, const char* op, F&& f) {
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
+  const DType dt = detail::result_type(a, b);
+  const Tensor ca = as_dtype(a, dt), cb = as_dtype(b, dt);
+  return kernels::dispatch_all(dt, op, [&]<class T>() {
+    return kernels::map<bool, T, T>(kBool, shape, [&f](T x, T y) { return f(x, y); }, ca, cb);
+  });
+}
+
+template <class F>
+Tensor compare_scalar(const Tensor& a, const Scalar& s, const char* op, F&& f) {
+  const DType dt = detail::result_type(a, s);
+  const Tensor ca = as_dtype(a, dt);
+  return kernels::dispatch_all(dt, op, [&]<class T>() {
+    const T v = s.to<T>();
+    return kernels::map<bool, T>(kBool, a.sizes(), [&f, v](T x) { return f(x, v); }, ca);
+  });
+}
+
+// f(x) as bool for x of any supported dtype.
+template <class F>
+Tensor unary_predicate(const Tensor& x, const char* op, F&& f) {
+  return kernels::dispatch_all(x.dtype(), op, [&]<class T>() {
+    return kernels::map<bool, T>(kBool, x.sizes(), [&f](T v) { return f(v); }, x);
+  });
+}
+
+// Truth value of any element: nonzero (NaN included) is true.
+template <class T>
+bool truthy(T v) {
+  return v != T(0);
+}
+
+template <class F>
+Tensor logical_binary(const Tensor& a, const Tensor& b, const char* op, F&& f) {
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
+  return kernels::dispatch_all(a.dtype(), op, [&]<class A>() {
+    return kernels::dispatch_all(b.dtype(), op, [&]<class B>() {
+      return kernels::map<bool, A, B>(kBool, shape, [&f](A x, B y) { return f(truthy(x), truthy(y)); }, a, b);
+    });
+  });
+}
+
+void check_bool_condition(const Tensor& cond, const char* op, const char* what) {
+  GRAFT_CHECK(cond.dtype() == kBool, op, std::string("a bool ") + what,
+              std::string("a ") + dtype_name(cond.dtype()) + " " + what + " of shape " + shape_str(cond.sizes()),
+              std::string("build the ") + what + " with a comparison (x > 0) or convert it with .to(graft::kBool)");
+}
+
+}  // namespace
+
+// ---- comparisons ----
+#define GRAFT_DEFINE_COMPARISON(name, expr)                                                         \
+  Tensor name(const Tensor& a, const Tensor& b) {                                                   \
+    return compare_tensors(a, b, #name, [](auto x, auto y) { return expr; });                       \
+  }                                                                                                 \
+  Tensor name(const Tensor& a, const Scalar& b) {                                                   \
+    return compare_scalar(a, b, #name, [](auto x, auto y) { return expr; });                        \
+  }
+
+GRAFT_DEFINE_COMPARISON(gt, x > y)
+GRAFT_DEFINE_COMPARISON(lt, x < y)
+GRAFT_DEFINE_COMPARISON(ge, x >= y)
+GRAFT_DEFINE_COMPARISON(le, x <= y)
+GRAFT_DEFINE_COMPARISON(eq, x == y)
+GRAFT_DEFINE_COMPARISON(ne, x != y)
+#undef GRAFT_DEFINE_COMPARISON
+
+// ---- logical ops: any dtype, nonzero is true ----
+Tensor logical_not(const Tensor& a) {
+  return unary_predicate(a, "logical_not", [](auto v) { return !truthy(v); });
+}
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return logical_binary(a, b, "logical_and", [](bool x, bool y) { return x && y; });
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return logical_binary(a, b, "logical_or", [](bool x, bool y) { return x || y; });
+}
+
+// ---- where(condition, a, b): condition ? a : b ----
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  check_bool_condition(condition, "where", "condition");
+  const Shape shape = broadcast_shapes(broadcast_shapes(condition.sizes(), a.sizes(), "where"), b.sizes(), "where");
+  const DType dt = detail::result_type(a, b);
+  const Tensor ca = as_dtype(a, dt), cb = as_dtype(b, dt);
+  Tensor y = kernels::dispatch_all(dt, "where", [&]<class T>() {
+    return kernels::map<T, bool, T, T>(dt, shape, [](bool c, T x, T z) { return c ? x : z; }, condition, ca, cb);
+  });
+  if (auto node = make_node("WhereBackward0", {&condition, &a, &b}, [](Node& n, const Tensor& g) -> TensorList {
+        // d/da = [condition], d/db = [!condition]
+        const Tensor c = n.saved(0);
+        const bool need_a = n.next_edges[1].fn != nullptr, need_b = n.next_edges[2].fn != nullptr;
+        return {Tensor(), need_a ? where(c, g, Scalar(0)) : Tensor(), need_b ? where(c, Scalar(0), g) : Tensor()};
+      })) {
+    node->save(condition);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor where(const Tensor& condition, const Tensor& a, const Scalar& b) {
+  check_bool_condition(condition, "where", "condition");
+  return where(condition, a, detail::scalar_to_tensor(b, detail::result_type(a, b)));
+}
+
+Tensor where(const Tensor& condition, const Scalar& a, const Tensor& b) {
+  check_bool_condition(condition, "where", "condition");
+  return where(condition, detail::scalar_to_tensor(a, detail::result_type(b, a)), b);
+}
+
+// ---- masked_fill(x, mask, value): value where mask, else x ----
+namespace {
+void check_mask(const Tensor& x, const Tensor& mask, const char* op) {
+  check_bool_condition(mask, op, "mask");
+  bool ok = mask.dim() <= x.dim();
+  for (int64_t i = 0; ok && i < mask.dim(); ++i) {
+    const int64_t m = mask.size(i), d = x.size(i + x.dim() - mask.dim());
+    ok = m == d || m == 1;
+  }
+  GRAFT_CHECK(ok, op, "a mask that broadcasts to the input's shape " + shape_str(x.sizes()),
+              "a mask of shape " + shape_str(mask.sizes()),
+              "the mask may have size 1 or the input's size in each trailing dimension, and may not broadcast "
+              "the input to a larger shape");
+}
+}  // namespace
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  check_mask(x, mask, "masked_fill");
+  Tensor y = kernels::dispatch_all(x.dtype(), "masked_fill", [&]<class T>() {
+    const T v = value.to<T>();
+    return kernels::map<T, T, bool>(x.dtype(), x.sizes(), [v](T e, bool m) { return m ? v : e; }, x, mask);
+  });
+  if (auto node = make_node("MaskedFillBackward0", {&x, &mask}, [](Node& n, const Tensor& g) -> TensorList {
+        return {where(n.saved(0), Scalar(0), g), Tensor()};  // no gradient where the value was written
+      })) {
+    node->save(mask);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
+  check_mask(*this, mask, "masked_fill_");
+  return detail::inplace_op(
+      *this, "masked_fill_", {&mask},
+      [&] {
+        Tensor m = mask.is_alias_of(*this) ? mask.clone() : mask;
+        kernels::dispatch_all(dtype(), "masked_fill_", [&]<class T>() {
+          const T v = value.to<T>();
+          kernels::apply_inplace<T, bool>(*this, [v](T e, bool mm) { return mm ? v : e; }, m);
+        });
+      },
+      [&](const Tensor& old) { return graft::masked_fill(old, mask, value); });
+}
+
+// ---- whole-tensor tests ----
+namespace {
+// |a - b| <= atol + rtol * |b| elementwise, in double (equal values, infinities included, are close).
+Tensor isclose_double(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "allclose");
+  const Tensor da = as_dtype(a, kFloat64), db = as_dtype(b, kFloat64);
+  return kernels::map<bool, double, double>(kBool, shape, [rtol, atol, equal_nan](double x, double y) {
+    if (x == y) return true;
+    if (std::isnan(x) || std::isnan(y)) return equal_nan && std::isnan(x) && std::isnan(y);
+    if (!std::isfinite(x) || !std::isfinite(y)) return false;
+    return std::abs(x - y) <= atol + rtol * std::abs(y);
+  }, da, db);
+}
+bool all_true(const Tensor& t) {  // t: a contiguous bool tensor made by kernels::map
+  const bool* p = t.data_ptr<bool>();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!p[i]) return false;
+  return true;
+}
+}  // namespace
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  GRAFT_CHECK(rtol >= 0 && atol >= 0, "allclose", "non-negative rtol and atol",
+              "rtol=" + std::to_string(rtol) + ", atol=" + std::to_string(atol), "tolerances are magnitudes");
+  NoGradGuard ng;
+  return all_true(isclose_double(a, b, rtol, atol, equal_nan));
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  if (!a.sizes().equals(b.sizes())) return false;
+  NoGradGuard ng;
+  const Tensor da = as_dtype(a, kFloat64), db = as_dtype(b, kFloat64);
+  return all_true(kernels::map<bool, double, double>(kBool, a.sizes(), [](double x, double y) { return x == y; }, da, db));
+}
+
+Tensor isnan(const Tensor& x) {
+  return unary_predicate(x, "isnan", []<class T>(T v) {
+    if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+    else return false;
+  });
+}
+Tensor isinf(const Tensor& x) {
+  return unary_predicate(x, "isinf", []<class T>(T v) {
+    if constexpr (std::is_floating_point_v<T>) return std::isinf(v);
+    else return false;
+  });
+}
+Tensor isfinite(const Tensor& x) {
+  return unary_predicate(x, "isfinite", []<class T>(T v) {
+    if constexpr (std::is_floating_point_v<T>) return std::isfinite(v);
+    else return true;
+  });
+}
 
 }  // namespace graft
