@@ -1,5 +1,6 @@
 // graft's ops as free functions (graft::exp(x), graft::matmul(a, b), ...), LibTorch's names and
-// argument order. Each is differentiable where PyTorch's is; see docs/ops.md for the formulas.
+// argument order. Each is differentiable where PyTorch's is; the derivative of each sits under its
+// forward in src/ops/<family>.cpp.
 #pragma once
 
 #include <optional>
