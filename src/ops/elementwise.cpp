@@ -1,44 +1,568 @@
-// STUB: to be replaced by the real implementation of this op family.
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+// Elementwise math: pow, the unary functions (exp, log, ..., relu), clamp, maximum/minimum, their
+// in-place forms, and the activations of graft::nn::functional. Floating functions of integer or
+// bool tensors compute in float32, as PyTorch's do. Backward formulas are written with graft ops
+// (so gradients of gradients work); the 0/1 masks they use are constants computed by const_map.
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <type_traits>
+
+#include "../kernels/dispatch.h"
+#include "../kernels/loops.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
 namespace graft {
 
-Tensor pow(const Tensor& base, const Tensor& exponent) { throw Error("pow", "is not implemented yet"); }
-Tensor pow(const Tensor& base, const Scalar& exponent) { throw Error("pow", "is not implemented yet"); }
-Tensor pow(const Scalar& base, const Tensor& exponent) { throw Error("pow", "is not implemented yet"); }
-Tensor square(const Tensor& a) { throw Error("square", "is not implemented yet"); }
-Tensor reciprocal(const Tensor& a) { throw Error("reciprocal", "is not implemented yet"); }
-Tensor exp(const Tensor& x) { throw Error("exp", "is not implemented yet"); }
-Tensor log(const Tensor& x) { throw Error("log", "is not implemented yet"); }
-Tensor log1p(const Tensor& x) { throw Error("log1p", "is not implemented yet"); }
-Tensor sqrt(const Tensor& x) { throw Error("sqrt", "is not implemented yet"); }
-Tensor rsqrt(const Tensor& x) { throw Error("rsqrt", "is not implemented yet"); }
-Tensor abs(const Tensor& x) { throw Error("abs", "is not implemented yet"); }
-Tensor sign(const Tensor& x) { throw Error("sign", "is not implemented yet"); }
-Tensor sin(const Tensor& x) { throw Error("sin", "is not implemented yet"); }
-Tensor cos(const Tensor& x) { throw Error("cos", "is not implemented yet"); }
-Tensor erf(const Tensor& x) { throw Error("erf", "is not implemented yet"); }
-Tensor tanh(const Tensor& x) { throw Error("tanh", "is not implemented yet"); }
-Tensor sigmoid(const Tensor& x) { throw Error("sigmoid", "is not implemented yet"); }
-Tensor relu(const Tensor& x) { throw Error("relu", "is not implemented yet"); }
-Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) { throw Error("clamp", "is not implemented yet"); }
-Tensor clamp_min(const Tensor& x, const Scalar& min) { throw Error("clamp_min", "is not implemented yet"); }
-Tensor clamp_max(const Tensor& x, const Scalar& max) { throw Error("clamp_max", "is not implemented yet"); }
-Tensor maximum(const Tensor& a, const Tensor& b) { throw Error("maximum", "is not implemented yet"); }
-Tensor minimum(const Tensor& a, const Tensor& b) { throw Error("minimum", "is not implemented yet"); }
-Tensor& Tensor::relu_() { throw Error("relu_", "is not implemented yet"); }
-Tensor& Tensor::sigmoid_() { throw Error("sigmoid_", "is not implemented yet"); }
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) { throw Error("clamp_", "is not implemented yet"); }
-Tensor nn::functional::relu(const Tensor& x) { throw Error("relu", "is not implemented yet"); }
-Tensor nn::functional::leaky_relu(const Tensor& x, const nn::functional::LeakyReLUFuncOptions& options) { throw Error("leaky_relu", "is not implemented yet"); }
-Tensor nn::functional::gelu(const Tensor& x, const nn::functional::GELUFuncOptions& options) { throw Error("gelu", "is not implemented yet"); }
-Tensor nn::functional::silu(const Tensor& x) { throw Error("silu", "is not implemented yet"); }
-Tensor nn::functional::softplus(const Tensor& x, const nn::functional::SoftplusFuncOptions& options) { throw Error("softplus", "is not implemented yet"); }
-Tensor nn::functional::elu(const Tensor& x, const nn::functional::ELUFuncOptions& options) { throw Error("elu", "is not implemented yet"); }
-Tensor nn::functional::sigmoid(const Tensor& x) { throw Error("sigmoid", "is not implemented yet"); }
-Tensor nn::functional::tanh(const Tensor& x) { throw Error("tanh", "is not implemented yet"); }
+using autograd::make_node;
+using autograd::Node;
+using autograd::set_history;
+using detail::as_dtype;
+
+namespace {
+
+// Integer and bool inputs of floating functions compute in float32 (PyTorch's default dtype).
+DType float_type(DType t) { return t == kInt64 || t == kBool ? kFloat32 : t; }
+
+// y = f(x) elementwise in a floating dtype; float16/bfloat16 are a graft::Error naming `op`.
+template <class F>
+Tensor float_map(const Tensor& x, const char* op, F&& f) {
+  const DType dt = float_type(x.dtype());
+  return kernels::dispatch_floating(dt, op, [&]<class T>() {
+    const Tensor cx = as_dtype(x, dt);
+    return kernels::map<T, T>(dt, x.sizes(), [&f](T v) { return static_cast<T>(f(v)); }, cx);
+  });
+}
+
+// y = f(x) for float32/float64 x only (activations that PyTorch does not define on integers).
+template <class F>
+Tensor floating_only_map(const Tensor& x, const char* op, F&& f) {
+  return kernels::dispatch_floating(x.dtype(), op, [&]<class T>() {
+    return kernels::map<T, T>(x.dtype(), x.sizes(), [&f](T v) { return static_cast<T>(f(v)); }, x);
+  });
+}
+
+// f(x) (or f(a, b), broadcast) elementwise in dtype `out`, computed in dtype `dt`, outside autograd:
+// the constant masks and factors of backward formulas.
+template <class F>
+Tensor const_map(DType dt, DType out, const Tensor& x, F&& f) {
+  const Tensor cx = as_dtype(x, dt);
+  return kernels::dispatch_floating(dt, "backward", [&]<class T>() {
+    return kernels::dispatch_all(out, "backward", [&]<class R>() {
+      return kernels::map<R, T>(out, x.sizes(), [&f](T v) { return static_cast<R>(f(v)); }, cx);
+    });
+  });
+}
+template <class F>
+Tensor const_map(DType dt, DType out, const Tensor& a, const Tensor& b, F&& f) {
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "backward");
+  const Tensor ca = as_dtype(a, dt), cb = as_dtype(b, dt);
+  return kernels::dispatch_floating(dt, "backward", [&]<class T>() {
+    return kernels::dispatch_all(out, "backward", [&]<class R>() {
+      return kernels::map<R, T, T>(out, shape, [&f](T u, T v) { return static_cast<R>(f(u, v)); }, ca, cb);
+    });
+  });
+}
+// A 0/1 mask of pred(x) in x's (floating) dtype.
+template <class P>
+Tensor mask(const Tensor& x, P&& pred) {
+  return const_map(x.dtype(), x.dtype(), x, [&pred](auto v) { return pred(v) ? 1.0 : 0.0; });
+}
+
+enum class Saved { Input, Output };
+
+// A floating unary op: y = f(x) by float_map, recorded as `node_name` with x or y saved.
+template <class F, class B>
+Tensor unary_float_op(const Tensor& x, const char* op, const char* node_name, Saved what, F&& f, B&& backward) {
+  Tensor y = float_map(x, op, std::forward<F>(f));
+  if (auto node = make_node(node_name, {&x}, std::forward<B>(backward))) {
+    set_history(y, node);  // before saving y: a saved output must carry its grad_fn (Note [Saved tensors])
+    node->save(what == Saved::Output ? y : x, what == Saved::Output);
+  }
+  return y;
+}
+
+// Integer power by squaring; negative exponents follow PyTorch's integer semantics (1, +-1 or 0).
+int64_t int_pow(int64_t b, int64_t e) {
+  if (e < 0) {
+    if (b == 1) return 1;
+    if (b == -1) return (e % 2 == 0) ? 1 : -1;
+    return 0;
+  }
+  uint64_t r = 1, p = static_cast<uint64_t>(b);  // unsigned: overflow wraps as in PyTorch, without UB
+  for (uint64_t k = static_cast<uint64_t>(e); k; k >>= 1) {
+    if (k & 1) r *= p;
+    p *= p;
+  }
+  return static_cast<int64_t>(r);
+}
+
+template <class T>
+T pow_fn(T x, T e) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(int_pow(x, e));
+  else return std::pow(x, e);
+}
+
+// gelu's constants: sqrt(2/pi), 1/sqrt(2), and the cubic coefficient of the tanh form.
+constexpr double kSqrt2OverPi = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
+constexpr double kInvSqrt2 = 1.0 / std::numbers::sqrt2;
+constexpr double kGeluC = 0.044715;
+
+template <class T> T relu_fn(T v) { return v < T(0) ? T(0) : v; }  // NaN passes through
+template <class T> T sigmoid_fn(T v) { return T(1) / (T(1) + std::exp(-v)); }
+
+// Bounds of clamp as optional doubles (cast to the kernel type at use).
+struct Bounds {
+  bool has_lo = false, has_hi = false;
+  double lo = 0, hi = 0;
+};
+Bounds make_bounds(const std::optional<Scalar>& mn, const std::optional<Scalar>& mx) {
+  return {mn.has_value(), mx.has_value(), mn ? mn->to_double() : 0.0, mx ? mx->to_double() : 0.0};
+}
+template <class T>
+T clamp_fn(T v, const Bounds& b, T lo, T hi) {
+  if (b.has_lo) v = v < lo ? lo : v;  // NaN passes through both
+  if (b.has_hi) v = v > hi ? hi : v;
+  return v;
+}
+
+// clamp's result dtype: the tensor's, or float32 when an integer tensor meets a floating bound.
+DType clamp_type(const Tensor& x, const std::optional<Scalar>& mn, const std::optional<Scalar>& mx, const char* op) {
+  GRAFT_CHECK(mn.has_value() || mx.has_value(), op, "at least one of min and max", "neither",
+              "pass a bound: graft::clamp(x, 0.0) or graft::clamp(x, std::nullopt, 1.0)");
+  GRAFT_CHECK(x.dtype() != kBool, op, "a numeric tensor", "a bool tensor", "convert it with .to(graft::kInt64)");
+  DType dt = x.dtype();
+  if (mn) dt = detail::result_type(x, *mn);
+  if (mx && !is_floating_point(dt)) dt = detail::result_type(x, *mx);
+  return dt;
+}
+
+Tensor clamp_impl(const Tensor& x, const std::optional<Scalar>& mn, const std::optional<Scalar>& mx, const char* op,
+                  const char* node_name) {
+  const DType dt = clamp_type(x, mn, mx, op);
+  const Bounds b = make_bounds(mn, mx);
+  const Tensor cx = as_dtype(x, dt);
+  Tensor y = kernels::dispatch_numeric(dt, op, [&]<class T>() {
+    const T lo = mn ? mn->to<T>() : T(0), hi = mx ? mx->to<T>() : T(0);
+    return kernels::map<T, T>(dt, x.sizes(), [&b, lo, hi](T v) { return clamp_fn(v, b, lo, hi); }, cx);
+  });
+  if (auto node = make_node(node_name, {&x}, [b](Node& n, const Tensor& g) -> TensorList {
+        // d clamp(x)/dx = 1 where min <= x <= max (inclusive), else 0
+        return {g * mask(n.saved(0), [b](auto v) {
+                  using T = decltype(v);
+                  return (!b.has_lo || v >= static_cast<T>(b.lo)) && (!b.has_hi || v <= static_cast<T>(b.hi));
+                })};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+
+// maximum / minimum: NaN propagates; ties split the gradient equally (0.5 each).
+template <bool IsMax>
+Tensor max_min(const Tensor& a, const Tensor& b, const char* op, const char* node_name) {
+  const DType dt = detail::result_type(a, b);
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
+  const Tensor ca = as_dtype(a, dt), cb = as_dtype(b, dt);
+  Tensor y = kernels::dispatch_all(dt, op, [&]<class T>() {
+    return kernels::map<T, T, T>(dt, shape, [](T x, T z) -> T {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(x)) return x;
+        if (std::isnan(z)) return z;
+      }
+      if constexpr (IsMax) return x < z ? z : x;
+      else return z < x ? z : x;
+    }, ca, cb);
+  });
+  if (auto node = make_node(node_name, {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
+        // d/da = 1 where a wins, d/db = 1 where b wins, 0.5 each on ties
+        const Tensor sa = n.saved(0), sb = n.saved(1);
+        const DType dt = g.dtype();
+        auto share = [&](bool first) {
+          return const_map(dt, dt, sa, sb, [first](auto x, auto z) {
+            const bool wins = IsMax ? (first ? x > z : z > x) : (first ? x < z : z < x);
+            return wins ? 1.0 : (x == z ? 0.5 : 0.0);
+          });
+        };
+        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        return {need_a ? g * share(true) : Tensor(), need_b ? g * share(false) : Tensor()};
+      })) {
+    node->save(a);
+    node->save(b);
+    set_history(y, node);
+  }
+  return y;
+}
+
+}  // namespace
+
+// ---- pow ----
+Tensor pow(const Tensor& base, const Tensor& exponent) {
+  const DType dt = detail::result_type(base, exponent);
+  const Shape shape = broadcast_shapes(base.sizes(), exponent.sizes(), "pow");
+  Tensor y = kernels::dispatch_numeric(dt, "pow", [&]<class T>() {
+    const Tensor ca = as_dtype(base, dt), ce = as_dtype(exponent, dt);
+    return kernels::map<T, T, T>(dt, shape, [](T x, T e) { return pow_fn(x, e); }, ca, ce);
+  });
+  if (auto node = make_node("PowBackward1", {&base, &exponent}, [](Node& n, const Tensor& g) -> TensorList {
+        // d/da = b * a^(b-1) (0 where b == 0); d/db = a^b * log(a) (0 where a == 0 and b >= 0)
+        const Tensor a = n.saved(0), b = n.saved(1);
+        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        const DType dt = g.dtype();
+        Tensor ga, gb;
+        if (need_a) {
+          const Tensor b_zero = const_map(dt, kBool, b, [](auto e) { return e == 0; });
+          ga = where(b_zero, Scalar(0.0), g * (b * pow(a, b - 1.0)));
+        }
+        if (need_b) {
+          const Tensor masked = const_map(dt, kBool, a, b, [](auto x, auto e) { return x == 0 && e >= 0; });
+          gb = g * where(masked, Scalar(0.0), n.saved(2) * log(a));
+        }
+        return {ga, gb};
+      })) {
+    set_history(y, node);
+    node->save(base);
+    node->save(exponent);
+    node->save(y, /*is_output=*/true);
+  }
+  return y;
+}
+
+Tensor pow(const Tensor& base, const Scalar& exponent) {
+  const DType dt = detail::result_type(base, exponent);
+  GRAFT_CHECK(is_floating_point(dt) || exponent.to_long() >= 0, "pow", "a non-negative exponent for an integer tensor",
+              "exponent " + std::to_string(exponent.to_long()),
+              "integers to negative integer powers are not allowed; convert the tensor with .to(graft::kFloat32)");
+  const Tensor cx = as_dtype(base, dt);
+  Tensor y = kernels::dispatch_numeric(dt, "pow", [&]<class T>() {
+    const T e = exponent.to<T>();
+    if constexpr (std::is_floating_point_v<T>) {
+      if (e == T(2)) return kernels::map<T, T>(dt, base.sizes(), [](T x) { return x * x; }, cx);
+    }
+    return kernels::map<T, T>(dt, base.sizes(), [e](T x) { return pow_fn(x, e); }, cx);
+  });
+  if (auto node = make_node("PowBackward0", {&base}, [exponent](Node& n, const Tensor& g) -> TensorList {
+        // d x^e/dx = e * x^(e-1), and 0 for e == 0
+        if (exponent.to_double() == 0.0) return {zeros_like(g)};
+        const Scalar e1 = exponent.is_floating_point() ? Scalar(exponent.to_double() - 1.0) : Scalar(exponent.to_long() - 1);
+        return {g * (pow(n.saved(0), e1) * exponent)};
+      })) {
+    node->save(base);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor pow(const Scalar& base, const Tensor& exponent) {
+  const DType dt = detail::result_type(exponent, base);
+  const Tensor ce = as_dtype(exponent, dt);
+  Tensor y = kernels::dispatch_numeric(dt, "pow", [&]<class T>() {
+    const T b = base.to<T>();
+    return kernels::map<T, T>(dt, exponent.sizes(), [b](T e) { return pow_fn(b, e); }, ce);
+  });
+  const double s = base.to_double();
+  if (auto node = make_node("PowBackward2", {&exponent}, [s](Node& n, const Tensor& g) -> TensorList {
+        // d s^e/de = s^e * log(s) (0 where s == 0 and e >= 0)
+        const Tensor out = n.saved(0);
+        if (s != 0.0) return {g * out * std::log(s)};
+        const Tensor masked = const_map(g.dtype(), kBool, n.saved(1), [](auto e) { return e >= 0; });
+        return {g * where(masked, Scalar(0.0), out * -std::numeric_limits<double>::infinity())};
+      })) {
+    set_history(y, node);
+    node->save(y, /*is_output=*/true);
+    node->save(exponent);
+  }
+  return y;
+}
+
+Tensor square(const Tensor& a) { return pow(a, 2); }
+
+Tensor reciprocal(const Tensor& a) {
+  return unary_float_op(a, "reciprocal", "ReciprocalBackward0", Saved::Output, [](auto v) { return 1 / v; },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          const Tensor y = n.saved(0);
+                          return {-(g * (y * y))};  // d (1/x)/dx = -1/x^2 = -y^2
+                        });
+}
+
+// ---- unary math ----
+Tensor exp(const Tensor& x) {
+  return unary_float_op(x, "exp", "ExpBackward0", Saved::Output, [](auto v) { return std::exp(v); },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          return {g * n.saved(0)};  // d exp(x)/dx = exp(x)
+                        });
+}
+
+Tensor log(const Tensor& x) {
+  return unary_float_op(x, "log", "LogBackward0", Saved::Input, [](auto v) { return std::log(v); },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          return {g / n.saved(0)};  // d log(x)/dx = 1/x
+                        });
+}
+
+Tensor log1p(const Tensor& x) {
+  return unary_float_op(x, "log1p", "Log1PBackward0", Saved::Input, [](auto v) { return std::log1p(v); },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          return {g / (n.saved(0) + 1.0)};  // d log(1+x)/dx = 1/(1+x)
+                        });
+}
+
+Tensor sqrt(const Tensor& x) {
+  return unary_float_op(x, "sqrt", "SqrtBackward0", Saved::Output, [](auto v) { return std::sqrt(v); },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          return {g / (n.saved(0) * 2.0)};  // d sqrt(x)/dx = 1/(2 sqrt(x))
+                        });
+}
+
+Tensor rsqrt(const Tensor& x) {
+  return unary_float_op(x, "rsqrt", "RsqrtBackward0", Saved::Output, [](auto v) { return 1 / std::sqrt(v); },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          const Tensor y = n.saved(0);
+                          return {g * (y * y * y) * -0.5};  // d x^(-1/2)/dx = -x^(-3/2)/2 = -y^3/2
+                        });
+}
+
+Tensor abs(const Tensor& x) {
+  Tensor y = kernels::dispatch_numeric(x.dtype(), "abs", [&]<class T>() {
+    return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return v < T(0) ? static_cast<T>(-v) : v; }, x);
+  });
+  if (auto node = make_node("AbsBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+        return {g * sign(n.saved(0))};  // d |x|/dx = sign(x)
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor sign(const Tensor& x) {
+  Tensor y = kernels::dispatch_all(x.dtype(), "sign", [&]<class T>() {
+    return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) -> T {
+      if constexpr (std::is_same_v<T, bool>) return v;
+      else return static_cast<T>((T(0) < v) - (v < T(0)));  // NaN gives 0, as PyTorch
+    }, x);
+  });
+  if (auto node = make_node("SignBackward0", {&x}, [](Node&, const Tensor& g) -> TensorList {
+        return {zeros_like(g)};  // d sign(x)/dx = 0 (almost everywhere)
+      }))
+    set_history(y, node);
+  return y;
+}
+
+Tensor sin(const Tensor& x) {
+  return unary_float_op(x, "sin", "SinBackward0", Saved::Input, [](auto v) { return std::sin(v); },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          return {g * cos(n.saved(0))};  // d sin(x)/dx = cos(x)
+                        });
+}
+
+Tensor cos(const Tensor& x) {
+  return unary_float_op(x, "cos", "CosBackward0", Saved::Input, [](auto v) { return std::cos(v); },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          return {-(g * sin(n.saved(0)))};  // d cos(x)/dx = -sin(x)
+                        });
+}
+
+Tensor erf(const Tensor& x) {
+  return unary_float_op(x, "erf", "ErfBackward0", Saved::Input, [](auto v) { return std::erf(v); },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          const Tensor s = n.saved(0);
+                          // d erf(x)/dx = 2/sqrt(pi) exp(-x^2)
+                          return {g * (exp(-(s * s)) * (2.0 * std::numbers::inv_sqrtpi))};
+                        });
+}
+
+Tensor tanh(const Tensor& x) {
+  return unary_float_op(x, "tanh", "TanhBackward0", Saved::Output, [](auto v) { return std::tanh(v); },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          const Tensor y = n.saved(0);
+                          return {g * (1.0 - y * y)};  // d tanh(x)/dx = 1 - tanh(x)^2
+                        });
+}
+
+Tensor sigmoid(const Tensor& x) {
+  return unary_float_op(x, "sigmoid", "SigmoidBackward0", Saved::Output, [](auto v) { return sigmoid_fn(v); },
+                        [](Node& n, const Tensor& g) -> TensorList {
+                          const Tensor y = n.saved(0);
+                          return {g * (y * (1.0 - y))};  // d sigmoid(x)/dx = y (1 - y)
+                        });
+}
+
+Tensor relu(const Tensor& x) {
+  GRAFT_CHECK(x.dtype() != kBool, "relu", "a numeric tensor", "a bool tensor", "convert it with .to(graft::kFloat32)");
+  Tensor y = kernels::dispatch_numeric(x.dtype(), "relu", [&]<class T>() {
+    return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return relu_fn(v); }, x);
+  });
+  if (auto node = make_node("ReluBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+        return {g * mask(n.saved(0), [](auto v) { return v > 0; })};  // d relu(x)/dx = 1 where y > 0
+      })) {
+    set_history(y, node);
+    node->save(y, /*is_output=*/true);
+  }
+  return y;
+}
+
+// ---- clamp ----
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  return clamp_impl(x, min, max, "clamp", "ClampBackward1");
+}
+Tensor clamp_min(const Tensor& x, const Scalar& min) { return clamp_impl(x, min, std::nullopt, "clamp_min", "ClampMinBackward0"); }
+Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp_impl(x, std::nullopt, max, "clamp_max", "ClampMaxBackward0"); }
+
+// ---- maximum / minimum ----
+Tensor maximum(const Tensor& a, const Tensor& b) { return max_min<true>(a, b, "maximum", "MaximumBackward0"); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return max_min<false>(a, b, "minimum", "MinimumBackward0"); }
+
+// ---- in-place forms (Note [In-place ops]) ----
+Tensor& Tensor::relu_() {
+  Tensor& self = *this;
+  GRAFT_CHECK(self.dtype() != kBool, "relu_", "a numeric tensor", "a bool tensor", "convert it with .to(graft::kFloat32)");
+  return detail::inplace_op(
+      self, "relu_", {},
+      [&] {
+        kernels::dispatch_numeric(self.dtype(), "relu_", [&]<class T>() {
+          kernels::apply_inplace<T>(self, [](T v) { return relu_fn(v); });
+        });
+      },
+      [](const Tensor& old) { return graft::relu(old); });
+}
+
+Tensor& Tensor::sigmoid_() {
+  Tensor& self = *this;
+  detail::check_inplace_dtype(self, float_type(self.dtype()), "sigmoid_");
+  return detail::inplace_op(
+      self, "sigmoid_", {},
+      [&] {
+        kernels::dispatch_floating(self.dtype(), "sigmoid_", [&]<class T>() {
+          kernels::apply_inplace<T>(self, [](T v) { return sigmoid_fn(v); });
+        });
+      },
+      [](const Tensor& old) { return graft::sigmoid(old); });
+}
+
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  Tensor& self = *this;
+  detail::check_inplace_dtype(self, clamp_type(self, min, max, "clamp_"), "clamp_");
+  const Bounds b = make_bounds(min, max);
+  return detail::inplace_op(
+      self, "clamp_", {},
+      [&] {
+        kernels::dispatch_numeric(self.dtype(), "clamp_", [&]<class T>() {
+          const T lo = min ? min->to<T>() : T(0), hi = max ? max->to<T>() : T(0);
+          kernels::apply_inplace<T>(self, [&b, lo, hi](T v) { return clamp_fn(v, b, lo, hi); });
+        });
+      },
+      [&](const Tensor& old) { return graft::clamp(old, min, max); });
+}
+
+// ---- graft::nn::functional activations ----
+Tensor nn::functional::relu(const Tensor& x) { return graft::relu(x); }
+Tensor nn::functional::sigmoid(const Tensor& x) { return graft::sigmoid(x); }
+Tensor nn::functional::tanh(const Tensor& x) { return graft::tanh(x); }
+
+Tensor nn::functional::leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& options) {
+  const double slope = options.negative_slope();
+  Tensor y = floating_only_map(x, "leaky_relu", [slope](auto v) {
+    using T = decltype(v);
+    return v > T(0) ? v : static_cast<T>(v * static_cast<T>(slope));
+  });
+  if (auto node = make_node("LeakyReluBackward0", {&x}, [slope](Node& n, const Tensor& g) -> TensorList {
+        // d/dx = 1 where x > 0, negative_slope elsewhere
+        return {g * const_map(g.dtype(), g.dtype(), n.saved(0), [slope](auto v) { return v > 0 ? 1.0 : slope; })};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor nn::functional::gelu(const Tensor& x, const GELUFuncOptions& options) {
+  const std::string& approx = options.approximate();
+  GRAFT_CHECK(approx == "none" || approx == "tanh", "gelu", "approximate \"none\" or \"tanh\"",
+              "approximate \"" + approx + "\"", "use GELUFuncOptions().approximate(\"tanh\") or leave the default");
+  const bool use_tanh = approx == "tanh";
+  Tensor y = floating_only_map(x, "gelu", [use_tanh](auto v) {
+    using T = decltype(v);
+    if (use_tanh) {
+      const T u = static_cast<T>(kSqrt2OverPi) * (v + static_cast<T>(kGeluC) * v * v * v);
+      return static_cast<T>(T(0.5) * v * (T(1) + std::tanh(u)));
+    }
+    return static_cast<T>(T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(kInvSqrt2))));
+  });
+  if (auto node = make_node("GeluBackward0", {&x}, [use_tanh](Node& n, const Tensor& g) -> TensorList {
+        const Tensor s = n.saved(0);
+        if (use_tanh) {
+          // y = x/2 (1 + tanh(u)), u = k (x + c x^3): dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3c x^2)
+          const Tensor x2 = s * s;
+          const Tensor t = graft::tanh((s + x2 * s * kGeluC) * kSqrt2OverPi);
+          const Tensor du = (x2 * (3.0 * kGeluC) + 1.0) * kSqrt2OverPi;
+          return {g * ((t + 1.0) * 0.5 + s * 0.5 * (1.0 - t * t) * du)};
+        }
+        // y = x Phi(x): dy/dx = Phi(x) + x phi(x), Phi(x) = (1 + erf(x/sqrt2))/2, phi(x) = exp(-x^2/2)/sqrt(2 pi)
+        const Tensor cdf = (graft::erf(s * kInvSqrt2) + 1.0) * 0.5;
+        const Tensor pdf = graft::exp(s * s * -0.5) * (kInvSqrt2 * std::numbers::inv_sqrtpi);
+        return {g * (cdf + s * pdf)};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor nn::functional::silu(const Tensor& x) {
+  Tensor y = floating_only_map(x, "silu", [](auto v) { return v * sigmoid_fn(v); });
+  if (auto node = make_node("SiluBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+        // d x sigmoid(x)/dx = s (1 + x (1 - s)), s = sigmoid(x)
+        const Tensor s = n.saved(0);
+        const Tensor sg = graft::sigmoid(s);
+        return {g * (sg * (s * (1.0 - sg) + 1.0))};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor nn::functional::softplus(const Tensor& x, const SoftplusFuncOptions& options) {
+  const double beta = options.beta(), threshold = options.threshold();
+  Tensor y = floating_only_map(x, "softplus", [beta, threshold](auto v) {
+    using T = decltype(v);
+    const T bx = v * static_cast<T>(beta);
+    return bx > static_cast<T>(threshold) ? v : static_cast<T>(std::log1p(std::exp(bx)) / static_cast<T>(beta));
+  });
+  if (auto node = make_node("SoftplusBackward0", {&x}, [beta, threshold](Node& n, const Tensor& g) -> TensorList {
+        // dy/dx = sigmoid(beta x), and 1 where beta x > threshold (the linear part)
+        const Tensor s = n.saved(0);
+        const Tensor lin = const_map(g.dtype(), g.dtype(), s, [beta, threshold](auto v) {
+          using T = decltype(v);
+          return v * static_cast<T>(beta) > static_cast<T>(threshold) ? 1.0 : 0.0;
+        });
+        return {g * (graft::sigmoid(s * beta) * (1.0 - lin) + lin)};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor nn::functional::elu(const Tensor& x, const ELUFuncOptions& options) {
+  const double alpha = options.alpha();
+  Tensor y = floating_only_map(x, "elu", [alpha](auto v) {
+    using T = decltype(v);
+    return v > T(0) ? v : static_cast<T>(static_cast<T>(alpha) * std::expm1(v));
+  });
+  if (auto node = make_node("EluBackward0", {&x}, [alpha](Node& n, const Tensor& g) -> TensorList {
+        // dy/dx = 1 where x > 0, alpha exp(x) elsewhere (exp of min(x, 0) so large x cannot overflow)
+        const Tensor s = n.saved(0);
+        const Tensor pos = mask(s, [](auto v) { return v > 0; });
+        return {g * (graft::exp(graft::clamp_max(s, 0.0)) * alpha * (1.0 - pos) + pos)};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
 
 }  // namespace graft
