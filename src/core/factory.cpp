@@ -74,12 +74,19 @@ Tensor zeros(IntArrayRef size, const TensorOptions& o) {
   return finish(t, o);
 }
 
-Tensor ones(IntArrayRef size, const TensorOptions& o) { return full(size, 1, o); }
+Tensor ones(IntArrayRef size, const TensorOptions& o) {
+  check_sizes(size, "ones");
+  return full(size, 1, o);
+}
 
 Tensor arange(const Scalar& end, const TensorOptions& o) { return arange(0, end, 1, o); }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& o) {
+  check_device(o, "arange");
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  GRAFT_CHECK(std::isfinite(s) && std::isfinite(e) && std::isfinite(st), "arange", "finite start, end and step",
+              "start " + std::to_string(s) + ", end " + std::to_string(e) + ", step " + std::to_string(st),
+              "an infinite or NaN bound gives no finite range");
   GRAFT_CHECK(st != 0, "arange", "a non-zero step", "step 0", "");
   GRAFT_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange", "a step that moves from start towards end",
               "start " + std::to_string(s) + ", end " + std::to_string(e) + ", step " + std::to_string(st), "");
@@ -93,12 +100,14 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& o) {
   GRAFT_CHECK(steps >= 0, "linspace", "steps >= 0", std::to_string(steps), "");
+  check_device(o, "linspace");
   const double s = start.to_double(), e = end.to_double();
   Tensor t = make_empty({steps}, o.dtype());
   const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
   // Like PyTorch, the second half counts back from `end` so both ends are exact.
   const int64_t half = steps / 2;
   fill_with(t, [&](int64_t i) {
+    if (steps == 1) return s;  // PyTorch: a single step is `start`
     return i < half ? s + step * static_cast<double>(i) : e - step * static_cast<double>(steps - 1 - i);
   });
   return finish(t, o);
@@ -108,6 +117,7 @@ Tensor eye(int64_t n, const TensorOptions& o) { return eye(n, n, o); }
 
 Tensor eye(int64_t n, int64_t m, const TensorOptions& o) {
   GRAFT_CHECK(n >= 0 && m >= 0, "eye", "non-negative sizes", shape_str({n, m}), "");
+  check_device(o, "eye");
   Tensor t = zeros({n, m}, o.dtype());
   kernels::dispatch_all(t.dtype(), "eye", [&]<class T>() {
     T* p = t.data_ptr<T>();
@@ -118,6 +128,7 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions& o) {
 
 Tensor rand(IntArrayRef size, const TensorOptions& o, Generator* gen) {
   check_sizes(size, "rand");
+  check_device(o, "rand");
   Generator& g = gen ? *gen : default_generator();
   Tensor t = make_empty(size, o.dtype());
   std::lock_guard<std::mutex> lock(g.mutex());
@@ -133,6 +144,7 @@ Tensor rand(IntArrayRef size, const TensorOptions& o, Generator* gen) {
 
 Tensor randn(IntArrayRef size, const TensorOptions& o, Generator* gen) {
   check_sizes(size, "randn");
+  check_device(o, "randn");
   Generator& g = gen ? *gen : default_generator();
   Tensor t = make_empty(size, o.dtype());
   std::lock_guard<std::mutex> lock(g.mutex());
@@ -145,19 +157,25 @@ Tensor randn(IntArrayRef size, const TensorOptions& o, Generator* gen) {
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, const TensorOptions& o, Generator* gen) {
   check_sizes(size, "randint");
+  check_device(o, "randint");
   GRAFT_CHECK(high > low, "randint", "low < high", "low " + std::to_string(low) + ", high " + std::to_string(high),
               "the range is [low, high)");
   Generator& g = gen ? *gen : default_generator();
   Tensor t = make_empty(size, o.has_dtype() ? o.dtype() : kInt64);
-  const uint64_t range = static_cast<uint64_t>(high - low);
+  // Unsigned arithmetic: high - low may exceed INT64_MAX, and values are produced exactly (never
+  // through a double) for int64 results.
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % range;  // rejection sampling avoids modulo bias
   std::lock_guard<std::mutex> lock(g.mutex());
-  fill_with(t, [&](int64_t) {
-    // Rejection sampling avoids modulo bias.
-    const uint64_t limit = UINT64_MAX - UINT64_MAX % range;
+  auto draw = [&]() {
     uint64_t r;
     do r = g.next_u64();
     while (r >= limit);
-    return static_cast<double>(low + static_cast<int64_t>(r % range));
+    return static_cast<int64_t>(static_cast<uint64_t>(low) + r % range);
+  };
+  kernels::dispatch_all(t.dtype(), "randint", [&]<class T>() {
+    T* p = t.data_ptr<T>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<T>(draw());
   });
   return finish(t, o);
 }
