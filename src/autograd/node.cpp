@@ -74,7 +74,9 @@ void Node::remove_pre_hook(unsigned id) {
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
   if (!t.defined()) return;
   version_ = t._version();
-  requires_grad_ = t.requires_grad();
+  // An output saved by its own node is differentiable through that node, whether it is saved
+  // before or after set_history().
+  requires_grad_ = is_output || t.requires_grad();
   data_ = is_output ? t.detach() : t;  // Note [Saved tensors]
 }
 

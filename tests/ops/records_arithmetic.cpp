@@ -22,7 +22,6 @@ ErrorCase shape_mismatch(std::function<Tensor(const Tensor&, const Tensor&)> f, 
   return {[f] { f(zeros({2, 3}), zeros({4})); }, {op, "[2, 3]", "[4]", "broadcast"}};
 }
 
-double pos(double v) { return v < 0 ? v - 0.5 : v + 0.5; }  // keep divisors away from 0
 
 }  // namespace
 
@@ -54,7 +53,7 @@ GRAFT_OP_RECORDS(arithmetic) {
                   .errors = {shape_mismatch([](auto& a, auto& b) { return a * b; }, "mul")}});
   recs.push_back({.name = "div",
                   .fn = [](const TensorList& a) { return a[0] / a[1]; },
-                  .reference = [](const TensorList& a) { return ref_map(a, [](auto& v) { return v[0] / pos(v[1]); }); },
+                  .reference = [](const TensorList& a) { return ref_map(a, [](auto& v) { return v[0] / v[1]; }); },
                   .samples = [] {
                     auto s = binary_samples();
                     for (auto& p : s) p[1] = p[1] + p[1].sign() * 0.5;
