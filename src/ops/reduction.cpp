@@ -20,10 +20,12 @@ std::vector<int64_t> reduction_dims(const Tensor& x, IntArrayRef dims, const cha
     for (int64_t d = 0; d < x.dim(); ++d) out.push_back(d);
     return out;
   }
+  std::vector<int64_t> seen;  // also for a 0-dim tensor, whose dims 0 and -1 reduce nothing
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(d, x.dim(), op);
-    GRAFT_CHECK(std::find(out.begin(), out.end(), w) == out.end(), op, "each dim at most once",
+    GRAFT_CHECK(std::find(seen.begin(), seen.end(), w) == seen.end(), op, "each dim at most once",
                 "dims " + shape_str(dims), "remove the repeated dim");
+    seen.push_back(w);
     if (x.dim() > 0) out.push_back(w);
   }
   std::sort(out.begin(), out.end());
