@@ -26,7 +26,7 @@ namespace {
 std::optional<Shape> view_strides(const Tensor& x, IntArrayRef shape) {
   Shape out;
   out.resize(shape.size());
-  if (x.numel() == 0) return contiguous_strides(shape);
+  if (x.numel() == 0 || x.dim() == 0) return contiguous_strides(shape);  // a 0-dim tensor views as any all-1 shape
   IntArrayRef old_sizes = x.sizes(), old_strides = x.strides();
   int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
   int64_t chunk_base_stride = old_strides.size() ? old_strides.back() : 1;
