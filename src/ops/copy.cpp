@@ -99,6 +99,10 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::to(DType dt, bool copy) const {
   if (dt == dtype() && !copy) return *this;
+  for (DType t : {dtype(), dt})
+    GRAFT_CHECK(t != DType::Float16 && t != DType::BFloat16, "to", "a conversion between float32, float64, int64 and bool",
+                std::string("a conversion from ") + dtype_name(dtype()) + " to " + dtype_name(dt),
+                "half-precision conversion kernels are not implemented yet");
   Tensor y = make_empty(sizes(), dt);
   detail::copy_into(y, *this);
   if (graft::is_floating_point(dt)) {
@@ -121,9 +125,10 @@ Tensor& Tensor::copy_(const Tensor& src) {
   detail::copy_into(*this, source.detach());
   impl().storage->bump_version("copy_");
   if (record) {
-    // d copy_(self, src)/d src = g summed to src's shape; the old value of self gets nothing.
-    auto node = make_node("CopyBackwards", {&src}, [sd = src.dtype()](Node&, const Tensor& g) -> TensorList {
-      return {g.to(sd)};
+    // d copy_(self, src)/d src = g summed to src's shape; the old value of self gets nothing. Self is
+    // an input too, so that a constant source still replaces self's history (as in PyTorch).
+    auto node = make_node("CopyBackwards", {this, &src}, [sd = src.dtype()](Node& n, const Tensor& g) -> TensorList {
+      return {Tensor(), n.next_edges[1].fn ? g.to(sd) : Tensor()};
     });
     set_history(*this, node);
   } else if (GradMode::is_enabled() && requires_grad() && !src.requires_grad()) {
@@ -132,21 +137,25 @@ Tensor& Tensor::copy_(const Tensor& src) {
   return *this;
 }
 
-Tensor& Tensor::fill_(const Scalar& value) {
-  const bool record = autograd::should_record({this});
-  detail::check_inplace(*this, "fill_", record);
-  kernels::dispatch_all(dtype(), "fill_", [&]<class T>() {
+namespace {
+// fill_ and zero_ (named as called, for error messages and grad_fn).
+Tensor& fill_impl(Tensor& self, const Scalar& value, const char* op, const char* node_name) {
+  const bool record = autograd::should_record({&self});
+  detail::check_inplace(self, op, record);
+  kernels::dispatch_all(self.dtype(), op, [&]<class T>() {
     const T v = value.to<T>();
-    kernels::apply_inplace<T>(*this, [v](T) { return v; });
+    kernels::apply_inplace<T>(self, [v](T) { return v; });
   });
-  impl().storage->bump_version("fill_");
+  self.impl().storage->bump_version(op);
   if (record) {
-    auto node = make_node("FillBackward0", {this}, [](Node&, const Tensor& g) -> TensorList { return {zeros_like(g)}; });
-    set_history(*this, node);
+    auto node = make_node(node_name, {&self}, [](Node&, const Tensor& g) -> TensorList { return {zeros_like(g)}; });
+    set_history(self, node);
   }
-  return *this;
+  return self;
 }
+}  // namespace
 
-Tensor& Tensor::zero_() { return fill_(0); }
+Tensor& Tensor::fill_(const Scalar& value) { return fill_impl(*this, value, "fill_", "FillBackward0"); }
+Tensor& Tensor::zero_() { return fill_impl(*this, 0, "zero_", "ZeroBackward0"); }
 
 }  // namespace graft
