@@ -287,8 +287,7 @@ GRAFT_OP_RECORDS(loss) {
     };
   };
   auto pair_samples = [](uint64_t seed) {
-    // (A 0-dim target is covered by the PyTorch fixtures: gradgradcheck cannot take 0-dim inputs yet.)
-    Tensor a = r({3, 4}, seed), b = r({3, 1}, seed + 1), c = r({4}, seed + 2), d = r({1}, seed + 3);
+    Tensor a = r({3, 4}, seed), b = r({3, 1}, seed + 1), c = r({4}, seed + 2), d = r({}, seed + 3);
     return std::vector<TensorList>{{a, away_from_kinks(a, seed + 4)},
                                    {b, away_from_kinks(c, seed + 5)},
                                    {c, away_from_kinks(d, seed + 6)}};
