@@ -1,15 +1,333 @@
-// STUB: to be replaced by the real implementation of this op family.
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+// Linear algebra: mm, bmm, addmm (OpenBLAS gemm), and matmul / nn::functional::linear composed of
+// them. float32 and float64 go through cblas_sgemm / cblas_dgemm; int64 uses a plain loop.
+//
+// Note [BLAS operands without copies]
+// gemm reads a matrix through a leading dimension, either row by row (NoTrans) or column by column
+// (Trans). A 2-D operand whose rows are contiguous (stride 1 along columns) is passed as NoTrans with
+// ld = row stride; one whose columns are contiguous (a transposed contiguous matrix such as w.t()) as
+// Trans with ld = column stride. Anything else (slices with a step, expanded matrices) is copied with
+// contiguous() first. Batched operands (bmm) use the same rule on their last two dims; the batch dim
+// may have any stride (0 for an expanded batch).
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "../kernels/dispatch.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
 namespace graft {
 
-Tensor matmul(const Tensor& a, const Tensor& b) { throw Error("matmul", "is not implemented yet"); }
-Tensor mm(const Tensor& a, const Tensor& b) { throw Error("mm", "is not implemented yet"); }
-Tensor bmm(const Tensor& a, const Tensor& b) { throw Error("bmm", "is not implemented yet"); }
-Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) { throw Error("addmm", "is not implemented yet"); }
-Tensor nn::functional::linear(const Tensor& input, const Tensor& weight, const Tensor& bias) { throw Error("linear", "is not implemented yet"); }
+using autograd::make_node;
+using autograd::Node;
+using autograd::set_history;
+
+namespace {
+
+// A matrix (or a batch of matrices) as gemm reads it; `t` keeps the memory alive.
+struct Operand {
+  Tensor t;
+  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  int64_t ld = 1;
+  int64_t batch_stride = 0;  // in elements; 0 for a single matrix or an expanded batch
+};
+
+// How gemm can read a (rows, cols) matrix with strides (rs, cs), or false when it cannot.
+bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_TRANSPOSE& trans, int64_t& ld) {
+  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= std::max<int64_t>(1, cols))) {
+    trans = CblasNoTrans;
+    ld = rows <= 1 ? std::max<int64_t>(1, cols) : rs;
+    return true;
+  }
+  if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= std::max<int64_t>(1, rows))) {
+    trans = CblasTrans;
+    ld = cols <= 1 ? std::max<int64_t>(1, rows) : cs;
+    return true;
+  }
+  return false;
+}
+
+// x: 2-D (rows, cols) or 3-D (batch, rows, cols), already detached.
+Operand blas_operand(const Tensor& x) {
+  const int64_t d = x.dim();
+  const int64_t rows = x.size(d - 2), cols = x.size(d - 1);
+  Operand op;
+  op.t = x;
+  if (!blas_layout(rows, cols, x.stride(d - 2), x.stride(d - 1), op.trans, op.ld)) {
+    op.t = x.contiguous();
+    op.trans = CblasNoTrans;
+    op.ld = std::max<int64_t>(1, cols);
+  }
+  op.batch_stride = d == 3 && x.size(0) > 1 ? op.t.stride(0) : 0;
+  return op;
+}
+
+void check_blas_size(int64_t v, const char* op) {
+  GRAFT_CHECK(v <= INT_MAX, op, "matrix sizes and strides that fit in a 32-bit BLAS integer",
+              std::to_string(v), "split the product into smaller pieces");
+}
+
+// c[b] = alpha * a[b] @ bm[b] + beta * c[b] for each of `batch` matrices; a[b] is (n, k), bm[b] is
+// (k, m), c is a contiguous (batch, n, m) buffer. With beta == 0, c's old contents are ignored.
+template <class T>
+void gemm(int64_t batch, int64_t n, int64_t m, int64_t k, T alpha, const Tensor& a, const Tensor& bm, T beta, T* c,
+          const char* opname) {
+  if (n == 0 || m == 0 || batch == 0) return;
+  if (k == 0) {  // an empty sum: c = beta * c
+    for (int64_t i = 0; i < batch * n * m; ++i) c[i] = beta == T(0) ? T(0) : static_cast<T>(beta * c[i]);
+    return;
+  }
+  if constexpr (std::is_same_v<T, int64_t>) {
+    const Tensor ac = a.contiguous(), bc = bm.contiguous();
+    const int64_t* pa = ac.data_ptr<int64_t>();
+    const int64_t* pb = bc.data_ptr<int64_t>();
+    const int64_t sa = a.dim() == 3 && a.size(0) > 1 ? n * k : 0, sb = bm.dim() == 3 && bm.size(0) > 1 ? k * m : 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t* A = pa + b * sa;
+      const int64_t* B = pb + b * sb;
+      T* C = c + b * n * m;
+      for (int64_t i = 0; i < n; ++i) {
+        T* row = C + i * m;
+        for (int64_t j = 0; j < m; ++j) row[j] = beta == 0 ? 0 : beta * row[j];
+        for (int64_t p = 0; p < k; ++p) {
+          const int64_t av = alpha * A[i * k + p];
+          const int64_t* brow = B + p * m;
+          for (int64_t j = 0; j < m; ++j) row[j] += av * brow[j];
+        }
+      }
+    }
+  } else {
+    const Operand oa = blas_operand(a), ob = blas_operand(bm);
+    for (int64_t v : {n, m, k, oa.ld, ob.ld}) check_blas_size(v, opname);
+    const T* pa = static_cast<const T*>(oa.t.data_ptr());
+    const T* pb = static_cast<const T*>(ob.t.data_ptr());
+    const auto N = static_cast<blasint>(n), M = static_cast<blasint>(m), K = static_cast<blasint>(k);
+    const auto lda = static_cast<blasint>(oa.ld), ldb = static_cast<blasint>(ob.ld), ldc = static_cast<blasint>(m);
+    for (int64_t b = 0; b < batch; ++b) {
+      const T* A = pa + b * oa.batch_stride;
+      const T* B = pb + b * ob.batch_stride;
+      T* C = c + b * n * m;
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemm(CblasRowMajor, oa.trans, ob.trans, N, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      else
+        cblas_dgemm(CblasRowMajor, oa.trans, ob.trans, N, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
+  }
+}
+
+std::string dtype_pair(const Tensor& a, const Tensor& b) {
+  return std::string(dtype_name(a.dtype())) + " and " + dtype_name(b.dtype());
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  GRAFT_CHECK(a.dtype() == b.dtype(), op, "m1 and m2 to have the same dtype", dtype_pair(a, b),
+              "convert one operand, e.g. b.to(a.dtype())");
+}
+
+void check_matrix(const Tensor& t, int64_t rank, const char* op, const char* what) {
+  GRAFT_CHECK(t.dim() == rank, op, std::string(what) + " to be a " + std::to_string(rank) + "-D tensor",
+              "a " + std::to_string(t.dim()) + "-D tensor of shape " + shape_str(t.sizes()),
+              rank == 2 ? "use graft::bmm for batches of matrices or graft::matmul for any rank"
+                        : "use graft::mm for 2-D matrices or graft::matmul for any rank");
+}
+
+void check_multipliable(const Tensor& a, const Tensor& b, const char* op) {
+  GRAFT_CHECK(a.size(-1) == b.size(-2), op,
+              "mat1 and mat2 shapes that can be multiplied (mat1's last dim == mat2's second-to-last dim)",
+              shape_str(a.sizes()) + " and " + shape_str(b.sizes()), "");
+}
+
+// y = a @ b for 2-D a, b (no autograd), or, with `init`, y = beta * init + alpha * a @ b.
+Tensor mm_kernel(const Tensor& a, const Tensor& b, const char* op, const Tensor& init = {}, const Scalar& beta = 0,
+                 const Scalar& alpha = 1) {
+  NoGradGuard ng;
+  const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
+  Tensor out = make_empty({n, m}, a.dtype());
+  const bool use_init = init.defined() && beta.to_double() != 0.0;
+  if (use_init) {
+    detail::copy_into(out, init.detach());
+  }
+  kernels::dispatch_numeric(a.dtype(), op, [&]<class T>() {
+    gemm<T>(1, n, m, k, alpha.to<T>(), a.detach(), b.detach(), use_init ? beta.to<T>() : T(0), out.data_ptr<T>(), op);
+  });
+  return out;
+}
+
+}  // namespace
+
+// ---- mm: (n, k) @ (k, m) ----
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_matrix(a, 2, "mm", "mat1");
+  check_matrix(b, 2, "mm", "mat2");
+  check_same_dtype(a, b, "mm");
+  check_multipliable(a, b, "mm");
+  Tensor y = mm_kernel(a, b, "mm");
+  if (auto node = make_node("MmBackward0", {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
+        // d a = g @ b^T, d b = a^T @ g
+        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        return {need_a ? mm(g, n.saved(1).t()) : Tensor(), need_b ? mm(n.saved(0).t(), g) : Tensor()};
+      })) {
+    node->save(a);
+    node->save(b);
+    set_history(y, node);
+  }
+  return y;
+}
+
+// ---- bmm: (B, n, k) @ (B, k, m) ----
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_matrix(a, 3, "bmm", "batch1");
+  check_matrix(b, 3, "bmm", "batch2");
+  check_same_dtype(a, b, "bmm");
+  GRAFT_CHECK(a.size(0) == b.size(0), "bmm", "batch1 and batch2 with the same batch size",
+              shape_str(a.sizes()) + " and " + shape_str(b.sizes()),
+              "use graft::matmul to broadcast batch dimensions");
+  check_multipliable(a, b, "bmm");
+  const int64_t batch = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
+  Tensor y = make_empty({batch, n, m}, a.dtype());
+  {
+    NoGradGuard ng;
+    kernels::dispatch_numeric(a.dtype(), "bmm", [&]<class T>() {
+      gemm<T>(batch, n, m, k, T(1), a.detach(), b.detach(), T(0), y.data_ptr<T>(), "bmm");
+    });
+  }
+  if (auto node = make_node("BmmBackward0", {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
+        // d a = g @ b^T, d b = a^T @ g (per batch)
+        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        return {need_a ? bmm(g, n.saved(1).transpose(1, 2)) : Tensor(),
+                need_b ? bmm(n.saved(0).transpose(1, 2), g) : Tensor()};
+      })) {
+    node->save(a);
+    node->save(b);
+    set_history(y, node);
+  }
+  return y;
+}
+
+// ---- addmm: beta * input + alpha * (mat1 @ mat2) ----
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  check_matrix(mat1, 2, "addmm", "mat1");
+  check_matrix(mat2, 2, "addmm", "mat2");
+  check_same_dtype(mat1, mat2, "addmm");
+  GRAFT_CHECK(input.dtype() == mat1.dtype(), "addmm", "input to have the same dtype as mat1 and mat2",
+              std::string(dtype_name(input.dtype())) + " input and " + dtype_name(mat1.dtype()) + " matrices",
+              "convert the input, e.g. input.to(mat1.dtype())");
+  check_multipliable(mat1, mat2, "addmm");
+  const Shape out_shape{mat1.size(0), mat2.size(1)};
+  bool broadcasts = input.dim() <= 2;
+  for (int64_t i = 1; broadcasts && i <= input.dim(); ++i)
+    broadcasts = input.size(-i) == 1 || input.size(-i) == out_shape[static_cast<size_t>(2 - i)];
+  GRAFT_CHECK(broadcasts, "addmm",
+              "an input that broadcasts to the product's shape " + shape_str(out_shape),
+              "an input of shape " + shape_str(input.sizes()) + " for mat1 " + shape_str(mat1.sizes()) + " and mat2 " +
+                  shape_str(mat2.sizes()),
+              "");
+  Tensor y = mm_kernel(mat1, mat2, "addmm", input, beta, alpha);
+  if (auto node = make_node("AddmmBackward0", {&input, &mat1, &mat2}, [beta, alpha](Node& n, const Tensor& g) -> TensorList {
+        // d input = beta * g (summed to input's shape by the engine), d mat1 = alpha * g @ mat2^T,
+        // d mat2 = alpha * mat1^T @ g
+        const bool need_in = n.next_edges[0].fn != nullptr, need_1 = n.next_edges[1].fn != nullptr,
+                   need_2 = n.next_edges[2].fn != nullptr;
+        const bool unit_alpha = alpha.to_double() == 1.0;
+        Tensor gi, g1, g2;
+        if (need_in) gi = beta.to_double() == 1.0 ? g : g * beta;
+        if (need_1) {
+          g1 = mm(g, n.saved(1).t());
+          if (!unit_alpha) g1 = g1 * alpha;
+        }
+        if (need_2) {
+          g2 = mm(n.saved(0).t(), g);
+          if (!unit_alpha) g2 = g2 * alpha;
+        }
+        return {gi, g1, g2};
+      })) {
+    node->save(mat1);
+    node->save(mat2);
+    set_history(y, node);
+  }
+  return y;
+}
+
+// ---- matmul: PyTorch's rules, composed of mm / bmm and views ----
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const int64_t da = a.dim(), db = b.dim();
+  GRAFT_CHECK(da >= 1 && db >= 1, "matmul", "both arguments to be at least 1-D",
+              shape_str(a.sizes()) + " (" + std::to_string(da) + "-D) and " + shape_str(b.sizes()) + " (" +
+                  std::to_string(db) + "-D)",
+              "use graft::mul (or *) to multiply by a 0-dim tensor");
+  GRAFT_CHECK(a.dtype() == b.dtype(), "matmul", "m1 and m2 to have the same dtype", dtype_pair(a, b),
+              "convert one operand, e.g. b.to(a.dtype())");
+  // The contracted dim: a's last, b's second-to-last (its only one when 1-D).
+  const int64_t ka = a.size(-1), kb = db == 1 ? b.size(0) : b.size(-2);
+  GRAFT_CHECK(ka == kb, "matmul",
+              "shapes that can be multiplied (the last dim of the first argument == the " +
+                  std::string(db == 1 ? "only" : "second-to-last") + " dim of the second)",
+              shape_str(a.sizes()) + " and " + shape_str(b.sizes()) + " (" + std::to_string(ka) + " vs " +
+                  std::to_string(kb) + ")",
+              "");
+  if (da == 1 && db == 1) return mm(a.unsqueeze(0), b.unsqueeze(1)).squeeze(1).squeeze(0);  // dot product
+  if (da == 2 && db == 2) return mm(a, b);
+  if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
+  if (da == 2 && db == 1) return mm(a, b.unsqueeze(1)).squeeze(1);  // mv
+  if (da >= 3 && db <= 2) {
+    // Fold a's batch dims into its rows: one mm.
+    Shape out(a.sizes());
+    out.resize(static_cast<size_t>(da - 1));
+    const int64_t rows = numel_of(out);
+    Tensor y = mm(a.reshape({rows, ka}), db == 1 ? b.unsqueeze(1) : b);
+    if (db == 2) out.push_back(b.size(1));
+    return y.reshape(out);
+  }
+  // Batched: broadcast the batch dims, fold them into one, bmm, unfold.
+  const Tensor a3 = da == 1 ? a.unsqueeze(0) : a;   // (k) -> (1, k), row dim removed at the end
+  const Tensor b3 = db == 1 ? b.unsqueeze(1) : b;   // (k) -> (k, 1), col dim removed at the end
+  const int64_t n = a3.size(-2), m = b3.size(-1);
+  const IntArrayRef ba(a3.sizes().data(), static_cast<size_t>(a3.dim() - 2));
+  const IntArrayRef bb(b3.sizes().data(), static_cast<size_t>(b3.dim() - 2));
+  const size_t nb = std::max(ba.size(), bb.size());
+  Shape batch;
+  batch.resize(nb);
+  for (size_t i = 0; i < nb; ++i) {
+    const int64_t x = i < nb - ba.size() ? 1 : ba[i - (nb - ba.size())];
+    const int64_t z = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
+    GRAFT_CHECK(x == z || x == 1 || z == 1, "matmul", "batch dims that broadcast together",
+                shape_str(a.sizes()) + " and " + shape_str(b.sizes()) + " (batch dims " + shape_str(ba) + " and " +
+                    shape_str(bb) + ")",
+                "batch sizes must match or be 1 in every dimension before the last two");
+    batch[i] = x == 1 ? z : x;
+  }
+  const int64_t B = numel_of(batch);
+  Shape ea(batch), eb(batch);
+  ea.push_back(n);
+  ea.push_back(ka);
+  eb.push_back(ka);
+  eb.push_back(m);
+  Tensor y = bmm(a3.expand(ea).reshape({B, n, ka}), b3.expand(eb).reshape({B, ka, m}));
+  Shape out(batch);
+  if (da > 1) out.push_back(n);
+  if (db > 1) out.push_back(m);
+  return y.reshape(out);
+}
+
+// ---- linear: input @ weight^T + bias ----
+Tensor nn::functional::linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  GRAFT_CHECK(weight.dim() == 2, "linear", "weight to be a 2-D tensor (out_features, in_features)",
+              "weight of shape " + shape_str(weight.sizes()), "");
+  GRAFT_CHECK(input.dim() >= 1, "linear", "input of shape (*, in_features) with at least 1 dim",
+              "a 0-dim input", "");
+  GRAFT_CHECK(input.size(-1) == weight.size(1), "linear",
+              "input's last dim to equal weight's in_features (weight is (out_features, in_features))",
+              "input " + shape_str(input.sizes()) + " and weight " + shape_str(weight.sizes()), "");
+  if (bias.defined()) {
+    GRAFT_CHECK(bias.dim() <= 1 && (bias.dim() == 0 || bias.size(0) == weight.size(0) || bias.size(0) == 1), "linear",
+                "bias of shape [" + std::to_string(weight.size(0)) + "] (out_features)",
+                "bias " + shape_str(bias.sizes()) + " with weight " + shape_str(weight.sizes()), "");
+    if (input.dim() == 2) return addmm(bias, input, weight.t());
+    return matmul(input, weight.t()) + bias;
+  }
+  return matmul(input, weight.t());
+}
 
 }  // namespace graft

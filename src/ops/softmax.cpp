@@ -1,14 +1,125 @@
-// STUB: to be replaced by the real implementation of this op family.
-#pragma GCC diagnostic ignored "-Wunused-parameter"
+// softmax and log_softmax along one dim: fused, numerically stable kernels (the row max is
+// subtracted before exp). A row of all -inf gives nan, as in PyTorch. Backward formulas use the
+// saved output and graft ops, so double backward works.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "../kernels/dispatch.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
 namespace graft {
 
-Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) { throw Error("softmax", "is not implemented yet"); }
-Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype) { throw Error("log_softmax", "is not implemented yet"); }
-Tensor nn::functional::softmax(const Tensor& x, const nn::functional::SoftmaxFuncOptions& options) { throw Error("softmax", "is not implemented yet"); }
-Tensor nn::functional::log_softmax(const Tensor& x, const nn::functional::LogSoftmaxFuncOptions& options) { throw Error("log_softmax", "is not implemented yet"); }
+using autograd::make_node;
+using autograd::Node;
+using autograd::set_history;
+
+namespace {
+
+// The input in the dtype the op computes in (dtype, when given, converts first, differentiably).
+Tensor softmax_input(const Tensor& x, std::optional<DType> dtype, const char* op) {
+  const DType dt = dtype.value_or(x.dtype());
+  GRAFT_CHECK(is_floating_point(dt), op, "a floating-point input (float32 or float64) or a floating dtype",
+              std::string("a ") + dtype_name(dt) + (dtype ? " dtype" : " tensor"),
+              std::string("pass a dtype (graft::") + op + "(x, dim, graft::kFloat32)) or convert the input with "
+                  ".to(graft::kFloat32)");
+  return detail::cast(x, dt);
+}
+
+// Views x (made contiguous) as (outer, n, inner) with n the size of `dim`, and applies the fused
+// kernel to each row of n values. Vectorises over `inner`.
+template <class T, bool Log>
+void softmax_kernel(const T* in, T* out, int64_t outer, int64_t n, int64_t inner) {
+  std::vector<T> mx(static_cast<size_t>(inner)), sum(static_cast<size_t>(inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const T* x = in + o * n * inner;
+    T* y = out + o * n * inner;
+    std::fill(mx.begin(), mx.end(), -std::numeric_limits<T>::infinity());
+    std::fill(sum.begin(), sum.end(), T(0));
+    // The row max; a nan anywhere makes it (and so the whole row) nan, as in PyTorch.
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < inner; ++i) {
+        const T v = x[j * inner + i];
+        T& m = mx[static_cast<size_t>(i)];
+        m = (v > m || v != v) ? v : m;
+      }
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < inner; ++i) {
+        const T shifted = x[j * inner + i] - mx[static_cast<size_t>(i)];
+        const T e = std::exp(shifted);
+        sum[static_cast<size_t>(i)] += e;
+        y[j * inner + i] = Log ? shifted : e;
+      }
+    if constexpr (Log) {
+      for (int64_t i = 0; i < inner; ++i) sum[static_cast<size_t>(i)] = std::log(sum[static_cast<size_t>(i)]);
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < inner; ++i) y[j * inner + i] -= sum[static_cast<size_t>(i)];
+    } else {
+      for (int64_t i = 0; i < inner; ++i) sum[static_cast<size_t>(i)] = T(1) / sum[static_cast<size_t>(i)];
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < inner; ++i) y[j * inner + i] *= sum[static_cast<size_t>(i)];
+    }
+  }
+}
+
+template <bool Log>
+Tensor softmax_forward(const Tensor& x, int64_t d, const char* op) {
+  NoGradGuard ng;
+  const Tensor xc = x.detach().contiguous();
+  Tensor y = make_empty(x.sizes(), x.dtype());
+  if (x.numel() == 0) return y;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= x.size(i);
+  for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.size(i);
+  const int64_t n = x.dim() == 0 ? 1 : x.size(d);
+  kernels::dispatch_floating(x.dtype(), op, [&]<class T>() {
+    softmax_kernel<T, Log>(static_cast<const T*>(xc.data_ptr()), y.data_ptr<T>(), outer, n, inner);
+  });
+  return y;
+}
+
+}  // namespace
+
+// ---- softmax: y = exp(x - max) / sum(exp(x - max)) ----
+Tensor softmax(const Tensor& x_, int64_t dim, std::optional<DType> dtype) {
+  const Tensor x = softmax_input(x_, dtype, "softmax");
+  const int64_t d = wrap_dim(dim, x.dim(), "softmax");
+  Tensor y = softmax_forward<false>(x, d, "softmax");
+  if (auto node = make_node("SoftmaxBackward0", {&x}, [d](Node& n, const Tensor& g) -> TensorList {
+        // d x = y * (g - sum(g * y, dim))
+        const Tensor yy = n.saved(0);
+        return {yy * (g - (g * yy).sum(d, /*keepdim=*/true))};
+      })) {
+    set_history(y, node);
+    node->save(y, /*is_output=*/true);  // after set_history, so double backward sees y's grad_fn
+  }
+  return y;
+}
+
+// ---- log_softmax: y = x - max - log(sum(exp(x - max))) ----
+Tensor log_softmax(const Tensor& x_, int64_t dim, std::optional<DType> dtype) {
+  const Tensor x = softmax_input(x_, dtype, "log_softmax");
+  const int64_t d = wrap_dim(dim, x.dim(), "log_softmax");
+  Tensor y = softmax_forward<true>(x, d, "log_softmax");
+  if (auto node = make_node("LogSoftmaxBackward0", {&x}, [d](Node& n, const Tensor& g) -> TensorList {
+        // d x = g - exp(y) * sum(g, dim)
+        const Tensor yy = n.saved(0);
+        return {g - exp(yy) * g.sum(d, /*keepdim=*/true)};
+      })) {
+    set_history(y, node);
+    node->save(y, /*is_output=*/true);  // after set_history, so double backward sees y's grad_fn
+  }
+  return y;
+}
+
+Tensor nn::functional::softmax(const Tensor& x, const nn::functional::SoftmaxFuncOptions& options) {
+  return graft::softmax(x, options.dim(), options.dtype());
+}
+Tensor nn::functional::log_softmax(const Tensor& x, const nn::functional::LogSoftmaxFuncOptions& options) {
+  return graft::log_softmax(x, options.dim(), options.dtype());
+}
 
 }  // namespace graft
