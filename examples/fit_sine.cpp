@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   graft::Tensor w1 = param({32, 1}, 1.0), b1 = param({32}, 1.0);
   graft::Tensor w2 = param({1, 32}, 0.18), b2 = param({1}, 0.18);
 
-  const double lr = 0.1;
+  const double lr = 0.05;
   for (int step = 0; step <= steps; ++step) {
     graft::Tensor hidden = graft::tanh(F::linear(x, w1, b1));  // (256, 32)
     graft::Tensor pred = F::linear(hidden, w2, b2);             // (256, 1)

@@ -57,9 +57,9 @@ Tensor Tensor::sum(std::optional<DType> dt) const { return graft::sum(*this, dt)
 Tensor Tensor::sum(IntArrayRef d, bool k, std::optional<DType> dt) const { return graft::sum(*this, d, k, dt); }
 Tensor Tensor::mean(std::optional<DType> dt) const { return graft::mean(*this, dt); }
 Tensor Tensor::mean(IntArrayRef d, bool k, std::optional<DType> dt) const { return graft::mean(*this, d, k, dt); }
-Tensor Tensor::var(bool u) const { return graft::var(*this, u); }
+Tensor Tensor::var_all(bool u) const { return graft::var_all(*this, u); }
 Tensor Tensor::var(IntArrayRef d, bool u, bool k) const { return graft::var(*this, d, u, k); }
-Tensor Tensor::std(bool u) const { return graft::std(*this, u); }
+Tensor Tensor::std_all(bool u) const { return graft::std_all(*this, u); }
 Tensor Tensor::std(IntArrayRef d, bool u, bool k) const { return graft::std(*this, d, u, k); }
 Tensor Tensor::prod(std::optional<DType> dt) const { return graft::prod(*this, dt); }
 Tensor Tensor::prod(IntArrayRef d, bool k, std::optional<DType> dt) const { return graft::prod(*this, d, k, dt); }

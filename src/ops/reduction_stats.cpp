@@ -374,11 +374,11 @@ Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bo
 }  // namespace
 
 // ---- var / std ----
-Tensor var(const Tensor& x, bool unbiased) { return var_std_impl(x, {}, unbiased, false, false); }
+Tensor var_all(const Tensor& x, bool unbiased) { return var_std_impl(x, {}, unbiased, false, false); }
 Tensor var(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdim) {
   return var_std_impl(x, dim, unbiased, keepdim, false);
 }
-Tensor std(const Tensor& x, bool unbiased) { return var_std_impl(x, {}, unbiased, false, true); }
+Tensor std_all(const Tensor& x, bool unbiased) { return var_std_impl(x, {}, unbiased, false, true); }
 Tensor std(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdim) {
   return var_std_impl(x, dim, unbiased, keepdim, true);
 }

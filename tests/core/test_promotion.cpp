@@ -67,3 +67,16 @@ TEST(Tensor, MetadataAndErrors) {
 }
 
 }  // namespace graft::test
+
+namespace graft::test {
+TEST(Overloads, BracedSingleDimMeansADim) {
+  Tensor x = tensor({{1.0, 2.0, 3.0}, {4.0, 6.0, 8.0}}, kFloat64);
+  EXPECT_TRUE(all_close(x.var({1}), {1.0, 4.0}, {2}));
+  EXPECT_TRUE(all_close(graft::var(x, {1}), {1.0, 4.0}, {2}));
+  EXPECT_TRUE(all_close(x.std({1}), {1.0, 2.0}, {2}));
+  EXPECT_TRUE(all_close(x.sum({1}), {6.0, 18.0}, {2}));
+  EXPECT_TRUE(all_close(x.sum(1), {6.0, 18.0}, {2}));
+  // all dims, biased: mean 4, squares of deviations 9+4+1+0+4+16 = 34, / 6
+  EXPECT_TRUE(all_close(x.var(false), {34.0 / 6}, {}, 1e-12, 1e-12));
+}
+}  // namespace graft::test

@@ -212,10 +212,17 @@ class Tensor {
   Tensor sum(IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
   Tensor mean(std::optional<DType> dtype = std::nullopt) const;
   Tensor mean(IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
-  Tensor var(bool unbiased = true) const;
+  // (x.var({1}) reduces dim 1: the all-dims form takes a real bool only; see ops.h)
+  Tensor var() const { return var_all(true); }
+  template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+  Tensor var(B unbiased) const { return var_all(unbiased); }
   Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
-  Tensor std(bool unbiased = true) const;
+  Tensor std() const { return std_all(true); }
+  template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+  Tensor std(B unbiased) const { return std_all(unbiased); }
   Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor var_all(bool unbiased) const;
+  Tensor std_all(bool unbiased) const;
   Tensor prod(std::optional<DType> dtype = std::nullopt) const;
   Tensor prod(IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
   Tensor max() const;

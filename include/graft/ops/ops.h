@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <tuple>
+#include <type_traits>
 
 #include "graft/core/tensor.h"
 
@@ -79,9 +80,17 @@ Tensor sum(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 Tensor sum(const Tensor& x, IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
 Tensor mean(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 Tensor mean(const Tensor& x, IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
-Tensor var(const Tensor& x, bool unbiased = true);
+// var/std over all dims take `unbiased` as a bool only: var(x, {1}) must mean dim 1, so the
+// all-dims overloads are templates that a braced list cannot select.
+Tensor var_all(const Tensor& x, bool unbiased);
+Tensor std_all(const Tensor& x, bool unbiased);
+inline Tensor var(const Tensor& x) { return var_all(x, true); }
+template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+Tensor var(const Tensor& x, B unbiased) { return var_all(x, unbiased); }
 Tensor var(const Tensor& x, IntArrayRef dim, bool unbiased = true, bool keepdim = false);
-Tensor std(const Tensor& x, bool unbiased = true);
+inline Tensor std(const Tensor& x) { return std_all(x, true); }
+template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+Tensor std(const Tensor& x, B unbiased) { return std_all(x, unbiased); }
 Tensor std(const Tensor& x, IntArrayRef dim, bool unbiased = true, bool keepdim = false);
 Tensor prod(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 Tensor prod(const Tensor& x, IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
