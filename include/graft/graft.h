@@ -9,6 +9,7 @@
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
 #include "graft/core/generator.h"
+#include "graft/core/ordered_dict.h"
 #include "graft/core/scalar.h"
 #include "graft/core/shape.h"
 #include "graft/core/tensor.h"
