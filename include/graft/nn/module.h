@@ -1,0 +1,289 @@
+// graft::nn::Module: the base of every layer and model, with LibTorch's interface so that code
+// ports by renaming torch:: to graft::.
+//
+//   struct NetImpl : graft::nn::Module {
+//     NetImpl() {
+//       fc1 = register_module("fc1", graft::nn::Linear(784, 64));
+//       fc2 = register_module("fc2", graft::nn::Linear(64, 10));
+//     }
+//     graft::Tensor forward(const graft::Tensor& x) { return fc2(graft::relu(fc1(x))); }
+//     graft::nn::Linear fc1{nullptr}, fc2{nullptr};
+//   };
+//   GRAFT_MODULE(Net);  // Net: a shared-ownership handle to a NetImpl
+//
+// Note [Module semantics]
+// - Parameters, buffers and submodules are registered under names without dots; the recursive
+//   accessors join them with dots ("features.0.weight"), in PyTorch's order: a module's own entries
+//   first, then each child's, depth first. A tensor or module registered twice (weight tying) is
+//   listed once by parameters()/named_modules()/..., as PyTorch does; state_dict() keeps every name.
+// - An undefined tensor may be registered (Linear without bias registers "bias" as undefined, as
+//   LibTorch does); it is skipped by parameters(), buffers() and state_dict().
+// - name() is the class name without namespaces and without a trailing "Impl" ("Linear" for
+//   graft::nn::LinearImpl, "Net" for NetImpl), so printing matches PyTorch's repr; a module may
+//   pass its own name to the Module(std::string) constructor.
+// - state_dict() returns detached aliases (writing to them writes the module), parameters and
+//   buffers in registration order, module by module. load_state_dict() copies values into the
+//   existing tensors under NoGradGuard, so handles held elsewhere (an optimiser's) stay valid.
+// - to(dtype) converts floating-point parameters, buffers and gradients in place (the same tensor
+//   handles see the new dtype, like LibTorch's set_data); integer buffers (counters) are kept.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "graft/core/error.h"
+#include "graft/core/ordered_dict.h"
+#include "graft/core/tensor.h"
+
+namespace graft::nn {
+
+template <class Contained> class ModuleHolder;
+class Module;
+
+namespace detail {
+// Copies parameter and buffer values of `from` into `to` and recurses into children of the same
+// names (the tree structure must match); used by Cloneable::clone.
+void copy_module_state(const Module& from, Module& to);
+}  // namespace detail
+
+// What load_state_dict(dict, strict = false) did not find or did not use.
+struct LoadStateDictResult {
+  std::vector<std::string> missing_keys;
+  std::vector<std::string> unexpected_keys;
+};
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  using ModuleApplyFunction = std::function<void(Module&)>;
+  using ConstModuleApplyFunction = std::function<void(const Module&)>;
+  using NamedModuleApplyFunction = std::function<void(const std::string&, Module&)>;
+  using ModulePointerApplyFunction = std::function<void(const std::shared_ptr<Module>&)>;
+
+  Module() = default;
+  explicit Module(std::string name) : name_(std::move(name)) {}
+  virtual ~Module() = default;
+  Module(const Module&) = default;
+  Module& operator=(const Module&) = default;
+  Module(Module&&) = default;
+  Module& operator=(Module&&) = default;
+
+  // The class name ("Linear", "Net"), see Note [Module semantics].
+  const std::string& name() const;
+
+  // ---- registration ----
+  // Registers `tensor` as a parameter (sets requires_grad) and returns the stored handle.
+  Tensor& register_parameter(std::string name, Tensor tensor, bool requires_grad = true);
+  Tensor& register_buffer(std::string name, Tensor tensor);
+  template <class ModuleType>
+  std::shared_ptr<ModuleType> register_module(std::string name, std::shared_ptr<ModuleType> module) {
+    static_assert(std::is_base_of_v<Module, ModuleType>, "register_module needs a graft::nn::Module");
+    register_module_impl(std::move(name), module);
+    return module;
+  }
+  template <class ModuleType>
+  std::shared_ptr<ModuleType> register_module(std::string name, const ModuleHolder<ModuleType>& holder) {
+    return register_module(std::move(name), holder.ptr());
+  }
+  // Replaces a registered child (same name) and returns the new one.
+  template <class ModuleType>
+  std::shared_ptr<ModuleType> replace_module(const std::string& name, std::shared_ptr<ModuleType> module) {
+    replace_module_impl(name, module);
+    return module;
+  }
+  template <class ModuleType>
+  std::shared_ptr<ModuleType> replace_module(const std::string& name, const ModuleHolder<ModuleType>& holder) {
+    return replace_module(name, holder.ptr());
+  }
+  void unregister_module(const std::string& name);
+
+  // ---- parameters, buffers, submodules ----
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_buffers(bool recurse = true) const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  OrderedDict<std::string, std::shared_ptr<Module>> named_children() const;
+  // All modules of the tree, depth first. include_self needs this module to be owned by a
+  // shared_ptr (a ModuleHolder, std::make_shared); otherwise a graft::Error says so.
+  std::vector<std::shared_ptr<Module>> modules(bool include_self = true) const;
+  OrderedDict<std::string, std::shared_ptr<Module>> named_modules(const std::string& name_prefix = "",
+                                                                  bool include_self = true) const;
+
+  // ---- modes ----
+  virtual void train(bool on = true);  // this module and every submodule
+  void eval() { train(false); }
+  virtual bool is_training() const noexcept { return is_training_; }
+
+  // fn(module) on this module and then every submodule, depth first (LibTorch's order).
+  void apply(const ModuleApplyFunction& fn);
+  void apply(const ConstModuleApplyFunction& fn) const;
+  // fn("features.0", module); this module itself gets name_prefix ("" by default).
+  void apply(const NamedModuleApplyFunction& fn, const std::string& name_prefix = "");
+  void apply(const ModulePointerApplyFunction& fn) const;
+
+  // set_to_none: grads become undefined (their memory is released); otherwise they are zeroed.
+  virtual void zero_grad(bool set_to_none = true);
+  // Converts floating-point parameters, buffers and their gradients (see Note [Module semantics]).
+  virtual void to(DType dtype, bool non_blocking = false);
+  virtual void to(Device device, bool non_blocking = false);  // CPU only for now
+  virtual void to(Device device, DType dtype, bool non_blocking = false);
+
+  // ---- state ----
+  OrderedDict<std::string, Tensor> state_dict() const;
+  // strict: a missing or unexpected key is an error; a shape mismatch is one always. All
+  // problems are reported together in one graft::Error naming each key and shape. Nothing is
+  // copied unless every check passes.
+  LoadStateDictResult load_state_dict(const OrderedDict<std::string, Tensor>& state_dict, bool strict = true);
+
+  // A deep copy. Modules derived from graft::nn::Cloneable<Derived> implement it; others throw.
+  virtual std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const;
+
+  // ---- printing, like PyTorch's repr ----
+  // The arguments shown between the parentheses: "in_features=4, out_features=3, bias=True".
+  virtual std::string extra_repr() const { return ""; }
+  // Writes this module and its children as a tree; operator<< calls it. The default follows
+  // PyTorch's __repr__; override to take over the whole subtree's printing.
+  virtual void pretty_print(std::ostream& stream) const;
+
+  template <class ModuleType> ModuleType* as() noexcept { return dynamic_cast<ModuleType*>(this); }
+  template <class ModuleType> const ModuleType* as() const noexcept { return dynamic_cast<const ModuleType*>(this); }
+
+ protected:
+  // The direct entries, in registration order (undefined tensors included).
+  OrderedDict<std::string, Tensor> parameters_{"parameter"};
+  OrderedDict<std::string, Tensor> buffers_{"buffer"};
+  OrderedDict<std::string, std::shared_ptr<Module>> children_{"submodule"};
+
+  // Used by clone() to rebuild the registries of a copy.
+  void clear_registrations() {
+    parameters_.clear();
+    buffers_.clear();
+    children_.clear();
+  }
+
+ private:
+  void check_new_name(const std::string& name, const char* what) const;
+  void register_module_impl(std::string name, std::shared_ptr<Module> module);
+  void replace_module_impl(const std::string& name, std::shared_ptr<Module> module);
+  std::shared_ptr<Module> shared_self(const char* op) const;
+
+  mutable std::optional<std::string> name_;
+  bool is_training_ = true;
+
+  friend void detail::copy_module_state(const Module& from, Module& to);
+};
+
+std::ostream& operator<<(std::ostream& stream, const Module& module);
+
+// Cloneable<Derived>: derive from it (instead of Module) and implement reset(), which registers
+// every parameter, buffer and submodule (LibTorch's pattern: the constructor calls reset()). Then
+// clone() gives a deep copy: a copy-constructed Derived re-runs reset() and receives copies of the
+// original's parameter and buffer values and clones of its submodules.
+template <class Derived>
+class Cloneable : public Module {
+ public:
+  using Module::Module;
+  virtual void reset() = 0;
+
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override {
+    GRAFT_CHECK(!device || device->is_cpu(), "Module::clone", "a CPU device", device ? device->str() : "",
+                "graft runs on the CPU only for now");
+    auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
+    copy->clear_registrations();
+    copy->reset();
+    detail::copy_module_state(*this, *copy);
+    return copy;
+  }
+};
+
+// ModuleHolder<Impl>: a shared-ownership handle, so that `graft::nn::Linear fc(784, 10);
+// fc->weight; fc(x)` works and copies of the handle share one module (GRAFT_MODULE makes these).
+template <class Contained>
+class ModuleHolder {
+ public:
+  using ContainedType = Contained;
+
+  // Default-constructs the module (when it can be); use `Name m{nullptr}` for an empty holder.
+  ModuleHolder() : impl_(default_construct()) {}
+  ModuleHolder(std::nullptr_t) {}  // NOLINT: an empty holder, assigned later
+  ModuleHolder(std::shared_ptr<Contained> module) : impl_(std::move(module)) {}  // NOLINT
+  template <class Head, class... Tail,
+            class = std::enable_if_t<!(sizeof...(Tail) == 0 &&
+                                       (std::is_same_v<std::decay_t<Head>, std::nullptr_t> ||
+                                        std::is_base_of_v<ModuleHolder, std::decay_t<Head>> ||
+                                        std::is_convertible_v<Head, std::shared_ptr<Contained>>))>>
+  explicit ModuleHolder(Head&& head, Tail&&... tail)
+      : impl_(std::make_shared<Contained>(std::forward<Head>(head), std::forward<Tail>(tail)...)) {}
+
+  explicit operator bool() const noexcept { return impl_ != nullptr; }
+  bool is_empty() const noexcept { return impl_ == nullptr; }
+
+  Contained* operator->() { return get(); }
+  const Contained* operator->() const { return get(); }
+  Contained& operator*() { return *get(); }
+  const Contained& operator*() const { return *get(); }
+  const std::shared_ptr<Contained>& ptr() const {
+    check_not_empty();
+    return impl_;
+  }
+  Contained* get() {
+    check_not_empty();
+    return impl_.get();
+  }
+  const Contained* get() const {
+    check_not_empty();
+    return impl_.get();
+  }
+  operator std::shared_ptr<Module>() const { return ptr(); }  // NOLINT
+
+  // fc(x) calls fc->forward(x).
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) {
+    return get()->forward(std::forward<Args>(args)...);
+  }
+  template <class Arg>
+  decltype(auto) operator[](Arg&& arg) {
+    return (*get())[std::forward<Arg>(arg)];
+  }
+
+ protected:
+  std::shared_ptr<Contained> impl_;
+
+ private:
+  static std::shared_ptr<Contained> default_construct() {
+    if constexpr (std::is_default_constructible_v<Contained>) {
+      return std::make_shared<Contained>();
+    } else {
+      static_assert(std::is_default_constructible_v<Contained>,
+                    "this module has no default constructor: pass its arguments, or nullptr for an empty holder");
+      return nullptr;
+    }
+  }
+  void check_not_empty() const {
+    GRAFT_CHECK(impl_ != nullptr, "ModuleHolder", "a holder that owns a module",
+                "an empty holder (constructed from nullptr)",
+                "assign a module first, e.g. fc = register_module(\"fc\", graft::nn::Linear(4, 3))");
+  }
+};
+
+template <class Contained>
+std::ostream& operator<<(std::ostream& stream, const ModuleHolder<Contained>& holder) {
+  return stream << *holder;
+}
+
+}  // namespace graft::nn
+
+// GRAFT_MODULE(Name) defines `class Name : ModuleHolder<NameImpl>`, like TORCH_MODULE.
+#define GRAFT_MODULE_IMPL(Name, ImplType)                       \
+  class Name : public ::graft::nn::ModuleHolder<ImplType> {    \
+   public:                                                      \
+    using ::graft::nn::ModuleHolder<ImplType>::ModuleHolder;    \
+    using ::graft::nn::ModuleHolder<ImplType>::get;             \
+  }
+#define GRAFT_MODULE(Name) GRAFT_MODULE_IMPL(Name, Name##Impl)

@@ -1,0 +1,297 @@
+// Containers: Sequential, ModuleList, ModuleDict, and Functional (a function as a module).
+//
+//   graft::nn::Sequential net(graft::nn::Linear(784, 64), graft::nn::ReLU(), graft::nn::Linear(64, 10));
+//   graft::Tensor y = net->forward(x);             // or net(x)
+//   graft::nn::Sequential named({{"fc", graft::nn::Linear(4, 3)}, {"act", graft::nn::Tanh()}});
+//   graft::nn::ModuleList blocks(graft::nn::Linear(4, 4), graft::nn::Linear(4, 4));
+//   for (const auto& m : *blocks) ...; blocks->at<graft::nn::LinearImpl>(0).weight
+//
+// Sequential needs no AnyModule: each entry keeps the module and a type-erased call of its
+// forward, so the modules in a Sequential must have a forward that takes one Tensor and returns a
+// Tensor (a compile error says so otherwise). Plain functions and lambdas of that shape may be
+// pushed too (Sequential(Linear(2, 3), graft::relu)); they are wrapped in a Functional.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "graft/nn/module.h"
+
+namespace graft::nn {
+
+// ---- Functional: a Tensor(Tensor) function as a module (no parameters) ----
+class FunctionalImpl : public Cloneable<FunctionalImpl> {
+ public:
+  using Function = std::function<Tensor(const Tensor&)>;
+  explicit FunctionalImpl(Function function);
+  void reset() override {}
+  Tensor forward(const Tensor& input) { return function_(input); }
+  Tensor operator()(const Tensor& input) { return function_(input); }
+
+ private:
+  Function function_;
+};
+GRAFT_MODULE(Functional);
+
+namespace detail {
+
+template <class T> struct is_shared_ptr : std::false_type {};
+template <class T> struct is_shared_ptr<std::shared_ptr<T>> : std::true_type {};
+
+template <class D>
+concept ModuleHolderType = requires { typename D::ContainedType; } &&
+                           std::is_base_of_v<ModuleHolder<typename D::ContainedType>, D>;
+
+template <class D>
+concept ModuleLike = ModuleHolderType<D> || (is_shared_ptr<D>::value && std::is_base_of_v<Module, typename D::element_type>) ||
+                     std::is_base_of_v<Module, D>;
+
+template <class D>
+concept TensorFunction = !ModuleLike<D> && std::is_invocable_r_v<Tensor, D&, const Tensor&>;
+
+// A holder, a shared_ptr to a module, or a module value -> shared_ptr to the module's own type.
+template <class M>
+auto module_ptr(M&& m) {
+  using D = std::decay_t<M>;
+  static_assert(ModuleLike<D>, "expected a module: a holder (graft::nn::Linear), a std::shared_ptr to a module, or a module value");
+  if constexpr (ModuleHolderType<D>) {
+    return m.ptr();
+  } else if constexpr (is_shared_ptr<D>::value) {
+    GRAFT_CHECK(m != nullptr, "nn container", "a module", "an empty module pointer", "construct the module first");
+    return std::shared_ptr<typename D::element_type>(std::forward<M>(m));
+  } else {
+    return std::make_shared<D>(std::forward<M>(m));
+  }
+}
+
+template <class Impl>
+concept HasTensorForward = requires(Impl& impl, const Tensor& x) {
+  { impl.forward(x) } -> std::convertible_to<Tensor>;
+};
+
+}  // namespace detail
+
+// One entry of a Sequential: the module and a type-erased call of its forward.
+class SequentialEntry {
+ public:
+  template <class M>
+    requires(!std::is_same_v<std::decay_t<M>, SequentialEntry>)
+  SequentialEntry(M&& module) {  // NOLINT: implicit, so Sequential({{"fc", Linear(4, 3)}}) works
+    using D = std::decay_t<M>;
+    if constexpr (detail::TensorFunction<D>) {
+      bind(std::make_shared<FunctionalImpl>(FunctionalImpl::Function(std::forward<M>(module))));
+    } else {
+      bind(detail::module_ptr(std::forward<M>(module)));
+    }
+  }
+
+  const std::shared_ptr<Module>& module() const { return module_; }
+  Tensor forward(const Tensor& x) const { return forward_(x); }
+  // The same entry around another module of the same type (a clone).
+  SequentialEntry rebind(std::shared_ptr<Module> other) const { return rebind_(std::move(other)); }
+
+ private:
+  SequentialEntry() = default;
+  template <class Impl>
+  void bind(std::shared_ptr<Impl> impl) {
+    static_assert(detail::HasTensorForward<Impl>,
+                  "a module in a graft::nn::Sequential needs a forward that takes one Tensor and returns a Tensor");
+    Impl* raw = impl.get();
+    forward_ = [raw](const Tensor& x) -> Tensor { return raw->forward(x); };
+    rebind_ = [](std::shared_ptr<Module> other) {
+      SequentialEntry e;
+      e.bind(std::static_pointer_cast<Impl>(std::move(other)));
+      return e;
+    };
+    module_ = std::move(impl);
+  }
+
+  std::shared_ptr<Module> module_;
+  std::function<Tensor(const Tensor&)> forward_;
+  std::function<SequentialEntry(std::shared_ptr<Module>)> rebind_;
+};
+
+struct NamedSequentialEntry {
+  template <class M>
+  NamedSequentialEntry(std::string name, M&& module) : name(std::move(name)), entry(std::forward<M>(module)) {}
+  std::string name;
+  SequentialEntry entry;
+};
+
+// ---- Sequential ----
+class SequentialImpl : public Cloneable<SequentialImpl> {
+ public:
+  SequentialImpl() = default;
+  template <class... Ms,
+            class = std::enable_if_t<!(sizeof...(Ms) == 1 && (std::is_base_of_v<SequentialImpl, std::decay_t<Ms>> && ...))>>
+  explicit SequentialImpl(Ms&&... modules) {
+    (push_back(std::forward<Ms>(modules)), ...);
+  }
+  explicit SequentialImpl(std::initializer_list<NamedSequentialEntry> named);
+  SequentialImpl(const SequentialImpl&) = default;
+
+  void reset() override {}
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
+
+  // Appends a module (holder, shared_ptr or value) or a Tensor(Tensor) function, named by its index.
+  template <class M>
+  void push_back(M&& module) {
+    push_back(std::to_string(entries_.size()), std::forward<M>(module));
+  }
+  template <class M>
+  void push_back(std::string name, M&& module) {
+    add(std::move(name), SequentialEntry(std::forward<M>(module)));
+  }
+  void extend(const SequentialImpl& other);
+
+  // Runs the modules in order; an empty Sequential returns its input.
+  Tensor forward(const Tensor& input);
+
+  size_t size() const noexcept { return entries_.size(); }
+  bool is_empty() const noexcept { return entries_.empty(); }
+  std::shared_ptr<Module> ptr(size_t index) const;
+  template <class T>
+  std::shared_ptr<T> ptr(size_t index) const {
+    return checked_cast<T>(ptr(index), index);
+  }
+  std::shared_ptr<Module> operator[](size_t index) const { return ptr(index); }
+  template <class T>
+  T& at(size_t index) const {
+    return *ptr<T>(index);
+  }
+  const std::vector<SequentialEntry>& entries() const { return entries_; }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+
+ private:
+  void add(std::string name, SequentialEntry entry);
+  template <class T>
+  static std::shared_ptr<T> checked_cast(const std::shared_ptr<Module>& m, size_t index) {
+    auto p = std::dynamic_pointer_cast<T>(m);
+    GRAFT_CHECK(p != nullptr, "Sequential::at", "a module of the requested type at index " + std::to_string(index),
+                "a " + m->name(), "check the index, or the type asked for");
+    return p;
+  }
+  std::vector<SequentialEntry> entries_;
+};
+
+class Sequential : public ModuleHolder<SequentialImpl> {
+ public:
+  using ModuleHolder<SequentialImpl>::ModuleHolder;
+  using ModuleHolder<SequentialImpl>::get;
+  Sequential() : ModuleHolder<SequentialImpl>() {}
+  Sequential(std::initializer_list<NamedSequentialEntry> named)  // NOLINT
+      : ModuleHolder<SequentialImpl>(std::make_shared<SequentialImpl>(named)) {}
+};
+
+// ---- ModuleList: modules of any kind, registered as "0", "1", ... ----
+class ModuleListImpl : public Cloneable<ModuleListImpl> {
+ public:
+  ModuleListImpl() = default;
+  template <class... Ms,
+            class = std::enable_if_t<!(sizeof...(Ms) == 1 && (std::is_base_of_v<ModuleListImpl, std::decay_t<Ms>> && ...))>>
+  explicit ModuleListImpl(Ms&&... modules) {
+    (push_back(std::forward<Ms>(modules)), ...);
+  }
+  ModuleListImpl(const ModuleListImpl&) = default;
+
+  void reset() override {}
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
+
+  template <class M>
+  void push_back(M&& module) {
+    append(detail::module_ptr(std::forward<M>(module)));
+  }
+  template <class M>
+  void insert(size_t index, M&& module) {
+    insert_ptr(index, detail::module_ptr(std::forward<M>(module)));
+  }
+  template <class Container>
+  void extend(const Container& modules) {
+    for (const auto& m : modules) push_back(m);
+  }
+  void extend(const ModuleListImpl& other) {
+    for (const auto& m : other.modules_) append(m);
+  }
+
+  size_t size() const noexcept { return modules_.size(); }
+  bool is_empty() const noexcept { return modules_.empty(); }
+  Module& operator[](size_t index) const { return *ptr(index); }
+  std::shared_ptr<Module> ptr(size_t index) const;
+  template <class T>
+  std::shared_ptr<T> ptr(size_t index) const {
+    auto p = std::dynamic_pointer_cast<T>(ptr(index));
+    GRAFT_CHECK(p != nullptr, "ModuleList::at", "a module of the requested type at index " + std::to_string(index),
+                "a " + ptr(index)->name(), "check the index, or the type asked for");
+    return p;
+  }
+  template <class T>
+  T& at(size_t index) const {
+    return *ptr<T>(index);
+  }
+  auto begin() const { return modules_.begin(); }
+  auto end() const { return modules_.end(); }
+
+ private:
+  void append(std::shared_ptr<Module> module);
+  void insert_ptr(size_t index, std::shared_ptr<Module> module);
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+GRAFT_MODULE(ModuleList);
+
+// ---- ModuleDict: modules by name, in insertion order ----
+class ModuleDictImpl : public Cloneable<ModuleDictImpl> {
+ public:
+  ModuleDictImpl() = default;
+  explicit ModuleDictImpl(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules);
+  explicit ModuleDictImpl(const OrderedDict<std::string, std::shared_ptr<Module>>& modules);
+  ModuleDictImpl(const ModuleDictImpl&) = default;
+
+  void reset() override {}
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
+
+  // Adds, or replaces the module under `key`; returns the module.
+  template <class M>
+  auto insert(const std::string& key, M&& module) {
+    auto p = detail::module_ptr(std::forward<M>(module));
+    insert_ptr(key, p);
+    return p;
+  }
+  void update(const ModuleDictImpl& other);
+  void update(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules);
+  std::shared_ptr<Module> pop(const std::string& key);
+  void clear();
+
+  size_t size() const noexcept { return children_.size(); }
+  bool empty() const noexcept { return children_.empty(); }
+  bool is_empty() const noexcept { return children_.empty(); }
+  bool contains(const std::string& key) const { return children_.contains(key); }
+  std::vector<std::string> keys() const { return children_.keys(); }
+  std::vector<std::shared_ptr<Module>> values() const { return children_.values(); }
+  const std::vector<OrderedDict<std::string, std::shared_ptr<Module>>::Item>& items() const { return children_.items(); }
+  auto begin() const { return children_.begin(); }
+  auto end() const { return children_.end(); }
+
+  std::shared_ptr<Module> operator[](const std::string& key) const;
+  template <class T>
+  T& at(const std::string& key) const {
+    auto p = std::dynamic_pointer_cast<T>((*this)[key]);
+    GRAFT_CHECK(p != nullptr, "ModuleDict::at", "a module of the requested type under '" + key + "'",
+                "a " + (*this)[key]->name(), "check the key, or the type asked for");
+    return *p;
+  }
+
+ private:
+  void insert_ptr(const std::string& key, std::shared_ptr<Module> module);
+};
+GRAFT_MODULE(ModuleDict);
+
+}  // namespace graft::nn

@@ -1,0 +1,68 @@
+// Linear, Identity, Flatten.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "graft/nn/functional.h"
+#include "graft/nn/module.h"
+
+namespace graft::nn {
+
+struct LinearOptions {
+  LinearOptions(int64_t in_features, int64_t out_features) : in_features_(in_features), out_features_(out_features) {}
+  GRAFT_ARG(int64_t, in_features);
+  GRAFT_ARG(int64_t, out_features);
+  GRAFT_ARG(bool, bias) = true;
+};
+
+// y = x W^T + b; weight (out_features, in_features), bias (out_features) or undefined.
+// PyTorch's initialisation: W ~ kaiming_uniform_(a = sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)),
+// and b ~ U(-1/sqrt(in), 1/sqrt(in)).
+class LinearImpl : public Cloneable<LinearImpl> {
+ public:
+  LinearImpl(int64_t in_features, int64_t out_features) : LinearImpl(LinearOptions(in_features, out_features)) {}
+  explicit LinearImpl(const LinearOptions& options);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  LinearOptions options;
+  Tensor weight;
+  Tensor bias;
+};
+GRAFT_MODULE(Linear);
+
+class IdentityImpl : public Cloneable<IdentityImpl> {
+ public:
+  IdentityImpl() = default;
+  void reset() override {}
+  Tensor forward(const Tensor& input) { return input; }
+};
+GRAFT_MODULE(Identity);
+
+struct FlattenOptions {
+  GRAFT_ARG(int64_t, start_dim) = 1;
+  GRAFT_ARG(int64_t, end_dim) = -1;
+};
+
+// Flattens dims start_dim..end_dim into one: (N, C, H, W) -> (N, C*H*W) by default.
+class FlattenImpl : public Cloneable<FlattenImpl> {
+ public:
+  explicit FlattenImpl(const FlattenOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input) { return input.flatten(options.start_dim(), options.end_dim()); }
+  std::string extra_repr() const override;
+
+  FlattenOptions options;
+};
+GRAFT_MODULE(Flatten);
+
+namespace detail {
+// Python's repr of a float ("0.01", "1.0", "1e-05") and of a bool ("True"), for extra_repr.
+std::string py_float(double v);
+inline std::string py_bool(bool b) { return b ? "True" : "False"; }
+}  // namespace detail
+
+}  // namespace graft::nn

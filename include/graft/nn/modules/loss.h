@@ -1,0 +1,89 @@
+// Loss modules: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss,
+// BCEWithLogitsLoss. Their options are graft::nn::functional's (CrossEntropyLossOptions is
+// CrossEntropyFuncOptions); class weights are registered as buffers ("weight", "pos_weight"), so
+// module.to(dtype) converts them. forward(input, target) forwards to the functional.
+#pragma once
+
+#include <string>
+
+#include "graft/nn/functional.h"
+#include "graft/nn/module.h"
+
+namespace graft::nn {
+
+using CrossEntropyLossOptions = functional::CrossEntropyFuncOptions;
+using NLLLossOptions = functional::NLLLossFuncOptions;
+using MSELossOptions = functional::MSELossFuncOptions;
+using L1LossOptions = functional::L1LossFuncOptions;
+using SmoothL1LossOptions = functional::SmoothL1LossFuncOptions;
+using BCELossOptions = functional::BinaryCrossEntropyFuncOptions;
+using BCEWithLogitsLossOptions = functional::BinaryCrossEntropyWithLogitsFuncOptions;
+
+class CrossEntropyLossImpl : public Cloneable<CrossEntropyLossImpl> {
+ public:
+  explicit CrossEntropyLossImpl(const CrossEntropyLossOptions& options = {});
+  void reset() override;
+  Tensor forward(const Tensor& input, const Tensor& target);
+  CrossEntropyLossOptions options;
+  Tensor weight;
+};
+GRAFT_MODULE(CrossEntropyLoss);
+
+class NLLLossImpl : public Cloneable<NLLLossImpl> {
+ public:
+  explicit NLLLossImpl(const NLLLossOptions& options = {});
+  void reset() override;
+  Tensor forward(const Tensor& input, const Tensor& target);
+  NLLLossOptions options;
+  Tensor weight;
+};
+GRAFT_MODULE(NLLLoss);
+
+class MSELossImpl : public Cloneable<MSELossImpl> {
+ public:
+  explicit MSELossImpl(const MSELossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  MSELossOptions options;
+};
+GRAFT_MODULE(MSELoss);
+
+class L1LossImpl : public Cloneable<L1LossImpl> {
+ public:
+  explicit L1LossImpl(const L1LossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  L1LossOptions options;
+};
+GRAFT_MODULE(L1Loss);
+
+class SmoothL1LossImpl : public Cloneable<SmoothL1LossImpl> {
+ public:
+  explicit SmoothL1LossImpl(const SmoothL1LossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  SmoothL1LossOptions options;
+};
+GRAFT_MODULE(SmoothL1Loss);
+
+class BCELossImpl : public Cloneable<BCELossImpl> {
+ public:
+  explicit BCELossImpl(const BCELossOptions& options = {});
+  void reset() override;
+  Tensor forward(const Tensor& input, const Tensor& target);
+  BCELossOptions options;
+  Tensor weight;
+};
+GRAFT_MODULE(BCELoss);
+
+class BCEWithLogitsLossImpl : public Cloneable<BCEWithLogitsLossImpl> {
+ public:
+  explicit BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& options = {});
+  void reset() override;
+  Tensor forward(const Tensor& input, const Tensor& target);
+  BCEWithLogitsLossOptions options;
+  Tensor weight, pos_weight;
+};
+GRAFT_MODULE(BCEWithLogitsLoss);
+
+}  // namespace graft::nn

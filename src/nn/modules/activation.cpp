@@ -1,0 +1,64 @@
+// Activation modules.
+#include "graft/nn/modules/activation.h"
+
+#include <cmath>
+
+#include "graft/nn/modules/linear.h"
+
+namespace graft::nn {
+
+namespace F = functional;
+
+namespace {
+// Python prints the defaults of Softplus as ints (beta=1, threshold=20): integral values without ".0".
+std::string py_number(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  return detail::py_float(v);
+}
+}  // namespace
+
+Tensor ReLUImpl::forward(const Tensor& input) {
+  if (options.inplace()) {
+    Tensor out = input;
+    return out.relu_();
+  }
+  return F::relu(input);
+}
+std::string ReLUImpl::extra_repr() const { return options.inplace() ? "inplace=True" : ""; }
+
+Tensor LeakyReLUImpl::forward(const Tensor& input) {
+  return F::leaky_relu(input, F::LeakyReLUFuncOptions().negative_slope(options.negative_slope()));
+}
+std::string LeakyReLUImpl::extra_repr() const { return "negative_slope=" + detail::py_float(options.negative_slope()); }
+
+Tensor SigmoidImpl::forward(const Tensor& input) { return F::sigmoid(input); }
+Tensor TanhImpl::forward(const Tensor& input) { return F::tanh(input); }
+Tensor SiLUImpl::forward(const Tensor& input) { return F::silu(input); }
+
+GELUImpl::GELUImpl(const GELUOptions& options_) : options(options_) { reset(); }
+void GELUImpl::reset() {
+  GRAFT_CHECK(options.approximate() == "none" || options.approximate() == "tanh", "GELU",
+              "approximate 'none' or 'tanh'", "'" + options.approximate() + "'", "");
+}
+Tensor GELUImpl::forward(const Tensor& input) {
+  return F::gelu(input, F::GELUFuncOptions().approximate(options.approximate()));
+}
+std::string GELUImpl::extra_repr() const { return "approximate='" + options.approximate() + "'"; }
+
+Tensor SoftplusImpl::forward(const Tensor& input) {
+  return F::softplus(input, F::SoftplusFuncOptions().beta(options.beta()).threshold(options.threshold()));
+}
+std::string SoftplusImpl::extra_repr() const {
+  return "beta=" + py_number(options.beta()) + ", threshold=" + py_number(options.threshold());
+}
+
+Tensor ELUImpl::forward(const Tensor& input) { return F::elu(input, F::ELUFuncOptions().alpha(options.alpha())); }
+std::string ELUImpl::extra_repr() const { return "alpha=" + detail::py_float(options.alpha()); }
+
+Tensor SoftmaxImpl::forward(const Tensor& input) { return F::softmax(input, options.dim()); }
+std::string SoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+
+Tensor LogSoftmaxImpl::forward(const Tensor& input) { return F::log_softmax(input, options.dim()); }
+std::string LogSoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+
+}  // namespace graft::nn

@@ -1,0 +1,36 @@
+// Dropout, built from graft ops so that its gradient is the mask's: x * mask / (1 - p).
+#include "graft/nn/modules/dropout.h"
+
+#include "graft/core/factory.h"
+#include "graft/nn/modules/linear.h"
+#include "graft/ops/ops.h"
+
+namespace graft::nn {
+
+DropoutImpl::DropoutImpl(const DropoutOptions& options_) : options(options_) { reset(); }
+
+void DropoutImpl::reset() {
+  GRAFT_CHECK(options.p() >= 0.0 && options.p() <= 1.0, "Dropout", "a probability p in [0, 1]",
+              "p = " + detail::py_float(options.p()), "p is the probability of zeroing an element");
+}
+
+Tensor DropoutImpl::forward(const Tensor& input) {
+  const double p = options.p();
+  if (!is_training() || p == 0.0) return input;
+  GRAFT_CHECK(input.is_floating_point(), "Dropout", "a floating-point input",
+              std::string("a ") + dtype_name(input.dtype()) + " tensor", "");
+  // keep = U[0, 1) >= p: kept with probability 1 - p; p = 1 zeroes everything.
+  Tensor scaled_mask = p == 1.0 ? graft::zeros_like(input)
+                                : graft::rand(input.sizes(), input.dtype()).ge(p).to(input.dtype()) / (1.0 - p);
+  if (options.inplace()) {
+    Tensor out = input;
+    return out.mul_(scaled_mask);
+  }
+  return input * scaled_mask;
+}
+
+std::string DropoutImpl::extra_repr() const {
+  return "p=" + detail::py_float(options.p()) + ", inplace=" + detail::py_bool(options.inplace());
+}
+
+}  // namespace graft::nn
