@@ -101,8 +101,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
         const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
         return {need_a ? g * n.saved(1) : Tensor(), need_b ? g * n.saved(0) : Tensor()};
       })) {
-    node->save(a);
-    node->save(b);
+    // Save only what a needed gradient reads: a for d/db, b for d/da.
+    node->save(node->next_edges[1].fn ? a : Tensor());
+    node->save(node->next_edges[0].fn ? b : Tensor());
     set_history(y, node);
   }
   return y;
@@ -131,7 +132,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
         const bool need_b = n.next_edges[1].fn != nullptr;
         return {g / bb, need_b ? -g * n.saved(0) / (bb * bb) : Tensor()};
       })) {
-    node->save(a);
+    node->save(node->next_edges[1].fn ? a : Tensor());  // a is read only for d/db
     node->save(b);
     set_history(y, node);
   }
