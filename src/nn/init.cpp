@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -134,7 +135,15 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor) {
 Tensor uniform_(Tensor tensor, double low, double high, Generator* generator) {
   check_float(tensor, "uniform_");
   GRAFT_CHECK(low <= high, "uniform_", "low <= high", "low " + std::to_string(low) + ", high " + std::to_string(high), "");
-  return write(tensor, draw(tensor.numel(), generator, [&](Generator& g) { return low + (high - low) * g.next_double(); }));
+  // [low, high) as PyTorch: rounding (to double, then to float32) must not reach high.
+  const double below_high =
+      low == high ? high
+      : tensor.dtype() == kFloat32
+          ? static_cast<double>(std::nextafter(static_cast<float>(high), -std::numeric_limits<float>::infinity()))
+          : std::nextafter(high, -std::numeric_limits<double>::infinity());
+  return write(tensor, draw(tensor.numel(), generator, [&](Generator& g) {
+    return std::max(low, std::min(low + (high - low) * g.next_double(), below_high));
+  }));
 }
 
 Tensor normal_(Tensor tensor, double mean, double stddev, Generator* generator) {
