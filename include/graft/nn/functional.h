@@ -3,8 +3,12 @@
 // .ignore_index(0).label_smoothing(0.1)).
 #pragma once
 
+#include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "graft/core/tensor.h"
 
@@ -24,6 +28,31 @@ inline constexpr Reduction kNone = Reduction::None;
 inline constexpr Reduction kMean = Reduction::Mean;
 inline constexpr Reduction kSum = Reduction::Sum;
 const char* reduction_name(Reduction r);
+
+// D int64 values given either as one value (used for all D) or as a list of exactly D, like
+// LibTorch's ExpandingArray: .stride(2) means {2, 2}, .stride({2, 1}) means height 2, width 1.
+template <size_t D>
+class ExpandingArray {
+ public:
+  ExpandingArray(int64_t v) { values_.fill(v); }  // NOLINT
+  ExpandingArray(std::initializer_list<int64_t> list) { assign(list.begin(), list.size()); }
+  ExpandingArray(const std::vector<int64_t>& list) { assign(list.data(), list.size()); }  // NOLINT
+  ExpandingArray(const std::array<int64_t, D>& a) : values_(a) {}  // NOLINT
+  int64_t operator[](size_t i) const { return values_[i]; }
+  static constexpr size_t size() { return D; }
+  const int64_t* begin() const { return values_.data(); }
+  const int64_t* end() const { return values_.data() + D; }
+  std::vector<int64_t> vec() const { return {begin(), end()}; }
+  const std::array<int64_t, D>& operator*() const { return values_; }
+
+ private:
+  void assign(const int64_t* p, size_t n) {
+    GRAFT_CHECK(n == D, "ExpandingArray", "a list of " + std::to_string(D) + " values (or a single value)",
+                "a list of " + std::to_string(n) + " values", "");
+    for (size_t i = 0; i < D; ++i) values_[i] = p[i];
+  }
+  std::array<int64_t, D> values_{};
+};
 
 namespace nn::functional {
 
@@ -67,6 +96,53 @@ struct BinaryCrossEntropyWithLogitsFuncOptions {
   GRAFT_ARG(Tensor, pos_weight) = {};
 };
 
+// Convolution, pooling and normalisation (src/ops/conv.cpp, pooling.cpp, normalization.cpp).
+struct Conv2dFuncOptions {
+  GRAFT_ARG(Tensor, bias) = {};
+  GRAFT_ARG(ExpandingArray<2>, stride) = 1;
+  GRAFT_ARG(ExpandingArray<2>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<2>, dilation) = 1;
+  GRAFT_ARG(int64_t, groups) = 1;
+};
+struct MaxPool2dFuncOptions {
+  MaxPool2dFuncOptions(ExpandingArray<2> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  MaxPool2dFuncOptions(int64_t kernel_size) : MaxPool2dFuncOptions(ExpandingArray<2>(kernel_size)) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<2>, kernel_size);
+  GRAFT_ARG(ExpandingArray<2>, stride);  // defaults to kernel_size
+  GRAFT_ARG(ExpandingArray<2>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<2>, dilation) = 1;
+  GRAFT_ARG(bool, ceil_mode) = false;
+};
+struct AvgPool2dFuncOptions {
+  AvgPool2dFuncOptions(ExpandingArray<2> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  AvgPool2dFuncOptions(int64_t kernel_size) : AvgPool2dFuncOptions(ExpandingArray<2>(kernel_size)) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<2>, kernel_size);
+  GRAFT_ARG(ExpandingArray<2>, stride);  // defaults to kernel_size
+  GRAFT_ARG(ExpandingArray<2>, padding) = 0;
+  GRAFT_ARG(bool, ceil_mode) = false;
+  GRAFT_ARG(bool, count_include_pad) = true;
+  GRAFT_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
+};
+struct AdaptiveAvgPool2dFuncOptions {
+  AdaptiveAvgPool2dFuncOptions(ExpandingArray<2> output_size) : output_size_(output_size) {}  // NOLINT
+  AdaptiveAvgPool2dFuncOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<2>, output_size);
+};
+struct BatchNormFuncOptions {
+  GRAFT_ARG(Tensor, weight) = {};
+  GRAFT_ARG(Tensor, bias) = {};
+  GRAFT_ARG(bool, training) = false;
+  GRAFT_ARG(std::optional<double>, momentum) = 0.1;  // needed to update running stats
+  GRAFT_ARG(double, eps) = 1e-5;
+};
+struct LayerNormFuncOptions {
+  LayerNormFuncOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
+  GRAFT_ARG(std::vector<int64_t>, normalized_shape);
+  GRAFT_ARG(Tensor, weight) = {};
+  GRAFT_ARG(Tensor, bias) = {};
+  GRAFT_ARG(double, eps) = 1e-5;
+};
+
 // ---- activations ----
 Tensor relu(const Tensor& x);
 Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& options = {});
@@ -86,6 +162,23 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {}
 Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options = {});
 // int64 (*,) -> int64 (*, num_classes); num_classes = -1 means max(input) + 1.
 Tensor one_hot(const Tensor& input, int64_t num_classes = -1);
+
+// ---- convolution, pooling, normalisation (input (N, C, H, W), or (C, H, W) unbatched) ----
+// weight (out_channels, in_channels / groups, kH, kW); bias (out_channels) from options.bias().
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options = {});
+// As above with the bias given explicitly (undefined for none); options.bias() must then be unset.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dFuncOptions& options = {});
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options);
+// (output, indices): indices (int64) of each maximum within its input plane (h * W + w).
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& options);
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options);
+Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options);
+// input (N, C, *). training: normalise with the batch statistics and update running_mean /
+// running_var in place (when defined) with the unbiased variance; else use the running statistics.
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const BatchNormFuncOptions& options = {});
+// Normalises over the last normalized_shape.size() dims, which must equal normalized_shape.
+Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options);
 
 // ---- losses ----
 // input (N, C) or (N, C, d1, ...) or (C); target int64 class indices (N) / (N, d1, ...) / ().

@@ -15,6 +15,8 @@
       X(argmin) X(logsumexp)                                                                        \
   /* linear algebra */ X(matmul) X(mm) X(bmm) X(addmm) X(linear)                                   \
   /* softmax */ X(softmax) X(log_softmax)                                                           \
+  /* convolution, pooling, normalisation */ X(conv2d) X(max_pool2d) X(avg_pool2d)                  \
+      X(adaptive_avg_pool2d) X(batch_norm) X(layer_norm)                                            \
   /* joining and indexing */ X(cat) X(stack) X(split) X(chunk) X(index_select) X(gather)            \
       X(scatter_add) X(index_add) X(embedding) X(one_hot)                                           \
   /* losses */ X(cross_entropy) X(nll_loss) X(mse_loss) X(l1_loss) X(smooth_l1_loss)               \

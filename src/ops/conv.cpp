@@ -1,0 +1,294 @@
+// 2-D convolution: nn::functional::conv2d with stride, padding, dilation and groups, via im2col and
+// OpenBLAS gemm (float32 / float64).
+//
+// Note [Convolution backward as ops]
+// conv(x, w) is bilinear, and so are its two backward maps
+//   Bx(g, w) = d<g, conv(x, w)>/dx   (col2im of w^T @ g),
+//   Bw(g, x) = d<g, conv(x, w)>/dw   (g @ cols(x)^T, summed over the batch).
+// Each of the three is a recorded op whose backward is written with the other two:
+//   conv:  dx = Bx(g, w),         dw = Bw(g, x),          db = sum(g over N, H, W)
+//   Bx:    dg = conv(gg, w),      dw = Bw(g, gg)          (gg: the gradient of Bx's output)
+//   Bw:    dg = conv(x, gg),      dx = Bx(g, gg)
+// (from <Bx(g, w), h> = <g, conv(h, w)> and <Bw(g, x), k> = <g, conv(x, k)>), so derivatives of
+// any order come from the same three kernels.
+#include <cblas.h>
+
+#include <array>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "../kernels/dispatch.h"
+#include "../kernels/im2col.h"
+#include "graft/nn/functional.h"
+#include "graft/ops/ops.h"
+#include "ops_common.h"
+
+namespace graft {
+
+using autograd::make_node;
+using autograd::Node;
+using autograd::set_history;
+
+namespace {
+
+struct ConvParams {
+  std::array<int64_t, 2> stride, padding, dilation;
+  int64_t groups;
+};
+
+std::string pair_str(const std::array<int64_t, 2>& a) { return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ")"; }
+
+// C (m, n) = alpha * op(A) @ op(B) + beta * C, row-major, op(A) (m, k), op(B) (k, n).
+template <class T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    return;
+  }
+  for (int64_t v : {m, n, k, lda, ldb, ldc})
+    GRAFT_CHECK(v <= INT_MAX, "conv2d", "matrix sizes that fit in a 32-bit BLAS integer", std::to_string(v),
+                "use a smaller batch or image");
+  const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+  const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
+                beta, c, static_cast<blasint>(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
+                beta, c, static_cast<blasint>(ldc));
+}
+
+int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+kernels::Conv2dGeometry geometry(int64_t C, int64_t H, int64_t W, int64_t kH, int64_t kW, const ConvParams& p) {
+  return {C, H, W, kH, kW, p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0], p.dilation[1],
+          conv_out_size(H, kH, p.stride[0], p.padding[0], p.dilation[0]),
+          conv_out_size(W, kW, p.stride[1], p.padding[1], p.dilation[1])};
+}
+
+// A 1x1 kernel with stride 1 and no padding reads the image itself as its column matrix.
+bool cols_are_image(const kernels::Conv2dGeometry& g) {
+  return g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0;
+}
+
+// ---- raw kernels: contiguous, detached operands, no recording ----
+
+// y (N, O, oH, oW) = conv(x (N, C, H, W), w (O, C/groups, kH, kW)) + b (O) when defined.
+Tensor conv_forward_kernel(const Tensor& x_, const Tensor& w_, const Tensor& b_, const ConvParams& p) {
+  NoGradGuard ng;
+  const Tensor x = x_.detach().contiguous(), w = w_.detach().contiguous();
+  const Tensor b = b_.defined() ? b_.detach().contiguous() : Tensor();
+  const int64_t N = x.size(0), C = x.size(1), O = w.size(0), G = p.groups;
+  const auto geo = geometry(C, x.size(2), x.size(3), w.size(2), w.size(3), p);
+  const int64_t L = geo.out_h * geo.out_w, K = (C / G) * geo.kernel_h * geo.kernel_w, Og = O / G;
+  const int64_t image = C * geo.height * geo.width;
+  Tensor y = make_empty({N, O, geo.out_h, geo.out_w}, x.dtype());
+  kernels::dispatch_floating(x.dtype(), "conv2d", [&]<class T>() {
+    const T* px = static_cast<const T*>(x.data_ptr());
+    const T* pw = static_cast<const T*>(w.data_ptr());
+    T* py = y.data_ptr<T>();
+    const bool direct = cols_are_image(geo);
+    std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));
+    for (int64_t n = 0; n < N; ++n) {
+      const T* cols = px + n * image;
+      if (!direct) {
+        kernels::im2col(cols, geo, buf.data());
+        cols = buf.data();
+      }
+      T* yn = py + n * O * L;
+      for (int64_t gi = 0; gi < G; ++gi)
+        gemm<T>(false, false, Og, L, K, pw + gi * Og * K, K, cols + gi * K * L, L, T(0), yn + gi * Og * L, L);
+      if (b.defined()) {
+        const T* pb = static_cast<const T*>(b.data_ptr());
+        for (int64_t o = 0; o < O; ++o)
+          for (int64_t l = 0; l < L; ++l) yn[o * L + l] += pb[o];
+      }
+    }
+  });
+  return y;
+}
+
+// Bx: grad_input (N, C, H, W) of conv for grad_output g (N, O, oH, oW) and weight w.
+Tensor conv_input_backward_kernel(const Tensor& g_, const Tensor& w_, const ConvParams& p, int64_t H, int64_t W) {
+  NoGradGuard ng;
+  const Tensor g = g_.detach().contiguous(), w = w_.detach().contiguous();
+  const int64_t N = g.size(0), O = w.size(0), G = p.groups, C = w.size(1) * G;
+  const auto geo = geometry(C, H, W, w.size(2), w.size(3), p);
+  const int64_t L = geo.out_h * geo.out_w, K = (C / G) * geo.kernel_h * geo.kernel_w, Og = O / G;
+  const int64_t image = C * H * W;
+  Tensor gx = make_empty({N, C, H, W}, g.dtype());
+  kernels::dispatch_floating(g.dtype(), "conv2d", [&]<class T>() {
+    const T* pg = static_cast<const T*>(g.data_ptr());
+    const T* pw = static_cast<const T*>(w.data_ptr());
+    T* px = gx.data_ptr<T>();
+    const bool direct = cols_are_image(geo);
+    std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));
+    for (int64_t n = 0; n < N; ++n) {
+      T* xn = px + n * image;
+      T* cols = direct ? xn : buf.data();
+      const T* gn = pg + n * O * L;
+      for (int64_t gi = 0; gi < G; ++gi)  // cols_g (K, L) = w_g^T (K, Og) @ g_g (Og, L)
+        gemm<T>(true, false, K, L, Og, pw + gi * Og * K, K, gn + gi * Og * L, L, T(0), cols + gi * K * L, L);
+      if (!direct) {
+        std::fill(xn, xn + image, T(0));
+        kernels::col2im(buf.data(), geo, xn);
+      }
+    }
+  });
+  return gx;
+}
+
+// Bw: grad_weight (O, C/groups, kH, kW) of conv for grad_output g (N, O, oH, oW) and input x.
+Tensor conv_weight_backward_kernel(const Tensor& g_, const Tensor& x_, const ConvParams& p, int64_t kH, int64_t kW) {
+  NoGradGuard ng;
+  const Tensor g = g_.detach().contiguous(), x = x_.detach().contiguous();
+  const int64_t N = x.size(0), C = x.size(1), O = g.size(1), G = p.groups;
+  const auto geo = geometry(C, x.size(2), x.size(3), kH, kW, p);
+  const int64_t L = geo.out_h * geo.out_w, K = (C / G) * kH * kW, Og = O / G;
+  const int64_t image = C * geo.height * geo.width;
+  Tensor gw = zeros({O, C / G, kH, kW}, g.dtype());
+  kernels::dispatch_floating(g.dtype(), "conv2d", [&]<class T>() {
+    const T* pg = static_cast<const T*>(g.data_ptr());
+    const T* px = static_cast<const T*>(x.data_ptr());
+    T* pw = gw.data_ptr<T>();
+    const bool direct = cols_are_image(geo);
+    std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));
+    for (int64_t n = 0; n < N; ++n) {
+      const T* cols = px + n * image;
+      if (!direct) {
+        kernels::im2col(cols, geo, buf.data());
+        cols = buf.data();
+      }
+      const T* gn = pg + n * O * L;
+      for (int64_t gi = 0; gi < G; ++gi)  // w_g (Og, K) += g_g (Og, L) @ cols_g^T (L, K)
+        gemm<T>(false, true, Og, K, L, gn + gi * Og * L, L, cols + gi * K * L, L, T(1), pw + gi * Og * K, K);
+    }
+  });
+  return gw;
+}
+
+// ---- the three recorded ops of Note [Convolution backward as ops] ----
+Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p);
+Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams& p, int64_t H, int64_t W);
+Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams& p, int64_t kH, int64_t kW);
+
+Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
+  Tensor y = conv_forward_kernel(x, w, b, p);
+  const int64_t H = x.size(2), W = x.size(3), kH = w.size(2), kW = w.size(3);
+  if (auto node = make_node("ConvolutionBackward0", {&x, &w, &b}, [p, H, W, kH, kW](Node& n, const Tensor& g) -> TensorList {
+        const bool need_x = n.next_edges[0].fn != nullptr, need_w = n.next_edges[1].fn != nullptr,
+                   need_b = n.next_edges[2].fn != nullptr;
+        return {need_x ? conv_input_backward(g, n.saved(1), p, H, W) : Tensor(),
+                need_w ? conv_weight_backward(g, n.saved(0), p, kH, kW) : Tensor(),
+                need_b ? g.sum({0, 2, 3}) : Tensor()};
+      })) {
+    node->save(x);
+    node->save(w);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams& p, int64_t H, int64_t W) {
+  Tensor gx = conv_input_backward_kernel(g, w, p, H, W);
+  const int64_t kH = w.size(2), kW = w.size(3);
+  if (auto node = make_node("ConvolutionBackwardBackward0", {&g, &w}, [p, kH, kW](Node& n, const Tensor& gg) -> TensorList {
+        const bool need_g = n.next_edges[0].fn != nullptr, need_w = n.next_edges[1].fn != nullptr;
+        return {need_g ? conv_op(gg, n.saved(1), Tensor(), p) : Tensor(),
+                need_w ? conv_weight_backward(n.saved(0), gg, p, kH, kW) : Tensor()};
+      })) {
+    node->save(g);
+    node->save(w);
+    set_history(gx, node);
+  }
+  return gx;
+}
+
+Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams& p, int64_t kH, int64_t kW) {
+  Tensor gw = conv_weight_backward_kernel(g, x, p, kH, kW);
+  const int64_t H = x.size(2), W = x.size(3);
+  if (auto node = make_node("ConvolutionBackwardBackward0", {&g, &x}, [p, H, W](Node& n, const Tensor& gg) -> TensorList {
+        const bool need_g = n.next_edges[0].fn != nullptr, need_x = n.next_edges[1].fn != nullptr;
+        return {need_g ? conv_op(n.saved(1), gg, Tensor(), p) : Tensor(),
+                need_x ? conv_input_backward(n.saved(0), gg, p, H, W) : Tensor()};
+      })) {
+    node->save(g);
+    node->save(x);
+    set_history(gw, node);
+  }
+  return gw;
+}
+
+// ---- argument checks ----
+void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
+  const char* op = "conv2d";
+  GRAFT_CHECK(x.defined() && w.defined(), op, "defined input and weight tensors", "an undefined tensor", "");
+  GRAFT_CHECK(w.dim() == 4, op, "weight to be a 4-D tensor (out_channels, in_channels / groups, kH, kW)",
+              "weight of shape " + shape_str(w.sizes()), "");
+  GRAFT_CHECK(x.dim() == 3 || x.dim() == 4, op, "a 3-D (C, H, W) or 4-D (N, C, H, W) input",
+              "input of shape " + shape_str(x.sizes()) + " (" + std::to_string(x.dim()) + "-D)",
+              x.dim() == 2 ? "add a channel dim with input.unsqueeze(0)" : "");
+  GRAFT_CHECK(x.is_floating_point(), op, "a floating-point input (float32 or float64)",
+              std::string("a ") + dtype_name(x.dtype()) + " input", "convert it: input.to(graft::kFloat32)");
+  GRAFT_CHECK(w.dtype() == x.dtype() && (!b.defined() || b.dtype() == x.dtype()), op,
+              "input, weight and bias of the same dtype",
+              std::string(dtype_name(x.dtype())) + " input, " + dtype_name(w.dtype()) + " weight" +
+                  (b.defined() ? std::string(", ") + dtype_name(b.dtype()) + " bias" : std::string()),
+              "convert the weight, e.g. weight.to(input.dtype())");
+  GRAFT_CHECK(p.groups > 0, op, "groups > 0", "groups = " + std::to_string(p.groups), "");
+  for (int i = 0; i < 2; ++i) {
+    GRAFT_CHECK(p.stride[static_cast<size_t>(i)] > 0, op, "a positive stride", "stride " + pair_str(p.stride), "");
+    GRAFT_CHECK(p.padding[static_cast<size_t>(i)] >= 0, op, "a non-negative padding", "padding " + pair_str(p.padding), "");
+    GRAFT_CHECK(p.dilation[static_cast<size_t>(i)] > 0, op, "a positive dilation", "dilation " + pair_str(p.dilation), "");
+  }
+  const int64_t C = x.size(x.dim() - 3), O = w.size(0);
+  GRAFT_CHECK(O % p.groups == 0, op, "out_channels (weight.size(0)) divisible by groups",
+              "weight of shape " + shape_str(w.sizes()) + " with groups = " + std::to_string(p.groups), "");
+  GRAFT_CHECK(C % p.groups == 0, op, "in_channels (input.size(" + std::to_string(x.dim() - 3) + ")) divisible by groups",
+              "input of shape " + shape_str(x.sizes()) + " with groups = " + std::to_string(p.groups), "");
+  GRAFT_CHECK(C == w.size(1) * p.groups, op,
+              "input with " + std::to_string(w.size(1) * p.groups) + " channels (weight.size(1) * groups = " +
+                  std::to_string(w.size(1)) + " * " + std::to_string(p.groups) + ")",
+              "input of shape " + shape_str(x.sizes()) + " with " + std::to_string(C) +
+                  " channels for weight of shape " + shape_str(w.sizes()),
+              "weight is (out_channels, in_channels / groups, kH, kW)");
+  if (b.defined()) {
+    GRAFT_CHECK(b.dim() == 1 && b.size(0) == O, op, "bias of shape [" + std::to_string(O) + "] (out_channels)",
+                "bias of shape " + shape_str(b.sizes()) + " for weight of shape " + shape_str(w.sizes()), "");
+  }
+  for (int i = 0; i < 2; ++i) {
+    const auto s = static_cast<size_t>(i);
+    const int64_t in = x.size(x.dim() - 2 + i), padded = in + 2 * p.padding[s];
+    const int64_t k = w.size(2 + i), span = p.dilation[s] * (k - 1) + 1;
+    GRAFT_CHECK(span <= padded, op, "a kernel no larger than the padded input",
+                std::string(i == 0 ? "height" : "width") + ": padded input size " + std::to_string(padded) +
+                    " (input " + shape_str(x.sizes()) + ", padding " + pair_str(p.padding) + ") and kernel size " +
+                    std::to_string(span) + " (weight " + shape_str(w.sizes()) + ", dilation " + pair_str(p.dilation) + ")",
+                "use a smaller kernel or dilation, or more padding");
+  }
+}
+
+}  // namespace
+
+Tensor nn::functional::conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                              const Conv2dFuncOptions& options) {
+  GRAFT_CHECK(!(bias.defined() && options.bias().defined()), "conv2d", "the bias given once",
+              "a bias argument and options.bias()", "pass the bias either as an argument or in the options");
+  const Tensor& b = bias.defined() ? bias : options.bias();
+  const ConvParams p{*options.stride(), *options.padding(), *options.dilation(), options.groups()};
+  check_conv_args(input, weight, b, p);
+  if (input.dim() == 3) return conv_op(input.unsqueeze(0), weight, b, p).squeeze(0);
+  return conv_op(input, weight, b, p);
+}
+
+Tensor nn::functional::conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options) {
+  return conv2d(input, weight, Tensor(), options);
+}
+
+}  // namespace graft

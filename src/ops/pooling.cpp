@@ -1,0 +1,379 @@
+// 2-D pooling: nn::functional::max_pool2d(_with_indices), avg_pool2d, adaptive_avg_pool2d, on
+// (N, C, H, W) or unbatched (C, H, W) inputs, float32 / float64. Output sizes, window clipping and
+// divisors follow PyTorch (1.13).
+//
+// Note [Pooling backward as ops]
+// Each pool's backward is a hand-written kernel wrapped as a recorded op, and the backward of that
+// op is a pooling op again, so derivatives of any order work:
+//   max_pool2d: grad_input scatters g to the saved argmax indices; its derivative gathers gg at
+//     the same indices (graft::gather, itself differentiable). Ties pick the first maximum in
+//     window order (row by row), and nan counts as a maximum, as in PyTorch.
+//   avg_pool2d / adaptive_avg_pool2d are linear in the input; grad_input spreads g / divisor over
+//     each window, and the adjoint of that is the forward pool itself.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <tuple>
+
+#include "../kernels/dispatch.h"
+#include "graft/nn/functional.h"
+#include "graft/ops/ops.h"
+#include "ops_common.h"
+
+namespace graft {
+
+using autograd::make_node;
+using autograd::Node;
+using autograd::set_history;
+namespace F = nn::functional;
+
+namespace {
+
+// Window geometry of a (max or avg) pool on (planes, H, W) images.
+struct PoolGeom {
+  int64_t planes, H, W, oH, oW;
+  int64_t kH, kW, sH, sW, pH, pW, dH = 1, dW = 1;
+};
+
+struct AvgOpts {
+  bool count_include_pad;
+  int64_t divisor;  // 0: none
+};
+
+std::string pair_str(const ExpandingArray<2>& a) { return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ")"; }
+
+// PyTorch's pooling_output_shape (with division rounding towards -inf).
+int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
+  const int64_t num = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  // In ceil mode the last window must start inside the input or its left padding.
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+void check_pool_input(const Tensor& x, const char* op) {
+  GRAFT_CHECK(x.defined(), op, "a defined input", "an undefined tensor", "");
+  GRAFT_CHECK(x.dim() == 3 || x.dim() == 4, op, "a 3-D (C, H, W) or 4-D (N, C, H, W) input",
+              "input of shape " + shape_str(x.sizes()) + " (" + std::to_string(x.dim()) + "-D)",
+              x.dim() == 2 ? "add a channel dim with input.unsqueeze(0)" : "");
+  GRAFT_CHECK(x.is_floating_point(), op, "a floating-point input (float32 or float64)",
+              std::string("a ") + dtype_name(x.dtype()) + " input", "convert it: input.to(graft::kFloat32)");
+  for (int64_t d = x.dim() == 4 ? 1 : 0; d < x.dim(); ++d) {
+    GRAFT_CHECK(x.size(d) > 0, op, "non-zero sizes in all but the batch dim", "input of shape " + shape_str(x.sizes()),
+                "");
+  }
+}
+
+PoolGeom make_geom(const Tensor& x, const ExpandingArray<2>& kernel, const ExpandingArray<2>& stride,
+                   const ExpandingArray<2>& padding, const ExpandingArray<2>& dilation, bool ceil_mode, const char* op) {
+  check_pool_input(x, op);
+  for (size_t i = 0; i < 2; ++i) {
+    GRAFT_CHECK(kernel[i] > 0, op, "a positive kernel_size", "kernel_size " + pair_str(kernel), "");
+    GRAFT_CHECK(stride[i] > 0, op, "a positive stride", "stride " + pair_str(stride), "");
+    GRAFT_CHECK(dilation[i] > 0, op, "a positive dilation", "dilation " + pair_str(dilation), "");
+    GRAFT_CHECK(padding[i] >= 0, op, "a non-negative padding", "padding " + pair_str(padding), "");
+    GRAFT_CHECK(padding[i] <= kernel[i] / 2, op, "padding at most half of kernel_size",
+                "padding " + pair_str(padding) + " with kernel_size " + pair_str(kernel), "");
+  }
+  const int64_t d = x.dim();
+  const int64_t H = x.size(d - 2), W = x.size(d - 1);
+  PoolGeom g{};
+  g.planes = x.numel() / std::max<int64_t>(1, H * W);
+  if (x.numel() == 0) g.planes = 0;
+  g.H = H;
+  g.W = W;
+  g.kH = kernel[0];
+  g.kW = kernel[1];
+  g.sH = stride[0];
+  g.sW = stride[1];
+  g.pH = padding[0];
+  g.pW = padding[1];
+  g.dH = dilation[0];
+  g.dW = dilation[1];
+  g.oH = pool_out_size(H, g.kH, g.pH, g.sH, g.dH, ceil_mode);
+  g.oW = pool_out_size(W, g.kW, g.pW, g.sW, g.dW, ceil_mode);
+  GRAFT_CHECK(g.oH >= 1 && g.oW >= 1, op, "an input large enough for at least one window (output size >= 1)",
+              "input of shape " + shape_str(x.sizes()) + " giving output size " + std::to_string(g.oH) + "x" +
+                  std::to_string(g.oW) + " (kernel_size " + pair_str(kernel) + ", stride " + pair_str(stride) +
+                  ", padding " + pair_str(padding) + ", dilation " + pair_str(dilation) + ")",
+              "Output size is too small: use a smaller kernel or more padding");
+  return g;
+}
+
+Shape out_shape(const Tensor& x4, int64_t oH, int64_t oW) { return {x4.size(0), x4.size(1), oH, oW}; }
+
+// ---- max pool ----
+
+std::tuple<Tensor, Tensor> max_pool_kernel(const Tensor& x4, const PoolGeom& g) {
+  NoGradGuard ng;
+  const Tensor x = x4.detach().contiguous();
+  Tensor y = make_empty(out_shape(x4, g.oH, g.oW), x.dtype());
+  Tensor idx = make_empty(out_shape(x4, g.oH, g.oW), kInt64);
+  kernels::dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
+    const T* px = static_cast<const T*>(x.data_ptr());
+    T* py = y.data_ptr<T>();
+    int64_t* pi = idx.data_ptr<int64_t>();
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* in = px + p * g.H * g.W;
+      for (int64_t oh = 0; oh < g.oH; ++oh) {
+        int64_t h0 = oh * g.sH - g.pH;
+        const int64_t h1 = std::min(h0 + (g.kH - 1) * g.dH + 1, g.H);
+        while (h0 < 0) h0 += g.dH;
+        for (int64_t ow = 0; ow < g.oW; ++ow) {
+          int64_t w0 = ow * g.sW - g.pW;
+          const int64_t w1 = std::min(w0 + (g.kW - 1) * g.dW + 1, g.W);
+          while (w0 < 0) w0 += g.dW;
+          int64_t best = h0 * g.W + w0;
+          T best_v = -std::numeric_limits<T>::infinity();
+          for (int64_t ih = h0; ih < h1; ih += g.dH)
+            for (int64_t iw = w0; iw < w1; iw += g.dW) {
+              const T v = in[ih * g.W + iw];
+              if (v > best_v || std::isnan(v)) {
+                best_v = v;
+                best = ih * g.W + iw;
+              }
+            }
+          const int64_t o = (p * g.oH + oh) * g.oW + ow;
+          py[o] = best_v;
+          pi[o] = best;
+        }
+      }
+    }
+  });
+  return {y, idx};
+}
+
+// grad_input (N, C, H, W): g added at the argmax of each window.
+Tensor max_pool_backward(const Tensor& g, const Tensor& idx, int64_t H, int64_t W) {
+  Tensor gx;
+  {
+    NoGradGuard ng;
+    const Tensor gc = g.detach().contiguous(), ic = idx.contiguous();
+    gx = zeros({g.size(0), g.size(1), H, W}, g.dtype());
+    const int64_t planes = g.size(0) * g.size(1), L = g.size(2) * g.size(3);
+    kernels::dispatch_floating(g.dtype(), "max_pool2d", [&]<class T>() {
+      const T* pg = static_cast<const T*>(gc.data_ptr());
+      const int64_t* pi = ic.data_ptr<int64_t>();
+      T* px = gx.data_ptr<T>();
+      for (int64_t p = 0; p < planes; ++p)
+        for (int64_t l = 0; l < L; ++l) {
+          const int64_t i = pi[p * L + l];
+          if (i >= 0 && i < H * W) px[p * H * W + i] += pg[p * L + l];
+        }
+    });
+  }
+  if (auto node = make_node("MaxPool2DWithIndicesBackwardBackward0", {&g}, [](Node& n, const Tensor& gg) -> TensorList {
+        // d g = gg at the argmax positions
+        const Tensor ix = n.saved(0);
+        const int64_t N = ix.size(0), C = ix.size(1);
+        return {gg.reshape({N, C, gg.size(2) * gg.size(3)})
+                    .gather(2, ix.reshape({N, C, ix.size(2) * ix.size(3)}))
+                    .reshape(ix.sizes())};
+      })) {
+    node->save(idx);
+    set_history(gx, node);
+  }
+  return gx;
+}
+
+std::tuple<Tensor, Tensor> max_pool_op(const Tensor& x4, const PoolGeom& geom) {
+  auto [y, idx] = max_pool_kernel(x4, geom);
+  const int64_t H = geom.H, W = geom.W;
+  if (auto node = make_node("MaxPool2DWithIndicesBackward0", {&x4}, [H, W](Node& n, const Tensor& g) -> TensorList {
+        return {max_pool_backward(g, n.saved(0), H, W)};
+      })) {
+    node->save(idx);
+    set_history(y, node);
+  }
+  return {y, idx};
+}
+
+// ---- avg pool ----
+
+// Calls f(out_index, h0, h1, w0, w1, divisor) for each window (clipped to the input).
+template <class Fn>
+void avg_windows(const PoolGeom& g, const AvgOpts& o, Fn&& f) {
+  for (int64_t oh = 0; oh < g.oH; ++oh) {
+    int64_t h0 = oh * g.sH - g.pH, h1 = std::min(h0 + g.kH, g.H + g.pH);
+    for (int64_t ow = 0; ow < g.oW; ++ow) {
+      int64_t w0 = ow * g.sW - g.pW, w1 = std::min(w0 + g.kW, g.W + g.pW);
+      const int64_t pool_size = (h1 - h0) * (w1 - w0);
+      const int64_t ch0 = std::max<int64_t>(h0, 0), ch1 = std::min(h1, g.H);
+      const int64_t cw0 = std::max<int64_t>(w0, 0), cw1 = std::min(w1, g.W);
+      const int64_t div = o.divisor != 0 ? o.divisor : o.count_include_pad ? pool_size : (ch1 - ch0) * (cw1 - cw0);
+      f(oh * g.oW + ow, ch0, ch1, cw0, cw1, div);
+    }
+  }
+}
+
+Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o);
+
+Tensor avg_pool_backward(const Tensor& g, const PoolGeom& geom, const AvgOpts& o) {
+  Tensor gx;
+  {
+    NoGradGuard ng;
+    const Tensor gc = g.detach().contiguous();
+    gx = zeros({g.size(0), g.size(1), geom.H, geom.W}, g.dtype());
+    kernels::dispatch_floating(g.dtype(), "avg_pool2d", [&]<class T>() {
+      const T* pg = static_cast<const T*>(gc.data_ptr());
+      T* px = gx.data_ptr<T>();
+      for (int64_t p = 0; p < geom.planes; ++p) {
+        const T* gp = pg + p * geom.oH * geom.oW;
+        T* xp = px + p * geom.H * geom.W;
+        avg_windows(geom, o, [&](int64_t out, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t div) {
+          if (h0 >= h1 || w0 >= w1) return;
+          const T v = gp[out] / static_cast<T>(div);
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw) xp[ih * geom.W + iw] += v;
+        });
+      }
+    });
+  }
+  if (auto node = make_node("AvgPool2DBackwardBackward0", {&g}, [geom, o](Node&, const Tensor& gg) -> TensorList {
+        return {avg_pool_op(gg, geom, o)};  // the adjoint of spreading is averaging
+      })) {
+    set_history(gx, node);
+  }
+  return gx;
+}
+
+Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o) {
+  Tensor y;
+  {
+    NoGradGuard ng;
+    const Tensor x = x4.detach().contiguous();
+    y = make_empty(out_shape(x4, geom.oH, geom.oW), x.dtype());
+    kernels::dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
+      const T* px = static_cast<const T*>(x.data_ptr());
+      T* py = y.data_ptr<T>();
+      for (int64_t p = 0; p < geom.planes; ++p) {
+        const T* xp = px + p * geom.H * geom.W;
+        T* yp = py + p * geom.oH * geom.oW;
+        avg_windows(geom, o, [&](int64_t out, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t div) {
+          if (h0 >= h1 || w0 >= w1) {
+            yp[out] = T(0);
+            return;
+          }
+          T s = 0;
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw) s += xp[ih * geom.W + iw];
+          yp[out] = s / static_cast<T>(div);
+        });
+      }
+    });
+  }
+  if (auto node = make_node("AvgPool2DBackward0", {&x4}, [geom, o](Node&, const Tensor& g) -> TensorList {
+        return {avg_pool_backward(g, geom, o)};
+      })) {
+    set_history(y, node);
+  }
+  return y;
+}
+
+// ---- adaptive avg pool: window i of n over a size-s dim is [floor(i s / n), ceil((i + 1) s / n)) ----
+
+int64_t start_index(int64_t i, int64_t n, int64_t s) { return (i * s) / n; }
+int64_t end_index(int64_t i, int64_t n, int64_t s) { return ((i + 1) * s + n - 1) / n; }
+
+Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW);
+
+// Adds (backward) or averages (forward) over every window of every plane.
+template <bool Backward, class T>
+void adaptive_kernel(const T* src, T* dst, int64_t planes, int64_t H, int64_t W, int64_t oH, int64_t oW) {
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t oh = 0; oh < oH; ++oh) {
+      const int64_t h0 = start_index(oh, oH, H), h1 = end_index(oh, oH, H);
+      for (int64_t ow = 0; ow < oW; ++ow) {
+        const int64_t w0 = start_index(ow, oW, W), w1 = end_index(ow, oW, W);
+        const T count = static_cast<T>((h1 - h0) * (w1 - w0));
+        if constexpr (Backward) {
+          const T v = src[(p * oH + oh) * oW + ow] / count;
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw) dst[(p * H + ih) * W + iw] += v;
+        } else {
+          T s = 0;
+          for (int64_t ih = h0; ih < h1; ++ih)
+            for (int64_t iw = w0; iw < w1; ++iw) s += src[(p * H + ih) * W + iw];
+          dst[(p * oH + oh) * oW + ow] = s / count;
+        }
+      }
+    }
+  }
+}
+
+Tensor adaptive_avg_backward(const Tensor& g, int64_t H, int64_t W) {
+  Tensor gx;
+  {
+    NoGradGuard ng;
+    const Tensor gc = g.detach().contiguous();
+    gx = zeros({g.size(0), g.size(1), H, W}, g.dtype());
+    kernels::dispatch_floating(g.dtype(), "adaptive_avg_pool2d", [&]<class T>() {
+      adaptive_kernel<true, T>(static_cast<const T*>(gc.data_ptr()), gx.data_ptr<T>(), g.size(0) * g.size(1), H, W,
+                               g.size(2), g.size(3));
+    });
+  }
+  const int64_t oH = g.size(2), oW = g.size(3);
+  if (auto node = make_node("AdaptiveAvgPool2DBackwardBackward0", {&g}, [oH, oW](Node&, const Tensor& gg) -> TensorList {
+        return {adaptive_avg_op(gg, oH, oW)};
+      })) {
+    set_history(gx, node);
+  }
+  return gx;
+}
+
+Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW) {
+  Tensor y;
+  const int64_t H = x4.size(2), W = x4.size(3);
+  {
+    NoGradGuard ng;
+    const Tensor x = x4.detach().contiguous();
+    y = make_empty({x4.size(0), x4.size(1), oH, oW}, x.dtype());
+    kernels::dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&]<class T>() {
+      adaptive_kernel<false, T>(static_cast<const T*>(x.data_ptr()), y.data_ptr<T>(), x4.size(0) * x4.size(1), H, W,
+                                oH, oW);
+    });
+  }
+  if (auto node = make_node("AdaptiveAvgPool2DBackward0", {&x4}, [H, W](Node&, const Tensor& g) -> TensorList {
+        return {adaptive_avg_backward(g, H, W)};
+      })) {
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor batched(const Tensor& x) { return x.dim() == 3 ? x.unsqueeze(0) : x; }
+Tensor unbatched_like(const Tensor& y, const Tensor& x) { return x.dim() == 3 ? y.squeeze(0) : y; }
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> F::max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& options) {
+  const PoolGeom geom = make_geom(input, options.kernel_size(), options.stride(), options.padding(), options.dilation(),
+                                  options.ceil_mode(), "max_pool2d");
+  auto [y, idx] = max_pool_op(batched(input), geom);
+  return {unbatched_like(y, input), unbatched_like(idx, input)};
+}
+
+Tensor F::max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options) {
+  return std::get<0>(max_pool2d_with_indices(input, options));
+}
+
+Tensor F::avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options) {
+  const PoolGeom geom = make_geom(input, options.kernel_size(), options.stride(), options.padding(), 1,
+                                  options.ceil_mode(), "avg_pool2d");
+  const int64_t div = options.divisor_override().value_or(0);
+  GRAFT_CHECK(!options.divisor_override() || div != 0, "avg_pool2d", "a non-zero divisor_override",
+              "divisor_override = 0", "leave it unset to divide by the window size");
+  return unbatched_like(avg_pool_op(batched(input), geom, {options.count_include_pad(), div}), input);
+}
+
+Tensor F::adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options) {
+  const char* op = "adaptive_avg_pool2d";
+  check_pool_input(input, op);
+  const auto& os = options.output_size();
+  GRAFT_CHECK(os[0] > 0 && os[1] > 0, op, "a positive output_size",
+              "output_size " + pair_str(os) + " for input of shape " + shape_str(input.sizes()), "");
+  return unbatched_like(adaptive_avg_op(batched(input), os[0], os[1]), input);
+}
+
+}  // namespace graft

@@ -1,0 +1,174 @@
+// Op records: conv2d (stride, padding, dilation, groups, no bias, 1x1, unbatched), against a plain
+// 7-deep loop in double; plus grad_fn names, double backward and a larger case through the
+// blocked BLAS kernels.
+#include "../support/op_table.h"
+#include "../support/test_util.h"
+
+namespace graft::test {
+namespace {
+
+namespace F = graft::nn::functional;
+
+Tensor r(IntArrayRef shape, uint64_t seed, double lo = -1, double hi = 1) {
+  Generator g(seed);
+  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
+}
+
+struct ConvArgs {
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+};
+
+// out[n, o, oh, ow] = b[o] + sum over c, i, j of x[n, g*Cg + c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] * w[o, c, i, j]
+Tensor ref_conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvArgs& a) {
+  const bool unbatched = x.dim() == 3;
+  const std::vector<double> vx = values(x), vw = values(w), vb = b.defined() ? values(b) : std::vector<double>();
+  const int64_t N = unbatched ? 1 : x.size(0), C = x.size(-3), H = x.size(-2), W = x.size(-1);
+  const int64_t O = w.size(0), Cg = w.size(1), kH = w.size(2), kW = w.size(3);
+  const int64_t oH = (H + 2 * a.ph - a.dh * (kH - 1) - 1) / a.sh + 1;
+  const int64_t oW = (W + 2 * a.pw - a.dw * (kW - 1) - 1) / a.sw + 1;
+  const int64_t Og = O / a.groups;
+  std::vector<double> out(static_cast<size_t>(N * O * oH * oW));
+  size_t k = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oh = 0; oh < oH; ++oh)
+        for (int64_t ow = 0; ow < oW; ++ow) {
+          double s = vb.empty() ? 0.0 : vb[static_cast<size_t>(o)];
+          const int64_t grp = o / Og;
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t i = 0; i < kH; ++i)
+              for (int64_t j = 0; j < kW; ++j) {
+                const int64_t ih = oh * a.sh - a.ph + i * a.dh, iw = ow * a.sw - a.pw + j * a.dw;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                const int64_t ci = grp * Cg + c;
+                s += vx[static_cast<size_t>(((n * C + ci) * H + ih) * W + iw)] *
+                     vw[static_cast<size_t>(((o * Cg + c) * kH + i) * kW + j)];
+              }
+          out[k++] = s;
+        }
+  if (unbatched) return make(out, {O, oH, oW});
+  return make(out, {N, O, oH, oW});
+}
+
+F::Conv2dFuncOptions opts(const ConvArgs& a) {
+  return F::Conv2dFuncOptions().stride({a.sh, a.sw}).padding({a.ph, a.pw}).dilation({a.dh, a.dw}).groups(a.groups);
+}
+
+// samples: {x, w, b} (bias) or {x, w} (no bias)
+OpRecord conv_record(std::string variant, ConvArgs a, std::vector<TensorList> samples, bool with_errors = false) {
+  OpRecord rec{.name = "conv2d", .variant = std::move(variant),
+               .fn = [a](const TensorList& t) { return F::conv2d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), opts(a)); },
+               .reference = [a](const TensorList& t) { return ref_conv2d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a); },
+               .samples = [s = std::move(samples)] { return s; },
+               .atol32 = 1e-5, .rtol32 = 1e-4};
+  if (!with_errors) return rec;
+  const auto o = F::Conv2dFuncOptions();
+  rec.errors = {
+      {[] { F::conv2d(zeros({3, 4}), zeros({2, 3, 1, 1})); }, {"conv2d", "[3, 4]", "3-D", "4-D"}},
+      {[] { F::conv2d(zeros({1, 3, 4, 4, 1}), zeros({2, 3, 1, 1})); }, {"conv2d", "[1, 3, 4, 4, 1]", "5-D"}},
+      {[] { F::conv2d(zeros({1, 3, 4, 4}), zeros({2, 3, 3})); }, {"conv2d", "weight", "4-D", "[2, 3, 3]"}},
+      {[] { F::conv2d(zeros({1, 4, 5, 5}), zeros({2, 3, 3, 3})); },
+       {"conv2d", "[1, 4, 5, 5]", "[2, 3, 3, 3]", "3 channels", "4 channels"}},
+      {[] { F::conv2d(zeros({4, 5, 5}), zeros({2, 3, 3, 3})); }, {"conv2d", "[4, 5, 5]", "[2, 3, 3, 3]", "channels"}},
+      {[] { F::conv2d(zeros({1, 1, 2, 2}), zeros({1, 1, 3, 3})); },
+       {"conv2d", "kernel no larger than the padded input", "padded input size 2", "kernel size 3", "[1, 1, 3, 3]"}},
+      {[] { F::conv2d(zeros({1, 1, 5, 5}), zeros({1, 1, 3, 3}), F::Conv2dFuncOptions().dilation(3)); },
+       {"conv2d", "padded input size 5", "kernel size 7", "dilation (3, 3)"}},
+      {[] { F::conv2d(zeros({1, 1, 5, 5}), zeros({1, 1, 3, 3}), F::Conv2dFuncOptions().stride({0, 1})); },
+       {"conv2d", "positive stride", "(0, 1)"}},
+      {[] { F::conv2d(zeros({1, 1, 5, 5}), zeros({1, 1, 3, 3}), F::Conv2dFuncOptions().padding(-1)); },
+       {"conv2d", "non-negative padding", "(-1, -1)"}},
+      {[] { F::conv2d(zeros({1, 1, 5, 5}), zeros({1, 1, 3, 3}), F::Conv2dFuncOptions().dilation({1, 0})); },
+       {"conv2d", "positive dilation"}},
+      {[] { F::conv2d(zeros({1, 4, 5, 5}), zeros({3, 2, 3, 3}), F::Conv2dFuncOptions().groups(2)); },
+       {"conv2d", "out_channels", "divisible by groups", "[3, 2, 3, 3]", "groups = 2"}},
+      {[] { F::conv2d(zeros({1, 3, 5, 5}), zeros({2, 1, 3, 3}), F::Conv2dFuncOptions().groups(2)); },
+       {"conv2d", "in_channels", "divisible by groups", "[1, 3, 5, 5]"}},
+      {[] { F::conv2d(zeros({1, 3, 5, 5}), zeros({2, 3, 3, 3}), F::Conv2dFuncOptions().groups(0)); },
+       {"conv2d", "groups > 0", "groups = 0"}},
+      {[] { F::conv2d(zeros({1, 3, 5, 5}), zeros({2, 3, 3, 3}), zeros({3})); },
+       {"conv2d", "bias of shape [2]", "[3]"}},
+      {[] { F::conv2d(zeros({1, 3, 5, 5}), zeros({2, 3, 3, 3}, kFloat64)); }, {"conv2d", "same dtype", "float32", "float64"}},
+      {[] { F::conv2d(zeros({1, 3, 5, 5}, kInt64), zeros({2, 3, 3, 3}, kInt64)); }, {"conv2d", "floating-point", "int64"}},
+      {[o] { F::conv2d(zeros({1, 3, 5, 5}), zeros({2, 3, 3, 3}), zeros({2}), F::Conv2dFuncOptions(o).bias(zeros({2}))); },
+       {"conv2d", "bias given once"}},
+      {[] { F::Conv2dFuncOptions().stride({1, 2, 3}); }, {"ExpandingArray", "2 values", "3 values"}},
+  };
+  return rec;
+}
+
+}  // namespace
+
+GRAFT_OP_RECORDS(conv) {
+  std::vector<OpRecord> recs;
+  recs.push_back(conv_record("basic", {}, {{r({2, 3, 4, 4}, 1), r({2, 3, 3, 3}, 2), r({2}, 3)}}, true));
+  recs.push_back(conv_record("stride_padding", {.sh = 2, .sw = 1, .ph = 1, .pw = 2},
+                             {{r({1, 2, 5, 4}, 4), r({3, 2, 3, 2}, 5), r({3}, 6)}}));
+  recs.push_back(conv_record("stride_uncovered_rows", {.sh = 2, .sw = 3},
+                             {{r({2, 1, 6, 7}, 7), r({2, 1, 3, 2}, 8), r({2}, 9)}}));
+  recs.push_back(conv_record("dilation", {.ph = 1, .pw = 0, .dh = 2, .dw = 1},
+                             {{r({1, 2, 5, 4}, 10), r({2, 2, 2, 3}, 11), r({2}, 12)}}));
+  recs.push_back(conv_record("groups", {.ph = 1, .pw = 1, .groups = 2},
+                             {{r({2, 4, 3, 3}, 13), r({4, 2, 2, 2}, 14), r({4}, 15)}}));
+  recs.push_back(conv_record("depthwise_no_bias", {.sh = 2, .sw = 2, .ph = 1, .pw = 1, .groups = 3},
+                             {{r({1, 3, 4, 4}, 16), r({3, 1, 3, 3}, 17)}}));
+  recs.push_back(conv_record("no_bias", {}, {{r({2, 2, 3, 4}, 18), r({3, 2, 2, 2}, 19)}}));
+  recs.push_back(conv_record("1x1", {}, {{r({2, 3, 3, 2}, 20), r({4, 3, 1, 1}, 21), r({4}, 22)}}));
+  recs.push_back(conv_record("1x1_strided", {.sh = 2, .sw = 2, .ph = 1, .pw = 1},
+                             {{r({1, 2, 3, 3}, 23), r({2, 2, 1, 1}, 24)}}));
+  recs.push_back(conv_record("unbatched", {.ph = 1, .pw = 1}, {{r({2, 3, 3}, 25), r({3, 2, 2, 3}, 26), r({3}, 27)}}));
+  recs.push_back(conv_record("kernel_fills_padded_input", {.ph = 1, .pw = 1},
+                             {{r({1, 1, 2, 3}, 28), r({1, 1, 4, 5}, 29), r({1}, 30)}}));
+  return recs;
+}
+
+namespace {
+
+TEST(Conv2d, GradFnNamesAndDoubleBackward) {
+  const Tensor x = r({1, 2, 4, 4}, 101).requires_grad_(), w = r({3, 2, 3, 3}, 102).requires_grad_();
+  const Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions().padding(1));
+  EXPECT_STREQ(y.grad_fn()->name(), "ConvolutionBackward0");
+  const TensorList g = autograd::grad({y.pow(2).sum()}, {x, w}, {}, std::nullopt, /*create_graph=*/true);
+  ASSERT_TRUE(g[0].grad_fn() && g[1].grad_fn());
+  EXPECT_STREQ(g[0].grad_fn()->name(), "ConvolutionBackwardBackward0");
+}
+
+TEST(Conv2d, LargerCaseMatchesReferenceInBothDtypes) {
+  // Big enough for OpenBLAS's blocked kernels: 2 x 8 x 20 x 18 input, 16 x 4 x 3 x 3 weight, groups 2.
+  const ConvArgs a{.sh = 1, .sw = 2, .ph = 1, .pw = 1, .dh = 1, .dw = 1, .groups = 2};
+  const Tensor x = r({2, 8, 20, 18}, 111), w = r({16, 4, 3, 3}, 112), b = r({16}, 113);
+  const Tensor expected = ref_conv2d(x, w, b, a);
+  EXPECT_TRUE(all_close(F::conv2d(x, w, b, opts(a)), expected, 1e-11, 1e-11));
+  EXPECT_TRUE(all_close(F::conv2d(x.to(kFloat32), w.to(kFloat32), b.to(kFloat32), opts(a)), expected, 1e-4, 1e-4));
+}
+
+TEST(Conv2d, GradientsMatchReferenceSums) {
+  // sum(conv(x, w)) has d/dw[o, c, i, j] = sum of the x values tap (i, j) reads, and d/db = N * oH * oW.
+  const Tensor x = r({2, 1, 4, 3}, 121).requires_grad_(), w = r({1, 1, 2, 2}, 122).requires_grad_(),
+               b = r({1}, 123).requires_grad_();
+  F::conv2d(x, w, b).sum().backward();
+  const auto vx = values(x), vw = values(w);
+  std::vector<double> gw(4, 0.0), gx(24, 0.0);
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t oh = 0; oh < 3; ++oh)
+      for (int64_t ow = 0; ow < 2; ++ow)
+        for (int64_t i = 0; i < 2; ++i)
+          for (int64_t j = 0; j < 2; ++j) {
+            const auto xi = static_cast<size_t>((n * 4 + oh + i) * 3 + ow + j);
+            gw[static_cast<size_t>(i * 2 + j)] += vx[xi];
+            gx[xi] += vw[static_cast<size_t>(i * 2 + j)];
+          }
+  EXPECT_TRUE(all_close(w.grad(), gw, {1, 1, 2, 2}));
+  EXPECT_TRUE(all_close(x.grad(), gx, {2, 1, 4, 3}));
+  EXPECT_TRUE(all_close(b.grad(), {12.0}, {1}));
+}
+
+TEST(Conv2d, OptionsBiasAndEmptyBatch) {
+  const Tensor x = r({1, 2, 3, 3}, 131), w = r({2, 2, 2, 2}, 132), b = r({2}, 133);
+  EXPECT_TRUE(all_close(F::conv2d(x, w, F::Conv2dFuncOptions().bias(b)), F::conv2d(x, w, b), 0, 0));
+  const Tensor y = F::conv2d(zeros({0, 2, 3, 3}, kFloat64), w, b);
+  EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{0, 2, 2, 2}));
+}
+
+}  // namespace
+}  // namespace graft::test
