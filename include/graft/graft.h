@@ -25,3 +25,4 @@
 #include "graft/nn/modules/loss.h"
 #include "graft/ops/op_list.h"
 #include "graft/ops/ops.h"
+#include "graft/optim/optim.h"

@@ -1,0 +1,46 @@
+// SGD with momentum, dampening, Nesterov momentum, weight decay and maximize, exactly PyTorch 1.13's
+// torch.optim.SGD (its single-tensor implementation):
+//   g = grad (negated with maximize) + weight_decay * p
+//   buf = g on the first step, else momentum * buf + (1 - dampening) * g
+//   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
+//   p -= lr * g
+#pragma once
+
+#include "graft/optim/optimizer.h"
+
+namespace graft::optim {
+
+class SGDOptions : public OptimizerCloneableOptions<SGDOptions> {
+ public:
+  explicit SGDOptions(double lr) : OptimizerCloneableOptions(lr) {}
+  GRAFT_OPTIM_ARG(double, momentum) = 0;
+  GRAFT_OPTIM_ARG(double, dampening) = 0;
+  GRAFT_OPTIM_ARG(double, weight_decay) = 0;
+  GRAFT_OPTIM_ARG(bool, nesterov) = false;
+  GRAFT_OPTIM_ARG(bool, maximize) = false;
+
+ public:
+  void visit(OptionsVisitor& v) override;
+  void validate() const override;
+  const char* optimizer_name() const override { return "SGD"; }
+};
+
+class SGDParamState : public OptimizerParamState {
+  GRAFT_OPTIM_ARG(Tensor, momentum_buffer);  // undefined until the first step with momentum
+
+ public:
+  void visit(ParamStateVisitor& v) override { v("momentum_buffer", momentum_buffer_, false); }
+};
+
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<OptimizerParamGroup> param_groups, const SGDOptions& defaults);
+  SGD(const std::vector<Tensor>& params, const SGDOptions& defaults)
+      : SGD(std::vector<OptimizerParamGroup>{OptimizerParamGroup(params)}, defaults) {}
+
+ protected:
+  void step_group(OptimizerParamGroup& group) override;
+  std::unique_ptr<OptimizerParamState> make_param_state() const override { return std::make_unique<SGDParamState>(); }
+};
+
+}  // namespace graft::optim
