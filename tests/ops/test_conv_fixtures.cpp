@@ -1,0 +1,137 @@
+// conv2d, the 2-D pools, batch_norm (running statistics included) and layer_norm against outputs
+// and gradients computed by PyTorch itself. tests/fixtures/conv_fixtures.txt is written by
+// tests/fixtures/gen_conv_fixtures.py (format in its docstring); this test needs no PyTorch.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../support/test_util.h"
+#include "graft/graft.h"
+
+namespace graft::test {
+namespace {
+
+namespace F = nn::functional;
+
+struct Case {
+  std::string name, fn;
+  std::map<std::string, std::vector<double>> params;
+  std::map<std::string, Tensor> t;
+
+  int64_t i(const std::string& k, size_t at = 0) const { return static_cast<int64_t>(params.at(k).at(at)); }
+  ExpandingArray<2> pair(const std::string& k) const { return {i(k, 0), i(k, 1)}; }
+  bool flag(const std::string& k) const { return params.at(k).at(0) != 0; }
+  Tensor get(const std::string& k) const { return t.count(k) ? t.at(k) : Tensor(); }
+};
+
+std::vector<Case> load() {
+  std::ifstream f(std::filesystem::path(__FILE__).parent_path() / ".." / "fixtures" / "conv_fixtures.txt");
+  EXPECT_TRUE(f.good()) << "tests/fixtures/conv_fixtures.txt is missing";
+  std::vector<Case> cases;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream in(line);
+    std::string kind;
+    in >> kind;
+    if (kind == "case") {
+      cases.emplace_back();
+      in >> cases.back().name >> cases.back().fn;
+    } else if (kind == "param") {
+      std::string key, tok;
+      in >> key;
+      while (in >> tok) cases.back().params[key].push_back(std::strtod(tok.c_str(), nullptr));
+    } else if (kind == "t") {
+      std::string role;
+      int64_t ndim = 0;
+      in >> role >> ndim;
+      std::vector<int64_t> sizes(static_cast<size_t>(ndim));
+      for (auto& s : sizes) in >> s;
+      std::vector<double> v;
+      std::string tok;
+      while (in >> tok) v.push_back(std::strtod(tok.c_str(), nullptr));
+      cases.back().t[role] = make(v, sizes);
+    } else {
+      EXPECT_EQ(kind, "end") << line.substr(0, 40);
+    }
+  }
+  return cases;
+}
+
+// Runs the case's op on `a` (input, weight, bias in `dtype`); running stats are fresh copies.
+Tensor run(const Case& c, const std::map<std::string, Tensor>& a, Tensor* indices, Tensor* rm, Tensor* rv) {
+  const auto arg = [&](const char* k) { return a.count(k) ? a.at(k) : Tensor(); };
+  const Tensor x = arg("input");
+  if (c.fn == "conv2d")
+    return F::conv2d(x, arg("weight"), arg("bias"),
+                     F::Conv2dFuncOptions().stride(c.pair("stride")).padding(c.pair("padding")).dilation(c.pair("dilation")).groups(c.i("groups")));
+  if (c.fn == "max_pool2d") {
+    auto [y, idx] = F::max_pool2d_with_indices(x, F::MaxPool2dFuncOptions(c.pair("kernel_size"))
+                                                       .stride(c.pair("stride"))
+                                                       .padding(c.pair("padding"))
+                                                       .dilation(c.pair("dilation"))
+                                                       .ceil_mode(c.flag("ceil_mode")));
+    *indices = idx;
+    return y;
+  }
+  if (c.fn == "avg_pool2d") {
+    auto o = F::AvgPool2dFuncOptions(c.pair("kernel_size")).stride(c.pair("stride")).padding(c.pair("padding"))
+                 .ceil_mode(c.flag("ceil_mode")).count_include_pad(c.flag("count_include_pad"));
+    if (c.params.count("divisor_override")) o.divisor_override(c.i("divisor_override"));
+    return F::avg_pool2d(x, o);
+  }
+  if (c.fn == "adaptive_avg_pool2d") return F::adaptive_avg_pool2d(x, c.pair("output_size"));
+  if (c.fn == "batch_norm") {
+    *rm = c.get("running_mean").defined() ? c.get("running_mean").to(x.dtype(), true) : Tensor();
+    *rv = c.get("running_var").defined() ? c.get("running_var").to(x.dtype(), true) : Tensor();
+    return F::batch_norm(x, *rm, *rv, F::BatchNormFuncOptions().weight(arg("weight")).bias(arg("bias"))
+                                          .training(c.flag("training")).momentum(c.params.at("momentum")[0])
+                                          .eps(c.params.at("eps")[0]));
+  }
+  if (c.fn == "layer_norm") {
+    std::vector<int64_t> ns;
+    for (double d : c.params.at("normalized_shape")) ns.push_back(static_cast<int64_t>(d));
+    return F::layer_norm(x, F::LayerNormFuncOptions(ns).weight(arg("weight")).bias(arg("bias")).eps(c.params.at("eps")[0]));
+  }
+  ADD_FAILURE() << "unknown fn " << c.fn;
+  return {};
+}
+
+TEST(ConvFixtures, MatchPyTorch) {
+  const auto cases = load();
+  ASSERT_GE(cases.size(), 30u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    for (DType dt : {kFloat64, kFloat32}) {
+      const double tol = dt == kFloat64 ? 1e-10 : 2e-4;
+      std::map<std::string, Tensor> a;
+      for (const char* k : {"input", "weight", "bias"})
+        if (c.t.count(k)) a[k] = c.t.at(k).to(dt, true).requires_grad_(dt == kFloat64);
+      Tensor idx, rm, rv;
+      const Tensor y = run(c, a, &idx, &rm, &rv);
+      EXPECT_TRUE(all_close(y, c.t.at("out"), tol, tol)) << dtype_name(dt);
+      if (c.t.count("indices")) {
+        EXPECT_TRUE(all_close(idx, c.t.at("indices"), 0, 0));
+      }
+      if (c.t.count("running_mean_after")) {
+        EXPECT_TRUE(all_close(rm, c.t.at("running_mean_after"), tol, tol)) << dtype_name(dt);
+        EXPECT_TRUE(all_close(rv, c.t.at("running_var_after"), tol, tol)) << dtype_name(dt);
+      }
+      if (dt != kFloat64) continue;
+      y.backward(c.t.at("grad_output"));
+      for (const auto& [k, leaf] : a) {
+        ASSERT_TRUE(c.t.count("grad_" + k)) << k;
+        EXPECT_TRUE(all_close(leaf.grad(), c.t.at("grad_" + k), 1e-10, 1e-10)) << "grad_" << k;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace graft::test
