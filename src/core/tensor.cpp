@@ -63,7 +63,7 @@ Scalar Tensor::item() const {
     case DType::Float32: return Scalar(*reinterpret_cast<const float*>(p));
     case DType::Float64: return Scalar(*reinterpret_cast<const double*>(p));
     case DType::Int64: return Scalar(*reinterpret_cast<const int64_t*>(p));
-    case DType::Bool: return Scalar(*reinterpret_cast<const bool*>(p));
+    case DType::Bool: return Scalar(*reinterpret_cast<const uint8_t*>(p) != 0);  // any byte, not UB
     default: throw Error("item", "a float32, float64, int64 or bool tensor", dtype_name(dtype()), "");
   }
 }

@@ -110,15 +110,21 @@ Tensor map(DType out_dtype, IntArrayRef out_shape, F&& f, const Ts&... inputs) {
   return out;
 }
 
-// In-place: dst[i] = f(dst[i], in_0[i], ...), inputs broadcast to dst's shape; dst may be strided.
-template <class R, class... In, class F, class... Ts>
-void apply_inplace(Tensor& dst, F&& f, const Ts&... inputs) {
+// Writes into dst (which may be strided): dst[i] = f(dst[i], in_0[i], ...) when ReadDst (in-place
+// ops), dst[i] = f(in_0[i], ...) otherwise (copies and fills, where dst may be uninitialised memory
+// that must not be read: an uninitialised byte is not a valid bool).
+template <bool ReadDst, class R, class... In, class F, class... Ts>
+void write_into(Tensor& dst, F&& f, const Ts&... inputs) {
   const int64_t n = dst.numel();
   R* o = static_cast<R*>(dst.data_ptr());
+  auto value = [&f](R* po, auto... v) -> R {
+    if constexpr (ReadDst) return static_cast<R>(f(*po, v...));
+    else return static_cast<R>(f(v...));
+  };
   if (dst.is_contiguous() && ((inputs.is_contiguous() && inputs.numel() == n) && ...)) {
     std::tuple<const In*...> p{static_cast<const In*>(inputs.data_ptr())...};
     std::apply([&](const In*... ptrs) {
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<R>(f(o[i], ptrs[i]...));
+      for (int64_t i = 0; i < n; ++i) o[i] = value(o + i, ptrs[i]...);
     }, p);
     return;
   }
@@ -130,10 +136,22 @@ void apply_inplace(Tensor& dst, F&& f, const Ts&... inputs) {
     std::apply([&](const In*... ptrs) {
       [&]<size_t... K>(std::index_sequence<K...>) {
         R* po = o + off[0];
-        for (int64_t i = 0; i < cnt; ++i) po[i * ist[0]] = static_cast<R>(f(po[i * ist[0]], ptrs[off[K + 1] + i * ist[K + 1]]...));
+        for (int64_t i = 0; i < cnt; ++i) po[i * ist[0]] = value(po + i * ist[0], ptrs[off[K + 1] + i * ist[K + 1]]...);
       }(std::index_sequence_for<In...>{});
     }, base);
   });
+}
+
+// In-place: dst[i] = f(dst[i], in_0[i], ...), inputs broadcast to dst's shape; dst may be strided.
+template <class R, class... In, class F, class... Ts>
+void apply_inplace(Tensor& dst, F&& f, const Ts&... inputs) {
+  write_into<true, R, In...>(dst, std::forward<F>(f), inputs...);
+}
+
+// Assignment: dst[i] = f(in_0[i], ...), never reading dst.
+template <class R, class... In, class F, class... Ts>
+void assign(Tensor& dst, F&& f, const Ts&... inputs) {
+  write_into<false, R, In...>(dst, std::forward<F>(f), inputs...);
 }
 
 }  // namespace graft::kernels

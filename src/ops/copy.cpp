@@ -39,7 +39,7 @@ void copy_into(Tensor& dst, const Tensor& src) {
   }
   kernels::dispatch_all(dst.dtype(), "copy_", [&]<class D>() {
     kernels::dispatch_all(src.dtype(), "copy_", [&]<class S>() {
-      kernels::apply_inplace<D, S>(dst, [](D, S v) { return static_cast<D>(v); }, src);
+      kernels::assign<D, S>(dst, [](S v) { return static_cast<D>(v); }, src);
     });
   });
 }
@@ -144,7 +144,7 @@ Tensor& fill_impl(Tensor& self, const Scalar& value, const char* op, const char*
   detail::check_inplace(self, op, record);
   kernels::dispatch_all(self.dtype(), op, [&]<class T>() {
     const T v = value.to<T>();
-    kernels::apply_inplace<T>(self, [v](T) { return v; });
+    kernels::assign<T>(self, [v] { return v; });
   });
   self.impl().storage->bump_version(op);
   if (record) {

@@ -353,6 +353,14 @@ TEST(Sequential, ForwardIndexingAndNames) {
   auto expect = (built->at<nn::LinearImpl>(0).forward(x).tanh().sigmoid() * 2).relu();
   EXPECT_TRUE(all_close(built(x), expect, 1e-6, 1e-6));
   EXPECT_EQ(built[3]->name(), "Functional");
+  // Functional binds extra arguments after the input.
+  nn::Sequential bound(nn::Functional(F::leaky_relu, F::LeakyReLUFuncOptions().negative_slope(0.5)),
+                       nn::Functional(graft::relu));
+  EXPECT_TRUE(all_close(bound(make({-2, 3}, {2})), {0, 3}, {2}, 0, 0));
+  EXPECT_TRUE(all_close(bound[0]->as<nn::FunctionalImpl>()->forward(make({-2, 3}, {2})), {-1, 3}, {2}, 0, 0));
+  std::ostringstream fs;
+  fs << *bound;
+  EXPECT_EQ(fs.str(), "Sequential(\n  (0): Functional()\n  (1): Functional()\n)");
 
   // Named construction; shared modules; extend.
   nn::Linear shared(2, 2);

@@ -32,6 +32,10 @@ class FunctionalImpl : public Cloneable<FunctionalImpl> {
  public:
   using Function = std::function<Tensor(const Tensor&)>;
   explicit FunctionalImpl(Function function);
+  // Binds arguments after the input, as LibTorch: Functional(F::leaky_relu, F::LeakyReLUFuncOptions()...).
+  template <class Fn, class Arg, class... Args>
+  FunctionalImpl(Fn fn, Arg arg, Args... args)
+      : FunctionalImpl(Function([fn, arg, args...](const Tensor& x) -> Tensor { return fn(x, arg, args...); })) {}
   void reset() override {}
   Tensor forward(const Tensor& input) { return function_(input); }
   Tensor operator()(const Tensor& input) { return function_(input); }
