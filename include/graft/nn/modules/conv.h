@@ -1,0 +1,44 @@
+// Conv2d: 2-D convolution over (N, C, H, W) or unbatched (C, H, W) inputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "graft/nn/functional.h"
+#include "graft/nn/module.h"
+
+namespace graft::nn {
+
+struct Conv2dOptions {
+  Conv2dOptions(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  GRAFT_ARG(int64_t, in_channels);
+  GRAFT_ARG(int64_t, out_channels);
+  GRAFT_ARG(ExpandingArray<2>, kernel_size);
+  GRAFT_ARG(ExpandingArray<2>, stride) = 1;
+  GRAFT_ARG(ExpandingArray<2>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<2>, dilation) = 1;
+  GRAFT_ARG(int64_t, groups) = 1;
+  GRAFT_ARG(bool, bias) = true;
+};
+
+// weight (out_channels, in_channels / groups, kH, kW), bias (out_channels) or undefined.
+// PyTorch's initialisation: weight ~ kaiming_uniform_(a = sqrt(5)), i.e. U(-1/sqrt(fan_in),
+// 1/sqrt(fan_in)) with fan_in = in_channels / groups * kH * kW, and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+class Conv2dImpl : public Cloneable<Conv2dImpl> {
+ public:
+  Conv2dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size)
+      : Conv2dImpl(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv2dImpl(const Conv2dOptions& options);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  Conv2dOptions options;
+  Tensor weight;
+  Tensor bias;
+};
+GRAFT_MODULE(Conv2d);
+
+}  // namespace graft::nn

@@ -1,0 +1,80 @@
+// Conv2d.
+#include "graft/nn/modules/conv.h"
+
+#include <cmath>
+
+#include "graft/core/factory.h"
+#include "graft/nn/init.h"
+#include "graft/nn/modules/linear.h"  // detail::py_bool
+
+namespace graft::nn {
+
+namespace {
+std::string tuple_str(const ExpandingArray<2>& a) {
+  // (appended piece by piece: GCC 12's -Wrestrict misfires on "(" + std::to_string(...))
+  std::string s = "(";
+  s += std::to_string(a[0]);
+  s += ", ";
+  s += std::to_string(a[1]);
+  s += ")";
+  return s;
+}
+}  // namespace
+
+Conv2dImpl::Conv2dImpl(const Conv2dOptions& options_) : options(options_) {
+  const int64_t in = options.in_channels(), out = options.out_channels(), g = options.groups();
+  GRAFT_CHECK(in > 0 && out > 0, "Conv2d", "positive in_channels and out_channels",
+              "in_channels " + std::to_string(in) + ", out_channels " + std::to_string(out), "");
+  GRAFT_CHECK(g > 0, "Conv2d", "groups > 0", "groups = " + std::to_string(g), "");
+  GRAFT_CHECK(in % g == 0, "Conv2d", "in_channels divisible by groups",
+              "in_channels " + std::to_string(in) + " with groups = " + std::to_string(g), "");
+  GRAFT_CHECK(out % g == 0, "Conv2d", "out_channels divisible by groups",
+              "out_channels " + std::to_string(out) + " with groups = " + std::to_string(g), "");
+  for (size_t i = 0; i < 2; ++i) {
+    GRAFT_CHECK(options.kernel_size()[i] > 0, "Conv2d", "a positive kernel_size",
+                "kernel_size " + tuple_str(options.kernel_size()), "");
+  }
+  reset();
+}
+
+void Conv2dImpl::reset() {
+  const auto& k = options.kernel_size();
+  weight = register_parameter(
+      "weight", graft::empty({options.out_channels(), options.in_channels() / options.groups(), k[0], k[1]}));
+  bias = register_parameter("bias", options.bias() ? graft::empty({options.out_channels()}) : Tensor(), options.bias());
+  reset_parameters();
+}
+
+void Conv2dImpl::reset_parameters() {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (bias.defined()) {
+    const int64_t fan_in = init::calculate_fan_in_and_fan_out(weight).first;
+    const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+    init::uniform_(bias, -bound, bound);
+  }
+}
+
+Tensor Conv2dImpl::forward(const Tensor& input) {
+  return functional::conv2d(input, weight, bias,
+                            functional::Conv2dFuncOptions()
+                                .stride(options.stride())
+                                .padding(options.padding())
+                                .dilation(options.dilation())
+                                .groups(options.groups()));
+}
+
+std::string Conv2dImpl::extra_repr() const {
+  // PyTorch: "3, 8, kernel_size=(3, 3), stride=(1, 1)", then padding, dilation, groups and bias
+  // only where they differ from the defaults.
+  std::string s = std::to_string(options.in_channels()) + ", " + std::to_string(options.out_channels()) +
+                  ", kernel_size=" + tuple_str(options.kernel_size()) + ", stride=" + tuple_str(options.stride());
+  const auto& p = options.padding();
+  const auto& d = options.dilation();
+  if (p[0] != 0 || p[1] != 0) s += ", padding=" + tuple_str(p);
+  if (d[0] != 1 || d[1] != 1) s += ", dilation=" + tuple_str(d);
+  if (options.groups() != 1) s += ", groups=" + std::to_string(options.groups());
+  if (!options.bias()) s += ", bias=False";
+  return s;
+}
+
+}  // namespace graft::nn

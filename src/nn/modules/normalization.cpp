@@ -1,0 +1,126 @@
+// BatchNorm1d, BatchNorm2d, LayerNorm.
+#include "graft/nn/modules/normalization.h"
+
+#include "graft/autograd/grad_mode.h"
+#include "graft/core/factory.h"
+#include "graft/nn/init.h"
+#include "graft/nn/modules/linear.h"  // detail::py_float, py_bool
+
+namespace graft::nn {
+
+template <class Derived>
+void BatchNormImplBase<Derived>::reset() {
+  const int64_t C = options.num_features();
+  GRAFT_CHECK(C > 0, this->name(), "a positive num_features", "num_features " + std::to_string(C), "");
+  weight = this->register_parameter("weight", options.affine() ? graft::empty({C}) : Tensor(), options.affine());
+  bias = this->register_parameter("bias", options.affine() ? graft::empty({C}) : Tensor(), options.affine());
+  const bool track = options.track_running_stats();
+  running_mean = this->register_buffer("running_mean", track ? graft::zeros({C}) : Tensor());
+  running_var = this->register_buffer("running_var", track ? graft::ones({C}) : Tensor());
+  num_batches_tracked = this->register_buffer("num_batches_tracked", track ? graft::zeros({}, kInt64) : Tensor());
+  reset_parameters();
+}
+
+template <class Derived>
+void BatchNormImplBase<Derived>::reset_running_stats() {
+  if (!options.track_running_stats()) return;
+  NoGradGuard ng;
+  running_mean.zero_();
+  running_var.fill_(1);
+  num_batches_tracked.zero_();
+}
+
+template <class Derived>
+void BatchNormImplBase<Derived>::reset_parameters() {
+  reset_running_stats();
+  if (options.affine()) {
+    init::ones_(weight);
+    init::zeros_(bias);
+  }
+}
+
+template <class Derived>
+Tensor BatchNormImplBase<Derived>::forward(const Tensor& input) {
+  check_input_dim(input);
+  const bool training = this->is_training();
+  // PyTorch's exponential_average_factor: momentum, or 1 / num_batches_tracked without one.
+  double factor = options.momentum().value_or(0.0);
+  if (training && options.track_running_stats()) {
+    {
+      NoGradGuard ng;
+      num_batches_tracked.add_(1);
+    }
+    if (!options.momentum()) factor = 1.0 / static_cast<double>(num_batches_tracked.template item<int64_t>());
+  }
+  // Batch statistics in training, and in eval when there are no running statistics.
+  const bool use_batch_stats = training || !running_mean.defined();
+  const bool pass_stats = !training || options.track_running_stats();
+  return functional::batch_norm(input, pass_stats ? running_mean : Tensor(), pass_stats ? running_var : Tensor(),
+                                functional::BatchNormFuncOptions()
+                                    .weight(weight)
+                                    .bias(bias)
+                                    .training(use_batch_stats)
+                                    .momentum(factor)
+                                    .eps(options.eps()));
+}
+
+template <class Derived>
+std::string BatchNormImplBase<Derived>::extra_repr() const {
+  return std::to_string(options.num_features()) + ", eps=" + detail::py_float(options.eps()) + ", momentum=" +
+         (options.momentum() ? detail::py_float(*options.momentum()) : std::string("None")) +
+         ", affine=" + detail::py_bool(options.affine()) +
+         ", track_running_stats=" + detail::py_bool(options.track_running_stats());
+}
+
+template class BatchNormImplBase<BatchNorm1dImpl>;
+template class BatchNormImplBase<BatchNorm2dImpl>;
+
+void BatchNorm1dImpl::check_input_dim(const Tensor& input) const {
+  GRAFT_CHECK(input.dim() == 2 || input.dim() == 3, "BatchNorm1d", "a 2-D (N, C) or 3-D (N, C, L) input",
+              "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(input.dim()) + "-D)",
+              input.dim() == 4 ? "use BatchNorm2d for (N, C, H, W) inputs" : "");
+}
+
+void BatchNorm2dImpl::check_input_dim(const Tensor& input) const {
+  GRAFT_CHECK(input.dim() == 4, "BatchNorm2d", "a 4-D (N, C, H, W) input",
+              "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(input.dim()) + "-D)",
+              input.dim() == 2 || input.dim() == 3 ? "use BatchNorm1d for (N, C) and (N, C, L) inputs" : "");
+}
+
+LayerNormImpl::LayerNormImpl(const LayerNormOptions& options_) : options(options_) {
+  GRAFT_CHECK(!options.normalized_shape().empty(), "LayerNorm", "a non-empty normalized_shape", "[]", "");
+  for (int64_t s : options.normalized_shape())
+    GRAFT_CHECK(s > 0, "LayerNorm", "positive sizes in normalized_shape", shape_str(options.normalized_shape()), "");
+  reset();
+}
+
+void LayerNormImpl::reset() {
+  const bool affine = options.elementwise_affine();
+  const auto& ns = options.normalized_shape();
+  weight = register_parameter("weight", affine ? graft::empty(ns) : Tensor(), affine);
+  bias = register_parameter("bias", affine ? graft::empty(ns) : Tensor(), affine);
+  reset_parameters();
+}
+
+void LayerNormImpl::reset_parameters() {
+  if (!options.elementwise_affine()) return;
+  init::ones_(weight);
+  init::zeros_(bias);
+}
+
+Tensor LayerNormImpl::forward(const Tensor& input) {
+  return functional::layer_norm(
+      input, functional::LayerNormFuncOptions(options.normalized_shape()).weight(weight).bias(bias).eps(options.eps()));
+}
+
+std::string LayerNormImpl::extra_repr() const {
+  // PyTorch prints the shape as a tuple: "(5,)", "(3, 4)".
+  const auto& ns = options.normalized_shape();
+  std::string s = "(";
+  for (size_t i = 0; i < ns.size(); ++i) s += (i ? ", " : "") + std::to_string(ns[i]);
+  s += ns.size() == 1 ? ",)" : ")";
+  return s + ", eps=" + detail::py_float(options.eps()) +
+         ", elementwise_affine=" + detail::py_bool(options.elementwise_affine());
+}
+
+}  // namespace graft::nn

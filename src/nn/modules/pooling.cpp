@@ -1,0 +1,46 @@
+// MaxPool2d, AvgPool2d, AdaptiveAvgPool2d.
+#include "graft/nn/modules/pooling.h"
+
+#include "graft/nn/modules/linear.h"  // detail::py_bool
+
+namespace graft::nn {
+
+namespace {
+// As PyTorch prints what the user passed: a single value when both dims agree ("2"), else "(2, 3)".
+std::string value_str(const ExpandingArray<2>& a) {
+  if (a[0] == a[1]) return std::to_string(a[0]);
+  std::string s = "(";  // appended piece by piece: GCC 12's -Wrestrict misfires on "(" + std::string
+  s += std::to_string(a[0]);
+  s += ", ";
+  s += std::to_string(a[1]);
+  s += ")";
+  return s;
+}
+}  // namespace
+
+Tensor MaxPool2dImpl::forward(const Tensor& input) { return functional::max_pool2d(input, options); }
+
+std::tuple<Tensor, Tensor> MaxPool2dImpl::forward_with_indices(const Tensor& input) {
+  return functional::max_pool2d_with_indices(input, options);
+}
+
+std::string MaxPool2dImpl::extra_repr() const {
+  return "kernel_size=" + value_str(options.kernel_size()) + ", stride=" + value_str(options.stride()) +
+         ", padding=" + value_str(options.padding()) + ", dilation=" + value_str(options.dilation()) +
+         ", ceil_mode=" + detail::py_bool(options.ceil_mode());
+}
+
+Tensor AvgPool2dImpl::forward(const Tensor& input) { return functional::avg_pool2d(input, options); }
+
+std::string AvgPool2dImpl::extra_repr() const {
+  return "kernel_size=" + value_str(options.kernel_size()) + ", stride=" + value_str(options.stride()) +
+         ", padding=" + value_str(options.padding());
+}
+
+Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& input) { return functional::adaptive_avg_pool2d(input, options); }
+
+std::string AdaptiveAvgPool2dImpl::extra_repr() const {
+  return "output_size=" + value_str(options.output_size());
+}
+
+}  // namespace graft::nn
