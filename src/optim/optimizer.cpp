@@ -299,6 +299,11 @@ Tensor Optimizer::step(LossClosure closure) {
   return loss;
 }
 
+void Optimizer::step_group(OptimizerParamGroup&) {
+  GRAFT_CHECK(false, std::string(name()) + ".step", "an optimiser that overrides step_group() or step()",
+              "the base class's step_group()", "implement the update in the derived optimiser");
+}
+
 // ---- state dicts ----
 
 StateDict Optimizer::state_dict() const {
@@ -405,6 +410,8 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
     const Tensor& param = *pit->second;
     const std::string prefix = "state." + std::to_string(id) + ".";
     std::unique_ptr<OptimizerParamState> s = make_param_state();
+    GRAFT_CHECK(s != nullptr, op, std::string("no per-parameter state, as ") + name() + " keeps none",
+                "state for id " + std::to_string(id), "the state dict was saved by a different kind of optimiser");
     StateLoader loader(entries, param, prefix, op);
     s->visit(loader);
     for (const auto& [field, t] : entries) {

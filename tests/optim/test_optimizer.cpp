@@ -384,6 +384,43 @@ TEST(Optimizer, Float32ParametersUseFloat32Arithmetic) {
   EXPECT_EQ(st->exp_avg().dtype(), kFloat32);
 }
 
+// An optimiser written as in LibTorch: its own options and step().
+class SignSGDOptions : public optim::OptimizerCloneableOptions<SignSGDOptions> {
+ public:
+  explicit SignSGDOptions(double lr) : OptimizerCloneableOptions(lr) {}
+  void validate() const override {
+    GRAFT_CHECK(lr() >= 0, "SignSGD", "a learning rate >= 0", std::to_string(lr()), "");
+  }
+  const char* optimizer_name() const override { return "SignSGD"; }
+};
+
+class SignSGD : public optim::Optimizer {
+ public:
+  SignSGD(const std::vector<Tensor>& params, const SignSGDOptions& o)
+      : Optimizer({OptimizerParamGroup(params)}, o.clone()) {}
+  Tensor step(optim::LossClosure closure = nullptr) override {
+    Tensor loss = closure ? closure() : Tensor();
+    NoGradGuard no_grad;
+    for (auto& g : param_groups())
+      for (auto& p : g.params())
+        if (p.grad().defined()) p.sub_(p.grad().sign() * g.options().lr());
+    return loss;
+  }
+};
+
+TEST(Optimizer, CustomOptimizerWithItsOwnStep) {
+  auto w = tensor({1.0, -1.0}, kFloat64).requires_grad_();
+  SignSGD opt({w}, SignSGDOptions(0.25));
+  w.mutable_grad() = tensor({3.0, -0.5}, kFloat64);
+  opt.step();
+  EXPECT_TRUE(all_close(w, {0.75, -0.75}, {2}, 0, 0));
+  auto sd = opt.state_dict();
+  EXPECT_EQ(sd.keys(), (std::vector<std::string>{"param_groups.0.lr", "param_groups.0.params"}));
+  sd.insert("state.0.step", scalar_tensor(1.0, kFloat64));
+  EXPECT_TRUE(throws_error([&] { opt.load_state_dict(sd); }, {"SignSGD keeps none", "state for id 0"}));
+  EXPECT_TRUE(throws_error([&] { SignSGD({w}, SignSGDOptions(-1)); }, {"SignSGD", "a learning rate >= 0"}));
+}
+
 TEST(OptimizerErrors, BadOptions) {
   auto w = zeros({2}, kFloat64).requires_grad_();
   EXPECT_TRUE(throws_error([&] { SGD({w}, SGDOptions(-0.1)); }, {"SGD", "a learning rate >= 0", "lr = -0.1"}));

@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graft/core/error.h"
 #include "graft/core/ordered_dict.h"
 #include "graft/core/tensor.h"
 
@@ -206,16 +207,19 @@ class Optimizer {
  protected:
   Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_ptr<OptimizerOptions> defaults);
 
-  // One update of the group's parameters that have a gradient (grad mode is off).
-  virtual void step_group(OptimizerParamGroup& group) = 0;
-  // A fresh, empty state object of this optimiser's kind (for load_state_dict).
-  virtual std::unique_ptr<OptimizerParamState> make_param_state() const = 0;
+  // One update of the group's parameters that have a gradient (grad mode is off). An optimiser
+  // overrides this (or step() itself, as a LibTorch-style optimiser may).
+  virtual void step_group(OptimizerParamGroup& group);
+  // A fresh, empty state object of this optimiser's kind (for load_state_dict and param_state);
+  // null for an optimiser that keeps no per-parameter state.
+  virtual std::unique_ptr<OptimizerParamState> make_param_state() const { return nullptr; }
 
   // The state of `param`, created with make_param_state() when missing.
   template <class S>
   S& param_state(const Tensor& param) {
     auto& slot = state_[param.unsafe_impl()];
     if (!slot) slot = make_param_state();
+    GRAFT_ASSERT(slot != nullptr, "an optimiser that keeps state overrides make_param_state()");
     return static_cast<S&>(*slot);
   }
 
