@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs graft's whole test suite twice: a Release build with warnings as errors, and a
-# build under AddressSanitizer + UndefinedBehaviorSanitizer (with the system allocator).
+# build under AddressSanitizer + UndefinedBehaviorSanitizer (with the system allocator); then fuzzes
+# the file readers with clang's libFuzzer for a bounded time each (GRAFT_FUZZ_SECONDS, default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -15,3 +16,15 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DG
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   GRAFT_ALLOCATOR=system ctest --test-dir build-asan --output-on-failure -LE install
+
+# The file readers under libFuzzer + ASan/UBSan: any crash, sanitizer report, leak or exception other
+# than graft::Error fails the run (the input is saved as build-fuzz/crash-*).
+CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_BUILD_FUZZ=ON \
+      -DGRAFT_BUILD_TESTS=OFF -DGRAFT_BUILD_EXAMPLES=OFF
+cmake --build build-fuzz -j"$jobs" --target fuzz_safetensors fuzz_idx
+for target in safetensors idx; do
+  mkdir -p "build-fuzz/corpus/$target"
+  build-fuzz/fuzz/fuzz_$target -max_total_time="${GRAFT_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -timeout=10 \
+    -print_final_stats=1 -dict="fuzz/$target.dict" -artifact_prefix="build-fuzz/crash-$target-" \
+    "build-fuzz/corpus/$target" "fuzz/corpus/$target"
+done
