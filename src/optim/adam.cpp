@@ -45,7 +45,9 @@ void adam_step(OptimizerParamGroup& group, bool decoupled, const char* op,
     if (o.amsgrad() && !st.max_exp_avg_sq().defined()) st.max_exp_avg_sq(detail::make_buffer(p));
     st.step(st.step() + 1);
     const double lr = o.lr();
-    const auto [beta1, beta2] = o.betas();
+    // (no structured binding: clang 14 cannot capture one in the lambda below)
+    const auto betas = o.betas();
+    const double beta1 = std::get<0>(betas), beta2 = std::get<1>(betas);
     const double step = static_cast<double>(st.step());
     const double bias_correction1 = 1 - std::pow(beta1, step);
     const double bias_correction2 = 1 - std::pow(beta2, step);
