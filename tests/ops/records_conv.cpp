@@ -14,6 +14,27 @@ Tensor r(IntArrayRef shape, uint64_t seed, double lo = -1, double hi = 1) {
   return rand(shape, kFloat64, &g) * (hi - lo) + lo;
 }
 
+// Record samples are built when a check asks for them, never at static-initialisation time: tensors
+// held by the static op table would outlive graft's allocator at exit.
+struct Spec {
+  std::vector<int64_t> shape;
+  uint64_t seed;
+  double lo = -1, hi = 1;
+};
+Spec S(std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1) { return {std::move(shape), seed, lo, hi}; }
+using Specs = std::vector<std::vector<Spec>>;
+std::function<std::vector<TensorList>()> lazy(Specs specs) {
+  return [specs = std::move(specs)] {
+    std::vector<TensorList> out;
+    for (const auto& sample : specs) {
+      TensorList t;
+      for (const auto& sp : sample) t.push_back(r(sp.shape, sp.seed, sp.lo, sp.hi));
+      out.push_back(std::move(t));
+    }
+    return out;
+  };
+}
+
 struct ConvArgs {
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
 };
@@ -55,11 +76,11 @@ F::Conv2dFuncOptions opts(const ConvArgs& a) {
 }
 
 // samples: {x, w, b} (bias) or {x, w} (no bias)
-OpRecord conv_record(std::string variant, ConvArgs a, std::vector<TensorList> samples, bool with_errors = false) {
+OpRecord conv_record(std::string variant, ConvArgs a, Specs samples, bool with_errors = false) {
   OpRecord rec{.name = "conv2d", .variant = std::move(variant),
                .fn = [a](const TensorList& t) { return F::conv2d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), opts(a)); },
                .reference = [a](const TensorList& t) { return ref_conv2d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a); },
-               .samples = [s = std::move(samples)] { return s; },
+               .samples = lazy(std::move(samples)),
                .atol32 = 1e-5, .rtol32 = 1e-4};
   if (!with_errors) return rec;
   const auto o = F::Conv2dFuncOptions();
@@ -101,24 +122,24 @@ OpRecord conv_record(std::string variant, ConvArgs a, std::vector<TensorList> sa
 
 GRAFT_OP_RECORDS(conv) {
   std::vector<OpRecord> recs;
-  recs.push_back(conv_record("basic", {}, {{r({2, 3, 4, 4}, 1), r({2, 3, 3, 3}, 2), r({2}, 3)}}, true));
+  recs.push_back(conv_record("basic", {}, {{S({2, 3, 4, 4}, 1), S({2, 3, 3, 3}, 2), S({2}, 3)}}, true));
   recs.push_back(conv_record("stride_padding", {.sh = 2, .sw = 1, .ph = 1, .pw = 2},
-                             {{r({1, 2, 5, 4}, 4), r({3, 2, 3, 2}, 5), r({3}, 6)}}));
+                             {{S({1, 2, 5, 4}, 4), S({3, 2, 3, 2}, 5), S({3}, 6)}}));
   recs.push_back(conv_record("stride_uncovered_rows", {.sh = 2, .sw = 3},
-                             {{r({2, 1, 6, 7}, 7), r({2, 1, 3, 2}, 8), r({2}, 9)}}));
+                             {{S({2, 1, 6, 7}, 7), S({2, 1, 3, 2}, 8), S({2}, 9)}}));
   recs.push_back(conv_record("dilation", {.ph = 1, .pw = 0, .dh = 2, .dw = 1},
-                             {{r({1, 2, 5, 4}, 10), r({2, 2, 2, 3}, 11), r({2}, 12)}}));
+                             {{S({1, 2, 5, 4}, 10), S({2, 2, 2, 3}, 11), S({2}, 12)}}));
   recs.push_back(conv_record("groups", {.ph = 1, .pw = 1, .groups = 2},
-                             {{r({2, 4, 3, 3}, 13), r({4, 2, 2, 2}, 14), r({4}, 15)}}));
+                             {{S({2, 4, 3, 3}, 13), S({4, 2, 2, 2}, 14), S({4}, 15)}}));
   recs.push_back(conv_record("depthwise_no_bias", {.sh = 2, .sw = 2, .ph = 1, .pw = 1, .groups = 3},
-                             {{r({1, 3, 4, 4}, 16), r({3, 1, 3, 3}, 17)}}));
-  recs.push_back(conv_record("no_bias", {}, {{r({2, 2, 3, 4}, 18), r({3, 2, 2, 2}, 19)}}));
-  recs.push_back(conv_record("1x1", {}, {{r({2, 3, 3, 2}, 20), r({4, 3, 1, 1}, 21), r({4}, 22)}}));
+                             {{S({1, 3, 4, 4}, 16), S({3, 1, 3, 3}, 17)}}));
+  recs.push_back(conv_record("no_bias", {}, {{S({2, 2, 3, 4}, 18), S({3, 2, 2, 2}, 19)}}));
+  recs.push_back(conv_record("1x1", {}, {{S({2, 3, 3, 2}, 20), S({4, 3, 1, 1}, 21), S({4}, 22)}}));
   recs.push_back(conv_record("1x1_strided", {.sh = 2, .sw = 2, .ph = 1, .pw = 1},
-                             {{r({1, 2, 3, 3}, 23), r({2, 2, 1, 1}, 24)}}));
-  recs.push_back(conv_record("unbatched", {.ph = 1, .pw = 1}, {{r({2, 3, 3}, 25), r({3, 2, 2, 3}, 26), r({3}, 27)}}));
+                             {{S({1, 2, 3, 3}, 23), S({2, 2, 1, 1}, 24)}}));
+  recs.push_back(conv_record("unbatched", {.ph = 1, .pw = 1}, {{S({2, 3, 3}, 25), S({3, 2, 2, 3}, 26), S({3}, 27)}}));
   recs.push_back(conv_record("kernel_fills_padded_input", {.ph = 1, .pw = 1},
-                             {{r({1, 1, 2, 3}, 28), r({1, 1, 4, 5}, 29), r({1}, 30)}}));
+                             {{S({1, 1, 2, 3}, 28), S({1, 1, 4, 5}, 29), S({1}, 30)}}));
   return recs;
 }
 

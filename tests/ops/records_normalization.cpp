@@ -16,6 +16,27 @@ Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
   return rand(shape, kFloat64, &g) * (hi - lo) + lo;
 }
 
+// Record samples are built when a check asks for them, never at static-initialisation time: tensors
+// held by the static op table would outlive graft's allocator at exit.
+struct Spec {
+  std::vector<int64_t> shape;
+  uint64_t seed;
+  double lo = -2, hi = 2;
+};
+Spec S(std::vector<int64_t> shape, uint64_t seed, double lo = -2, double hi = 2) { return {std::move(shape), seed, lo, hi}; }
+using Specs = std::vector<std::vector<Spec>>;
+std::function<std::vector<TensorList>()> lazy(Specs specs) {
+  return [specs = std::move(specs)] {
+    std::vector<TensorList> out;
+    for (const auto& sample : specs) {
+      TensorList t;
+      for (const auto& sp : sample) t.push_back(r(sp.shape, sp.seed, sp.lo, sp.hi));
+      out.push_back(std::move(t));
+    }
+    return out;
+  };
+}
+
 constexpr double kEps = 1e-5;
 
 // Per-channel mean and biased variance of x (N, C, *), two-pass in double.
@@ -87,7 +108,7 @@ Tensor ref_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, int64_t
 Tensor at(const TensorList& t, size_t i) { return i < t.size() ? t[i] : Tensor(); }
 
 // training: {x, weight, bias} (weight and bias optional); fresh running stats are updated inside.
-OpRecord bn_train_record(std::string variant, std::vector<TensorList> samples) {
+OpRecord bn_train_record(std::string variant, Specs samples) {
   return {.name = "batch_norm", .variant = "train_" + variant,
           .fn = [](const TensorList& t) {
             const int64_t C = t[0].size(1);
@@ -95,7 +116,7 @@ OpRecord bn_train_record(std::string variant, std::vector<TensorList> samples) {
             return F::batch_norm(t[0], rm, rv, F::BatchNormFuncOptions().weight(at(t, 1)).bias(at(t, 2)).training(true));
           },
           .reference = [](const TensorList& t) { return ref_batch_norm_train(t[0], at(t, 1), at(t, 2)); },
-          .samples = [s = std::move(samples)] { return s; },
+          .samples = lazy(std::move(samples)),
           .atol = 1e-9, .rtol = 1e-9, .atol32 = 2e-5, .rtol32 = 1e-4};
 }
 
@@ -103,7 +124,7 @@ OpRecord bn_train_record(std::string variant, std::vector<TensorList> samples) {
 
 GRAFT_OP_RECORDS(normalization) {
   std::vector<OpRecord> recs;
-  recs.push_back(bn_train_record("4d", {{r({3, 2, 2, 3}, 1), r({2}, 2), r({2}, 3)}}));
+  recs.push_back(bn_train_record("4d", {{S({3, 2, 2, 3}, 1), S({2}, 2), S({2}, 3)}}));
   recs.back().errors = {
       {[] { F::batch_norm(zeros({3}), zeros({3}), ones({3})); }, {"batch_norm", "[3]", "at least 2 dims"}},
       {[] { F::batch_norm(zeros({2, 3}), zeros({3}), ones({3}), F::BatchNormFuncOptions().weight(ones({4}))); },
@@ -120,9 +141,9 @@ GRAFT_OP_RECORDS(normalization) {
       {[] { F::batch_norm(zeros({2, 3}), zeros({3}), ones({3}), F::BatchNormFuncOptions().training(true).momentum(std::nullopt)); },
        {"batch_norm", "momentum"}},
       {[] { F::batch_norm(zeros({2, 3}, kInt64), zeros({3}), ones({3})); }, {"batch_norm", "floating-point", "int64"}}};
-  recs.push_back(bn_train_record("2d", {{r({5, 3}, 4), r({3}, 5), r({3}, 6)}, {r({2, 1}, 7), r({1}, 8), r({1}, 9)}}));
-  recs.push_back(bn_train_record("3d_no_affine", {{r({3, 2, 3}, 10)}}));
-  recs.push_back(bn_train_record("weight_only", {{r({2, 2, 3}, 11), r({2}, 12)}}));
+  recs.push_back(bn_train_record("2d", {{S({5, 3}, 4), S({3}, 5), S({3}, 6)}, {S({2, 1}, 7), S({1}, 8), S({1}, 9)}}));
+  recs.push_back(bn_train_record("3d_no_affine", {{S({3, 2, 3}, 10)}}));
+  recs.push_back(bn_train_record("weight_only", {{S({2, 2, 3}, 11), S({2}, 12)}}));
   recs.push_back({.name = "batch_norm", .variant = "train_no_running_stats",
                   .fn = [](const TensorList& t) {
                     return F::batch_norm(t[0], Tensor(), Tensor(), F::BatchNormFuncOptions().weight(t[1]).bias(t[2]).training(true));
@@ -152,7 +173,7 @@ GRAFT_OP_RECORDS(normalization) {
                   .atol32 = 2e-5, .rtol32 = 1e-4});
 
   // layer_norm: {x, weight, bias}
-  const auto ln = [](std::string variant, std::vector<int64_t> ns, std::vector<TensorList> samples) {
+  const auto ln = [](std::string variant, std::vector<int64_t> ns, Specs samples) {
     return OpRecord{.name = "layer_norm", .variant = std::move(variant),
                     .fn = [ns](const TensorList& t) {
                       return F::layer_norm(t[0], F::LayerNormFuncOptions(ns).weight(at(t, 1)).bias(at(t, 2)));
@@ -162,10 +183,10 @@ GRAFT_OP_RECORDS(normalization) {
                       for (int64_t s : ns) m *= s;
                       return ref_layer_norm(t[0], at(t, 1), at(t, 2), m);
                     },
-                    .samples = [s = std::move(samples)] { return s; },
+                    .samples = lazy(std::move(samples)),
                     .atol = 1e-9, .rtol = 1e-9, .atol32 = 2e-5, .rtol32 = 1e-4};
   };
-  recs.push_back(ln("last_dim", {4}, {{r({3, 4}, 31), r({4}, 32), r({4}, 33)}, {r({2, 2, 4}, 34), r({4}, 35), r({4}, 36)}}));
+  recs.push_back(ln("last_dim", {4}, {{S({3, 4}, 31), S({4}, 32), S({4}, 33)}, {S({2, 2, 4}, 34), S({4}, 35), S({4}, 36)}}));
   recs.back().errors = {
       {[] { F::layer_norm(zeros({2, 3}), F::LayerNormFuncOptions({4})); }, {"layer_norm", "[*, 4]", "[2, 3]"}},
       {[] { F::layer_norm(zeros({3}), F::LayerNormFuncOptions({2, 3})); }, {"layer_norm", "[*, 2, 3]", "[3]"}},
@@ -175,10 +196,10 @@ GRAFT_OP_RECORDS(normalization) {
        {"layer_norm", "bias", "float64"}},
       {[] { F::layer_norm(zeros({2, 3}), F::LayerNormFuncOptions(std::vector<int64_t>{})); }, {"layer_norm", "non-empty normalized_shape"}},
       {[] { F::layer_norm(zeros({2, 3}, kInt64), F::LayerNormFuncOptions({3})); }, {"layer_norm", "floating-point"}}};
-  recs.push_back(ln("two_dims", {3, 2}, {{r({2, 3, 2}, 37), r({3, 2}, 38), r({3, 2}, 39)}}));
-  recs.push_back(ln("whole_input", {2, 3}, {{r({2, 3}, 40), r({2, 3}, 41), r({2, 3}, 42)}}));
-  recs.push_back(ln("no_affine", {5}, {{r({2, 5}, 43)}}));
-  recs.push_back(ln("weight_only", {3}, {{r({4, 3}, 44), r({3}, 45)}}));
+  recs.push_back(ln("two_dims", {3, 2}, {{S({2, 3, 2}, 37), S({3, 2}, 38), S({3, 2}, 39)}}));
+  recs.push_back(ln("whole_input", {2, 3}, {{S({2, 3}, 40), S({2, 3}, 41), S({2, 3}, 42)}}));
+  recs.push_back(ln("no_affine", {5}, {{S({2, 5}, 43)}}));
+  recs.push_back(ln("weight_only", {3}, {{S({4, 3}, 44), S({3}, 45)}}));
   return recs;
 }
 

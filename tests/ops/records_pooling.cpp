@@ -17,6 +17,27 @@ Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
   return rand(shape, kFloat64, &g) * (hi - lo) + lo;
 }
 
+// Record samples are built when a check asks for them, never at static-initialisation time: tensors
+// held by the static op table would outlive graft's allocator at exit.
+struct Spec {
+  std::vector<int64_t> shape;
+  uint64_t seed;
+  double lo = -2, hi = 2;
+};
+Spec S(std::vector<int64_t> shape, uint64_t seed, double lo = -2, double hi = 2) { return {std::move(shape), seed, lo, hi}; }
+using Specs = std::vector<std::vector<Spec>>;
+std::function<std::vector<TensorList>()> lazy(Specs specs) {
+  return [specs = std::move(specs)] {
+    std::vector<TensorList> out;
+    for (const auto& sample : specs) {
+      TensorList t;
+      for (const auto& sp : sample) t.push_back(r(sp.shape, sp.seed, sp.lo, sp.hi));
+      out.push_back(std::move(t));
+    }
+    return out;
+  };
+}
+
 struct PoolArgs {
   int64_t kh, kw, sh, sw, ph = 0, pw = 0, dh = 1, dw = 1;
   bool ceil = false;
@@ -115,25 +136,25 @@ F::AvgPool2dFuncOptions avg_opts(const PoolArgs& a) {
   return o;
 }
 
-OpRecord max_record(std::string variant, PoolArgs a, std::vector<TensorList> samples) {
+OpRecord max_record(std::string variant, PoolArgs a, Specs samples) {
   return {.name = "max_pool2d", .variant = std::move(variant),
           .fn = [a](const TensorList& t) { return F::max_pool2d(t[0], max_opts(a)); },
           .reference = [a](const TensorList& t) { return ref_max_pool(t[0], a); },
-          .samples = [s = std::move(samples)] { return s; }};
+          .samples = lazy(std::move(samples))};
 }
 
-OpRecord avg_record(std::string variant, PoolArgs a, std::vector<TensorList> samples) {
+OpRecord avg_record(std::string variant, PoolArgs a, Specs samples) {
   return {.name = "avg_pool2d", .variant = std::move(variant),
           .fn = [a](const TensorList& t) { return F::avg_pool2d(t[0], avg_opts(a)); },
           .reference = [a](const TensorList& t) { return ref_avg_pool(t[0], a); },
-          .samples = [s = std::move(samples)] { return s; }};
+          .samples = lazy(std::move(samples))};
 }
 
-OpRecord adaptive_record(std::string variant, int64_t oH, int64_t oW, std::vector<TensorList> samples) {
+OpRecord adaptive_record(std::string variant, int64_t oH, int64_t oW, Specs samples) {
   return {.name = "adaptive_avg_pool2d", .variant = std::move(variant),
           .fn = [oH, oW](const TensorList& t) { return F::adaptive_avg_pool2d(t[0], F::AdaptiveAvgPool2dFuncOptions({oH, oW})); },
           .reference = [oH, oW](const TensorList& t) { return ref_adaptive_avg(t[0], oH, oW); },
-          .samples = [s = std::move(samples)] { return s; }};
+          .samples = lazy(std::move(samples))};
 }
 
 // Shared shape errors for a pool called as f(input).
@@ -148,7 +169,7 @@ std::vector<ErrorCase> input_errors(const char* op, std::function<void(const Ten
 
 GRAFT_OP_RECORDS(pooling) {
   std::vector<OpRecord> recs;
-  recs.push_back(max_record("basic", {.kh = 2, .kw = 2, .sh = 2, .sw = 2}, {{r({2, 2, 4, 4}, 1)}, {r({1, 3, 5, 3}, 2)}}));
+  recs.push_back(max_record("basic", {.kh = 2, .kw = 2, .sh = 2, .sw = 2}, {{S({2, 2, 4, 4}, 1)}, {S({1, 3, 5, 3}, 2)}}));
   recs.back().errors = input_errors("max_pool2d", [](const Tensor& x) { F::max_pool2d(x, 2); });
   for (ErrorCase e : std::vector<ErrorCase>{
            {[] { F::max_pool2d(zeros({1, 1, 4, 4}), 0); }, {"max_pool2d", "positive kernel_size", "(0, 0)"}},
@@ -166,15 +187,15 @@ GRAFT_OP_RECORDS(pooling) {
             {"max_pool2d", "output size", "dilation (4, 4)"}}})
     recs.back().errors.push_back(e);
   recs.push_back(max_record("stride_pad_dilation", {.kh = 3, .kw = 2, .sh = 2, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 2},
-                            {{r({1, 2, 6, 5}, 3)}}));
-  recs.push_back(max_record("overlapping", {.kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}, {{r({1, 1, 4, 4}, 4)}}));
+                            {{S({1, 2, 6, 5}, 3)}}));
+  recs.push_back(max_record("overlapping", {.kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1}, {{S({1, 1, 4, 4}, 4)}}));
   recs.push_back(max_record("ceil_mode", {.kh = 2, .kw = 2, .sh = 2, .sw = 2, .ceil = true},
-                            {{r({1, 2, 5, 5}, 5)}, {r({1, 1, 4, 5}, 6)}}));
+                            {{S({1, 2, 5, 5}, 5)}, {S({1, 1, 4, 5}, 6)}}));
   recs.push_back(max_record("ceil_mode_padding", {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .ceil = true},
-                            {{r({1, 1, 6, 5}, 7)}}));
-  recs.push_back(max_record("unbatched", {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}, {{r({2, 5, 5}, 8)}}));
+                            {{S({1, 1, 6, 5}, 7)}}));
+  recs.push_back(max_record("unbatched", {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}, {{S({2, 5, 5}, 8)}}));
 
-  recs.push_back(avg_record("basic", {.kh = 2, .kw = 2, .sh = 2, .sw = 2}, {{r({2, 2, 4, 4}, 11)}, {r({1, 1, 5, 3}, 12)}}));
+  recs.push_back(avg_record("basic", {.kh = 2, .kw = 2, .sh = 2, .sw = 2}, {{S({2, 2, 4, 4}, 11)}, {S({1, 1, 5, 3}, 12)}}));
   recs.back().errors = input_errors("avg_pool2d", [](const Tensor& x) { F::avg_pool2d(x, 2); });
   for (ErrorCase e : std::vector<ErrorCase>{
            {[] { F::avg_pool2d(zeros({1, 1, 4, 4}), F::AvgPool2dFuncOptions({2, 0})); },
@@ -186,26 +207,26 @@ GRAFT_OP_RECORDS(pooling) {
             {"avg_pool2d", "non-zero divisor_override"}},
            {[] { F::avg_pool2d(zeros({1, 1, 4, 1}), 2); }, {"avg_pool2d", "[1, 1, 4, 1]", "Output size is too small"}}})
     recs.back().errors.push_back(e);
-  recs.push_back(avg_record("padding", {.kh = 3, .kw = 2, .sh = 2, .sw = 1, .ph = 1, .pw = 1}, {{r({1, 2, 5, 4}, 13)}}));
+  recs.push_back(avg_record("padding", {.kh = 3, .kw = 2, .sh = 2, .sw = 1, .ph = 1, .pw = 1}, {{S({1, 2, 5, 4}, 13)}}));
   recs.push_back(avg_record("exclude_pad", {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .count_include_pad = false},
-                            {{r({1, 2, 5, 4}, 14)}}));
-  recs.push_back(avg_record("ceil_mode", {.kh = 2, .kw = 2, .sh = 2, .sw = 2, .ceil = true}, {{r({1, 1, 5, 5}, 15)}}));
+                            {{S({1, 2, 5, 4}, 14)}}));
+  recs.push_back(avg_record("ceil_mode", {.kh = 2, .kw = 2, .sh = 2, .sw = 2, .ceil = true}, {{S({1, 1, 5, 5}, 15)}}));
   recs.push_back(avg_record("ceil_mode_padding", {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .ceil = true},
-                            {{r({1, 1, 6, 6}, 16)}}));
+                            {{S({1, 1, 6, 6}, 16)}}));
   recs.push_back(avg_record("ceil_mode_padding_exclude",
                             {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .ceil = true, .count_include_pad = false},
-                            {{r({1, 1, 6, 6}, 17)}}));
+                            {{S({1, 1, 6, 6}, 17)}}));
   recs.push_back(avg_record("divisor_override", {.kh = 2, .kw = 2, .sh = 1, .sw = 1, .ph = 1, .pw = 1, .divisor = 3},
-                            {{r({1, 1, 3, 3}, 18)}}));
-  recs.push_back(avg_record("unbatched", {.kh = 2, .kw = 3, .sh = 1, .sw = 2}, {{r({2, 4, 5}, 19)}}));
+                            {{S({1, 1, 3, 3}, 18)}}));
+  recs.push_back(avg_record("unbatched", {.kh = 2, .kw = 3, .sh = 1, .sw = 2}, {{S({2, 4, 5}, 19)}}));
 
-  recs.push_back(adaptive_record("downsample", 2, 3, {{r({2, 2, 5, 7}, 21)}, {r({1, 1, 4, 6}, 22)}}));
+  recs.push_back(adaptive_record("downsample", 2, 3, {{S({2, 2, 5, 7}, 21)}, {S({1, 1, 4, 6}, 22)}}));
   recs.back().errors = input_errors("adaptive_avg_pool2d", [](const Tensor& x) { F::adaptive_avg_pool2d(x, 2); });
   recs.back().errors.push_back({[] { F::adaptive_avg_pool2d(zeros({1, 1, 4, 4}), F::AdaptiveAvgPool2dFuncOptions({0, 2})); },
                                 {"adaptive_avg_pool2d", "positive output_size", "(0, 2)", "[1, 1, 4, 4]"}});
-  recs.push_back(adaptive_record("global", 1, 1, {{r({2, 3, 3, 4}, 23)}}));
-  recs.push_back(adaptive_record("upsample", 3, 5, {{r({1, 2, 2, 4}, 24)}}));
-  recs.push_back(adaptive_record("unbatched", 2, 2, {{r({3, 5, 5}, 25)}}));
+  recs.push_back(adaptive_record("global", 1, 1, {{S({2, 3, 3, 4}, 23)}}));
+  recs.push_back(adaptive_record("upsample", 3, 5, {{S({1, 2, 2, 4}, 24)}}));
+  recs.push_back(adaptive_record("unbatched", 2, 2, {{S({3, 5, 5}, 25)}}));
   return recs;
 }
 
