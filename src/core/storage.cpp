@@ -28,8 +28,9 @@ class CpuAllocator final : public Allocator {
 }  // namespace
 
 Allocator* cpu_allocator() {
-  static CpuAllocator alloc;
-  return &alloc;
+  // Never destroyed: tensors with static storage duration may be freed after every other static.
+  static CpuAllocator* alloc = new CpuAllocator;
+  return alloc;
 }
 
 Storage::Storage(size_t n, Allocator* alloc) : data(alloc->allocate(n)), nbytes(n), allocator(alloc) {}
