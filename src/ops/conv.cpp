@@ -11,7 +11,6 @@
 //   Bw:    dg = conv(x, gg),      dx = Bx(g, gg)
 // (from <Bx(g, w), h> = <g, conv(h, w)> and <Bw(g, x), k> = <g, conv(x, k)>), so derivatives of
 // any order come from the same three kernels.
-#include <cblas.h>
 
 #include <array>
 #include <climits>
@@ -23,6 +22,7 @@
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
+#include "runtime/blas.h"
 
 namespace graft {
 
@@ -39,27 +39,11 @@ struct ConvParams {
 
 std::string pair_str(const std::array<int64_t, 2>& a) { return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ")"; }
 
-// C (m, n) = alpha * op(A) @ op(B) + beta * C, row-major, op(A) (m, k), op(B) (k, n).
+// C (m, n) = op(A) @ op(B) + beta * C, row-major, op(A) (m, k), op(B) (k, n).
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
-    return;
-  }
-  for (int64_t v : {m, n, k, lda, ldb, ldc})
-    GRAFT_CHECK(v <= INT_MAX, "conv2d", "matrix sizes that fit in a 32-bit BLAS integer", std::to_string(v),
-                "use a smaller batch or image");
-  const auto ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
-  const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
-                beta, c, static_cast<blasint>(ldc));
-  else
-    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb),
-                beta, c, static_cast<blasint>(ldc));
+  runtime::gemm<T>("conv2d", trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc);
 }
 
 int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
@@ -173,6 +157,31 @@ Tensor conv_weight_backward_kernel(const Tensor& g_, const Tensor& x_, const Con
   return gw;
 }
 
+// grad_bias (O) = g (N, O, oH, oW) summed over N, oH and oW. Without create_graph, one pass over a
+// contiguous g with a float64 accumulator per channel; with it, the recorded sum.
+Tensor conv_bias_backward(const Tensor& g) {
+  if (GradMode::is_enabled() && g.requires_grad()) return g.sum({0, 2, 3});
+  NoGradGuard ng;
+  const Tensor gc = g.contiguous();
+  const int64_t N = gc.size(0), O = gc.size(1), L = gc.size(2) * gc.size(3);
+  Tensor gb = make_empty({O}, gc.dtype());
+  kernels::dispatch_floating(gc.dtype(), "conv2d", [&]<class T>() {
+    const T* pg = gc.data_ptr<T>();
+    T* pb = gb.data_ptr<T>();
+    for (int64_t o = 0; o < O; ++o) {
+      double acc = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* row = pg + (n * O + o) * L;
+        T part = 0;  // one plane in T (vectorisable), accumulated in double across planes
+        for (int64_t l = 0; l < L; ++l) part += row[l];
+        acc += static_cast<double>(part);
+      }
+      pb[o] = static_cast<T>(acc);
+    }
+  });
+  return gb;
+}
+
 // ---- the three recorded ops of Note [Convolution backward as ops] ----
 Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p);
 Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams& p, int64_t H, int64_t W);
@@ -186,7 +195,7 @@ Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPara
                    need_b = n.next_edges[2].fn != nullptr;
         return {need_x ? conv_input_backward(g, n.saved(1), p, H, W) : Tensor(),
                 need_w ? conv_weight_backward(g, n.saved(0), p, kH, kW) : Tensor(),
-                need_b ? g.sum({0, 2, 3}) : Tensor()};
+                need_b ? conv_bias_backward(g) : Tensor()};
       })) {
     node->save(x);
     node->save(w);

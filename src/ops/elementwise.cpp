@@ -396,7 +396,12 @@ Tensor relu(const Tensor& x) {
     return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return relu_fn(v); }, x);
   });
   if (auto node = make_node("ReluBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
-        return {g * mask(n.saved(0), [](auto v) { return v > 0; })};  // d relu(x)/dx = 1 where y > 0
+        // d relu(x)/dx = 1 where y > 0. Without create_graph, one fused pass (g where y > 0, else 0);
+        // with it, g * mask so that the product is recorded and differentiable again.
+        const Tensor y = n.saved(0);
+        if (!GradMode::is_enabled() || !(g.requires_grad() || y.requires_grad()))
+          return {const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return yv > 0 ? gv : decltype(gv)(0); })};
+        return {g * mask(y, [](auto v) { return v > 0; })};
       })) {
     set_history(y, node);
     node->save(y, /*is_output=*/true);

@@ -17,6 +17,7 @@
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
+#include "runtime/blas.h"
 
 namespace graft {
 
@@ -99,6 +100,7 @@ void gemm(int64_t batch, int64_t n, int64_t m, int64_t k, T alpha, const Tensor&
       }
     }
   } else {
+    runtime::ensure_blas_ready();
     const Operand oa = blas_operand(a), ob = blas_operand(bm);
     for (int64_t v : {n, m, k, oa.ld, ob.ld}) check_blas_size(v, opname);
     const T* pa = static_cast<const T*>(oa.t.data_ptr());

@@ -1,0 +1,78 @@
+// The `graft` command. `graft train` trains an MLP or a CNN on Fashion-MNIST (or any IDX image set).
+#include <CLI/CLI.hpp>
+#include <graft/core/error.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "train.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"graft: train neural networks in C++ with PyTorch's autograd semantics"};
+  app.require_subcommand(1);
+
+  graft::cli::TrainConfig cfg;
+  CLI::App* train = app.add_subcommand("train", "Train an MLP or a small CNN on Fashion-MNIST or any IDX image set");
+  train->add_option("--model", cfg.model, "mlp (784-512-256-10) or cnn (two 3x3 conv + pool blocks)")
+      ->check(CLI::IsMember({"mlp", "cnn"}))
+      ->capture_default_str();
+  train->add_option("--optimizer", cfg.optimizer, "sgd, adam, adamw, rmsprop or adagrad")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad"}))
+      ->capture_default_str();
+  train->add_option("--lr", cfg.lr, "learning rate (default: 0.05 for sgd, 0.01 for adagrad, 0.001 otherwise)");
+  train->add_option("--momentum", cfg.momentum, "momentum of sgd and rmsprop")->capture_default_str();
+  train->add_flag("--nesterov", cfg.nesterov, "Nesterov momentum (sgd)");
+  train->add_option("--weight-decay", cfg.weight_decay, "L2 weight decay (adamw: decoupled, 0.01 when unset)")
+      ->capture_default_str();
+  train->add_option("--schedule", cfg.schedule,
+                    "learning-rate schedule: none, step (x gamma every --step-size epochs), exponential (x gamma "
+                    "per epoch), cosine (to 0 over the run, per batch), onecycle (per batch), plateau (x 0.1 when "
+                    "the training loss stops falling)")
+      ->check(CLI::IsMember({"none", "step", "exponential", "cosine", "onecycle", "plateau"}))
+      ->capture_default_str();
+  train->add_option("--step-size", cfg.step_size, "epochs between decays of --schedule step")->capture_default_str();
+  train->add_option("--gamma", cfg.gamma, "decay factor of --schedule step and exponential")->capture_default_str();
+  train->add_option("--batch-size", cfg.batch_size, "examples per batch")->capture_default_str();
+  train->add_option("--epochs", cfg.epochs, "passes over the training set")->capture_default_str();
+  train->add_option("--init", cfg.init,
+                    "weight initialisation: default (PyTorch's), kaiming_uniform, kaiming_normal, xavier_uniform, "
+                    "xavier_normal or orthogonal")
+      ->check(CLI::IsMember({"default", "kaiming_uniform", "kaiming_normal", "xavier_uniform", "xavier_normal",
+                             "orthogonal"}))
+      ->capture_default_str();
+  train->add_flag("--batch-norm,!--no-batch-norm", cfg.batch_norm, "batch normalisation after each hidden layer");
+  train->add_option("--dropout", cfg.dropout, "dropout probability after hidden layers (0: none)")
+      ->capture_default_str();
+  train->add_option("--seed", cfg.seed, "seed of weights, shuffling and dropout")->capture_default_str();
+  train->add_option("--threads", cfg.threads, "compute threads (0: every core)")->capture_default_str();
+  train->add_option("--workers", cfg.workers, "background threads preparing batches")->capture_default_str();
+  train->add_option("--data", cfg.data,
+                    "directory with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "
+                    "t10k-labels-idx1-ubyte (each may be .gz); default: Debian's Fashion-MNIST in "
+                    "/usr/share/datasets/fashion-mnist");
+  train->add_option("--train-limit", cfg.train_limit, "use only the first N training images (0: all)")
+      ->capture_default_str();
+  train->add_option("--save", cfg.save, "checkpoint (safetensors) written atomically after every epoch");
+  train->add_option("--resume", cfg.resume, "continue the run saved in this checkpoint (same flags)");
+  train->add_option("--stop-after", cfg.stop_after,
+                    "stop after this many epochs of this process (needs --save; continue with --resume)")
+      ->capture_default_str();
+  train->add_flag("--json", cfg.json, "end with one line of JSON: test_accuracy, train_loss, epochs, seconds, "
+                                      "peak_memory_bytes, ...");
+  train->add_option("--progress", cfg.progress,
+                    "auto (a live bar on a terminal, one line per epoch otherwise), bar, lines or none")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
+      ->capture_default_str();
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (train->parsed()) graft::cli::train(cfg, std::cout);
+  } catch (const graft::Error& e) {
+    std::cerr << "graft: " << e.what() << '\n';
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "graft: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

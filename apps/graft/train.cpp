@@ -1,0 +1,482 @@
+// `graft train`: configuration checks, data, model, optimiser, schedule, the loop, checkpoints.
+#include "train.h"
+
+#include <graft/graft.h>
+
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <thread>
+
+#include "progress.h"
+
+namespace graft::cli {
+namespace {
+
+namespace nn = graft::nn;
+namespace F = graft::nn::functional;
+namespace optim = graft::optim;
+
+bool one_of(const std::string& v, std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed)
+    if (v == a) return true;
+  return false;
+}
+
+std::string joined(std::initializer_list<const char*> allowed) {
+  std::string s;
+  for (const char* a : allowed) s += (s.empty() ? "" : " | ") + std::string(a);
+  return s;
+}
+
+void check_choice(const char* flag, const std::string& value, std::initializer_list<const char*> allowed) {
+  GRAFT_CHECK(one_of(value, allowed), std::string("graft train ") + flag, "one of " + joined(allowed),
+              "'" + value + "'", "see graft train --help");
+}
+
+// ---- data ----
+
+struct Data {
+  Tensor train_x, train_y, test_x, test_y;  // images (N, C, H, W) normalised; labels (N) int64
+  int64_t classes = 0;
+  double mean = 0, std = 1;
+};
+
+Data load_data(const TrainConfig& cfg) {
+  const std::string root = cfg.data.empty() ? data::kFashionMNISTDebianDir : cfg.data;
+  data::MNIST train_set(root, data::MNIST::Mode::kTrain);
+  data::MNIST test_set(root, data::MNIST::Mode::kTest);
+  Data d;
+  d.train_x = train_set.images();
+  d.train_y = train_set.targets();
+  if (cfg.train_limit > 0 && cfg.train_limit < d.train_x.size(0)) {
+    d.train_x = d.train_x.narrow(0, 0, cfg.train_limit).contiguous();
+    d.train_y = d.train_y.narrow(0, 0, cfg.train_limit).contiguous();
+  }
+  GRAFT_CHECK(train_set.images().size(1) == test_set.images().size(1) &&
+                  train_set.images().size(2) == test_set.images().size(2) &&
+                  train_set.images().size(3) == test_set.images().size(3),
+              "graft train --data", "training and test images of one size",
+              "train " + shape_str(train_set.images().sizes()) + " and test " + shape_str(test_set.images().sizes()),
+              "point --data at one data set");
+  // Normalise with the training images' own mean and standard deviation (Fashion-MNIST: 0.286, 0.353).
+  d.mean = d.train_x.mean().item<double>();
+  d.std = std::max(1e-6, d.train_x.std().item<double>());
+  d.train_x = (d.train_x - d.mean) / d.std;
+  d.test_x = (test_set.images() - d.mean) / d.std;
+  d.test_y = test_set.targets();
+  const int64_t max_label = std::max(d.train_y.max().item<int64_t>(), d.test_y.max().item<int64_t>());
+  const int64_t min_label = std::min(d.train_y.min().item<int64_t>(), d.test_y.min().item<int64_t>());
+  GRAFT_CHECK(min_label >= 0, "graft train --data", "labels >= 0", std::to_string(min_label),
+              "class labels must be 0, 1, ..., classes - 1");
+  d.classes = max_label + 1;
+  return d;
+}
+
+// ---- model ----
+
+// mlp: Flatten, Linear(C*H*W, 512), [BatchNorm1d], ReLU, [Dropout], Linear(512, 256), [BatchNorm1d],
+//      ReLU, [Dropout], Linear(256, classes)
+// cnn: Conv2d(C, 32, 3), [BatchNorm2d], ReLU, MaxPool2d(2), Conv2d(32, 64, 3), [BatchNorm2d], ReLU,
+//      MaxPool2d(2), Flatten, Linear(64 * h * w, 128), ReLU, [Dropout], Linear(128, classes)
+nn::Sequential build_model(const TrainConfig& cfg, int64_t C, int64_t H, int64_t W, int64_t classes) {
+  nn::Sequential m;
+  if (cfg.model == "mlp") {
+    m->push_back(nn::Flatten());
+    int64_t in = C * H * W;
+    for (int64_t width : {512, 256}) {
+      m->push_back(nn::Linear(in, width));
+      if (cfg.batch_norm) m->push_back(nn::BatchNorm1d(width));
+      m->push_back(nn::ReLU());
+      if (cfg.dropout > 0) m->push_back(nn::Dropout(cfg.dropout));
+      in = width;
+    }
+    m->push_back(nn::Linear(in, classes));
+  } else {
+    int64_t h = H, w = W, in = C;
+    for (int64_t channels : {32, 64}) {
+      GRAFT_CHECK(h >= 4 && w >= 4, "graft train --model cnn", "images of at least 10 x 10",
+                  std::to_string(H) + " x " + std::to_string(W), "use --model mlp for small images");
+      m->push_back(nn::Conv2d(in, channels, 3));
+      if (cfg.batch_norm) m->push_back(nn::BatchNorm2d(channels));
+      m->push_back(nn::ReLU());
+      m->push_back(nn::MaxPool2d(nn::MaxPool2dOptions(2)));
+      h = (h - 2) / 2;
+      w = (w - 2) / 2;
+      in = channels;
+    }
+    m->push_back(nn::Flatten());
+    m->push_back(nn::Linear(in * h * w, 128));
+    m->push_back(nn::ReLU());
+    if (cfg.dropout > 0) m->push_back(nn::Dropout(cfg.dropout));
+    m->push_back(nn::Linear(128, classes));
+  }
+  return m;
+}
+
+// Re-initialises the weights of linear and conv layers (the parameters with 2 or more dims) and
+// zeroes their biases; "default" keeps PyTorch's default initialisation.
+void initialise(nn::Sequential& model, const std::string& scheme) {
+  if (scheme == "default") return;
+  NoGradGuard no_grad;
+  for (const auto& item : model->named_parameters()) {
+    Tensor p = item.value();
+    if (p.dim() >= 2) {
+      if (scheme == "kaiming_uniform") nn::init::kaiming_uniform_(p, 0.0, kFanIn, kReLU);
+      else if (scheme == "kaiming_normal") nn::init::kaiming_normal_(p, 0.0, kFanIn, kReLU);
+      else if (scheme == "xavier_uniform") nn::init::xavier_uniform_(p);
+      else if (scheme == "xavier_normal") nn::init::xavier_normal_(p);
+      else if (scheme == "orthogonal") nn::init::orthogonal_(p, nn::init::calculate_gain(kReLU));
+    }
+  }
+  // Biases of the re-initialised layers start at zero (batch norm's biases already are).
+  for (const auto& item : model->named_parameters())
+    if (item.value().dim() == 1 && item.key().ends_with(".bias")) nn::init::zeros_(item.value());
+}
+
+// ---- optimiser and schedule ----
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {
+  const double lr = cfg.lr > 0 ? cfg.lr : default_lr(cfg.optimizer);
+  if (cfg.optimizer == "sgd")
+    return std::make_unique<optim::SGD>(
+        params, optim::SGDOptions(lr).momentum(cfg.momentum).nesterov(cfg.nesterov).weight_decay(cfg.weight_decay));
+  if (cfg.optimizer == "adam")
+    return std::make_unique<optim::Adam>(params, optim::AdamOptions(lr).weight_decay(cfg.weight_decay));
+  if (cfg.optimizer == "adamw")
+    return std::make_unique<optim::AdamW>(
+        params, optim::AdamWOptions(lr).weight_decay(cfg.weight_decay > 0 ? cfg.weight_decay : 0.01));
+  if (cfg.optimizer == "rmsprop")
+    return std::make_unique<optim::RMSprop>(
+        params, optim::RMSpropOptions(lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));
+  return std::make_unique<optim::Adagrad>(params, optim::AdagradOptions(lr).weight_decay(cfg.weight_decay));
+}
+
+// The schedule steps after every batch (cosine, onecycle) or after every epoch (step, exponential,
+// plateau on the epoch's training loss; the test set never steers training).
+struct Schedule {
+  std::unique_ptr<optim::LRScheduler> scheduler;
+  std::unique_ptr<optim::ReduceLROnPlateau> plateau;
+  bool per_batch = false;
+
+  void after_batch() {
+    if (scheduler && per_batch) scheduler->step();
+  }
+  void after_epoch(double train_loss) {
+    if (scheduler && !per_batch) scheduler->step();
+    if (plateau) plateau->step(train_loss);
+  }
+  OrderedDict<std::string, Tensor> state_dict() const {
+    if (scheduler) return scheduler->state_dict();
+    if (plateau) return plateau->state_dict();
+    return {};
+  }
+  void load_state_dict(const OrderedDict<std::string, Tensor>& state) {
+    if (scheduler) scheduler->load_state_dict(state);
+    if (plateau) plateau->load_state_dict(state);
+  }
+};
+
+Schedule make_schedule(const TrainConfig& cfg, optim::Optimizer& opt, int64_t batches_per_epoch) {
+  Schedule s;
+  const int64_t total_steps = std::max<int64_t>(1, cfg.epochs * batches_per_epoch);
+  const double lr = cfg.lr > 0 ? cfg.lr : default_lr(cfg.optimizer);
+  if (cfg.schedule == "step") {
+    s.scheduler = std::make_unique<optim::StepLR>(opt, cfg.step_size, cfg.gamma);
+  } else if (cfg.schedule == "exponential") {
+    s.scheduler = std::make_unique<optim::ExponentialLR>(opt, cfg.gamma);
+  } else if (cfg.schedule == "cosine") {
+    s.scheduler = std::make_unique<optim::CosineAnnealingLR>(opt, total_steps);
+    s.per_batch = true;
+  } else if (cfg.schedule == "onecycle") {
+    s.scheduler = std::make_unique<optim::OneCycleLR>(opt, lr, total_steps);
+    s.per_batch = true;
+  } else if (cfg.schedule == "plateau") {
+    s.plateau = std::make_unique<optim::ReduceLROnPlateau>(opt, optim::ReduceLROnPlateau::min, 0.1, 1);
+  }
+  return s;
+}
+
+double current_lr(optim::Optimizer& opt) { return opt.param_groups().front().options().lr(); }
+
+// ---- checkpoints ----
+
+// The flags that shape a run; a resumed run must agree with its checkpoint on all of them.
+std::map<std::string, std::string> shaping_flags(const TrainConfig& c) {
+  auto num = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  return {{"model", c.model},
+          {"optimizer", c.optimizer},
+          {"lr", num(c.lr > 0 ? c.lr : default_lr(c.optimizer))},
+          {"momentum", num(c.momentum)},
+          {"nesterov", c.nesterov ? "true" : "false"},
+          {"weight-decay", num(c.weight_decay)},
+          {"schedule", c.schedule},
+          {"step-size", std::to_string(c.step_size)},
+          {"gamma", num(c.gamma)},
+          {"batch-size", std::to_string(c.batch_size)},
+          {"epochs", std::to_string(c.epochs)},
+          {"init", c.init},
+          {"batch-norm", c.batch_norm ? "true" : "false"},
+          {"dropout", num(c.dropout)},
+          {"seed", std::to_string(c.seed)},
+          {"train-limit", std::to_string(c.train_limit)}};
+}
+
+io::TensorDict generator_state() {
+  const Generator::State st = default_generator().get_state();
+  std::vector<int64_t> words;
+  for (uint64_t w : st.s) words.push_back(std::bit_cast<int64_t>(w));
+  words.push_back(std::bit_cast<int64_t>(st.seed));
+  words.push_back(st.has_spare ? 1 : 0);
+  io::TensorDict d;
+  d.insert("words", tensor(words));
+  d.insert("spare", tensor(std::vector<double>{st.spare}));
+  return d;
+}
+
+void set_generator_state(const io::TensorDict& d, const std::string& file) {
+  const Tensor* words = d.find("words");
+  const Tensor* spare = d.find("spare");
+  GRAFT_CHECK(words && spare && words->dtype() == kInt64 && words->numel() == 6 && spare->dtype() == kFloat64 &&
+                  spare->numel() == 1,
+              "graft train --resume", "a random-number state (rng.words: 6 int64, rng.spare: 1 float64)",
+              "something else in " + file, "resume from a checkpoint that graft train wrote");
+  const Tensor w = words->contiguous();
+  const int64_t* p = w.data_ptr<int64_t>();
+  Generator::State st{};
+  for (int i = 0; i < 4; ++i) st.s[i] = std::bit_cast<uint64_t>(p[i]);
+  st.seed = std::bit_cast<uint64_t>(p[4]);
+  st.has_spare = p[5] != 0;
+  st.spare = spare->item<double>();
+  default_generator().set_state(st);
+}
+
+void save_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimizer& opt, const Schedule& sched,
+              int64_t epochs_done) {
+  io::Metadata meta = {{"format", "graft-train/1"}, {"epochs_done", std::to_string(epochs_done)}};
+  for (const auto& [k, v] : shaping_flags(cfg)) meta["flag." + k] = v;
+  io::CheckpointParts parts = {{"model.", model->state_dict()}, {"optim.", opt.state_dict()}, {"rng.", generator_state()}};
+  const auto sched_state = sched.state_dict();
+  if (!sched_state.is_empty()) parts.emplace_back("sched.", sched_state);
+  io::save_checkpoint(cfg.save, parts, meta);
+}
+
+// Loads a checkpoint into the run and returns the number of epochs it had finished.
+int64_t resume_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimizer& opt, Schedule& sched) {
+  const io::Checkpoint ck = io::load_checkpoint(cfg.resume);
+  const std::string* format = ck.metadata.count("format") ? &ck.metadata.at("format") : nullptr;
+  GRAFT_CHECK(format && *format == "graft-train/1", "graft train --resume",
+              "a checkpoint written by graft train --save", cfg.resume + " without graft train's metadata",
+              "pass the file that --save wrote");
+  for (const auto& [k, v] : shaping_flags(cfg)) {
+    const std::string& saved = ck.meta("flag." + k);
+    GRAFT_CHECK(saved == v, "graft train --resume", "--" + k + " " + saved + " (as in " + cfg.resume + ")",
+                "--" + k + " " + v, "resume with the flags of the run that wrote the checkpoint");
+  }
+  model->load_state_dict(ck.part("model."));
+  opt.load_state_dict(ck.part("optim."));
+  sched.load_state_dict(ck.part("sched.", /*required=*/false));
+  set_generator_state(ck.part("rng."), cfg.resume);
+  const std::string& done = ck.meta("epochs_done");
+  return std::stoll(done);
+}
+
+// ---- evaluation ----
+
+struct Evaluation {
+  double loss = 0, accuracy = 0;
+};
+
+Evaluation evaluate(nn::Sequential& model, const Tensor& x, const Tensor& y) {
+  NoGradGuard no_grad;
+  model->eval();
+  const int64_t n = x.size(0);
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (int64_t start = 0; start < n; start += 1000) {
+    const int64_t len = std::min<int64_t>(1000, n - start);
+    const Tensor logits = model->forward(x.narrow(0, start, len));
+    const Tensor target = y.narrow(0, start, len);
+    loss_sum += F::cross_entropy(logits, target).item<double>() * static_cast<double>(len);
+    correct += eq(argmax(logits, 1), target).sum().item<int64_t>();
+  }
+  model->train();
+  return {loss_sum / static_cast<double>(std::max<int64_t>(n, 1)),
+          static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(n, 1))};
+}
+
+std::string epoch_line(const EpochRecord& r, int64_t epochs) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "epoch %lld/%lld  train_loss %.4f  train_acc %.2f%%  test_loss %.4f  test_acc %.2f%%  lr %.3g  %.1f s",
+                static_cast<long long>(r.epoch), static_cast<long long>(epochs), r.train_loss, 100 * r.train_accuracy,
+                r.test_loss, 100 * r.test_accuracy, r.lr, r.seconds);
+  return buf;
+}
+
+}  // namespace
+
+double default_lr(const std::string& optimizer) {
+  if (optimizer == "sgd") return 0.05;
+  if (optimizer == "adagrad") return 0.01;
+  return 1e-3;  // adam, adamw, rmsprop
+}
+
+void validate(const TrainConfig& c) {
+  check_choice("--model", c.model, {"mlp", "cnn"});
+  check_choice("--optimizer", c.optimizer, {"sgd", "adam", "adamw", "rmsprop", "adagrad"});
+  check_choice("--schedule", c.schedule, {"none", "step", "exponential", "cosine", "onecycle", "plateau"});
+  check_choice("--init", c.init,
+               {"default", "kaiming_uniform", "kaiming_normal", "xavier_uniform", "xavier_normal", "orthogonal"});
+  check_choice("--progress", c.progress, {"auto", "bar", "lines", "none"});
+  auto positive = [](const char* flag, double v, const char* hint) {
+    GRAFT_CHECK(v > 0, std::string("graft train ") + flag, "a positive value", std::to_string(v), hint);
+  };
+  positive("--batch-size", static_cast<double>(c.batch_size), "128 is a good start");
+  positive("--epochs", static_cast<double>(c.epochs), "5 epochs reach the README's accuracy");
+  positive("--step-size", static_cast<double>(c.step_size), "decay every few epochs, e.g. --step-size 2");
+  positive("--gamma", c.gamma, "0.1 divides the learning rate by ten");
+  GRAFT_CHECK(c.lr >= 0 && std::isfinite(c.lr), "graft train --lr", "a positive learning rate", std::to_string(c.lr),
+              "try 0.05 for sgd, 0.001 for adam");
+  GRAFT_CHECK(c.dropout >= 0 && c.dropout < 1, "graft train --dropout", "a probability in [0, 1)",
+              std::to_string(c.dropout), "0.2 is typical; 0 turns dropout off");
+  GRAFT_CHECK(c.threads >= 0, "graft train --threads", "0 (every core) or a positive count", std::to_string(c.threads),
+              "leave it at 0 to use every core");
+  GRAFT_CHECK(c.workers >= 0, "graft train --workers", "0 or more", std::to_string(c.workers),
+              "1 prepares the next batch in the background");
+  GRAFT_CHECK(c.momentum >= 0 && c.weight_decay >= 0 && c.train_limit >= 0 && c.stop_after >= 0,
+              "graft train", "non-negative --momentum, --weight-decay, --train-limit and --stop-after",
+              "a negative value", "pass 0 to turn one off");
+  GRAFT_CHECK(c.stop_after == 0 || !c.save.empty(), "graft train --stop-after", "--save FILE as well",
+              "no --save", "a run stopped early continues with --resume FILE, so save it");
+}
+
+TrainResult train(const TrainConfig& cfg, std::ostream& out) {
+  validate(cfg);
+  const auto t0 = std::chrono::steady_clock::now();
+  set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  manual_seed(cfg.seed);
+
+  const Data d = load_data(cfg);
+  memory::reset_peak_stats();
+  nn::Sequential model = build_model(cfg, d.train_x.size(1), d.train_x.size(2), d.train_x.size(3), d.classes);
+  initialise(model, cfg.init);
+  auto opt = make_optimizer(cfg, model->parameters());
+
+  data::DataLoader loader(data::TensorDataset(d.train_x, d.train_y), data::DataLoaderOptions(cfg.batch_size)
+                                                                          .shuffle(true)
+                                                                          .seed(cfg.seed)
+                                                                          .drop_last(false)
+                                                                          .num_workers(cfg.workers));
+  Schedule sched = make_schedule(cfg, *opt, loader.size());
+
+  int64_t first_epoch = 0;
+  Progress progress(out, Progress::style_for(cfg.progress, out));
+  if (!cfg.resume.empty()) {
+    first_epoch = resume_run(cfg, model, *opt, sched);
+    progress.message("resumed from " + cfg.resume + " after epoch " + std::to_string(first_epoch));
+  } else {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "graft train: %s on %lld images (%lld classes), %lld parameters, %s, %d threads",
+                  cfg.model.c_str(), static_cast<long long>(d.train_x.size(0)), static_cast<long long>(d.classes),
+                  static_cast<long long>([&] {
+                    int64_t n = 0;
+                    for (const Tensor& p : model->parameters()) n += p.numel();
+                    return n;
+                  }()),
+                  cfg.optimizer.c_str(), get_num_threads());
+    progress.message(buf);
+  }
+
+  TrainResult result;
+  for (const Tensor& p : model->parameters()) result.parameters += p.numel();
+  const int64_t last_epoch = cfg.stop_after > 0 ? std::min(cfg.epochs, first_epoch + cfg.stop_after) : cfg.epochs;
+  model->train();
+  for (int64_t epoch = first_epoch; epoch < last_epoch; ++epoch) {
+    const auto e0 = std::chrono::steady_clock::now();
+    loader.set_epoch(epoch);
+    progress.start_epoch(epoch + 1, cfg.epochs, loader.size());
+    double loss_sum = 0;
+    int64_t seen = 0, correct = 0, batches = 0;
+    for (auto& batch : loader) {
+      const Tensor logits = model->forward(batch.data);
+      const Tensor loss = F::cross_entropy(logits, batch.target);
+      opt->zero_grad();
+      loss.backward();
+      opt->step();
+      sched.after_batch();
+      const double l = loss.item<double>();  // a number, not a tensor: no graph is kept alive
+      GRAFT_CHECK(std::isfinite(l), "graft train", "a finite training loss",
+                  std::to_string(l) + " at epoch " + std::to_string(epoch + 1), "lower --lr or turn on --batch-norm");
+      {
+        NoGradGuard no_grad;
+        correct += eq(argmax(logits, 1), batch.target).sum().item<int64_t>();
+      }
+      const int64_t n = batch.target.size(0);
+      loss_sum += l * static_cast<double>(n);
+      seen += n;
+      ++batches;
+      progress.batch_done(l, n);
+    }
+    EpochRecord r;
+    r.epoch = epoch + 1;
+    r.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(seen, 1));
+    r.train_accuracy = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(seen, 1));
+    r.lr = current_lr(*opt);
+    const Evaluation ev = evaluate(model, d.test_x, d.test_y);
+    r.test_loss = ev.loss;
+    r.test_accuracy = ev.accuracy;
+    sched.after_epoch(r.train_loss);
+    if (!cfg.save.empty()) save_run(cfg, model, *opt, sched, epoch + 1);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
+    progress.end_epoch(epoch_line(r, cfg.epochs));
+    result.history.push_back(r);
+  }
+
+  result.epochs = std::max(first_epoch, last_epoch);
+  if (!result.history.empty()) {
+    result.train_loss = result.history.back().train_loss;
+    result.test_accuracy = result.history.back().test_accuracy;
+    result.test_loss = result.history.back().test_loss;
+  } else {  // resumed a finished run: report its model
+    const Evaluation ev = evaluate(model, d.test_x, d.test_y);
+    result.test_accuracy = ev.accuracy;
+    result.test_loss = ev.loss;
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.peak_memory_bytes = memory::stats().peak_allocated_bytes;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "test accuracy %.2f%% after %lld epochs (%.1f s, peak tensor memory %.1f MiB)",
+                100 * result.test_accuracy, static_cast<long long>(result.epochs), result.seconds,
+                static_cast<double>(result.peak_memory_bytes) / (1 << 20));
+  progress.message(buf);
+  if (cfg.json) out << result_json(cfg, result) << '\n' << std::flush;
+  return result;
+}
+
+std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
+  nlohmann::json j = {{"test_accuracy", r.test_accuracy},
+                      {"test_loss", r.test_loss},
+                      {"train_loss", r.train_loss},
+                      {"epochs", r.epochs},
+                      {"seconds", r.seconds},
+                      {"peak_memory_bytes", r.peak_memory_bytes},
+                      {"parameters", r.parameters},
+                      {"model", cfg.model},
+                      {"optimizer", cfg.optimizer},
+                      {"batch_size", cfg.batch_size},
+                      {"seed", cfg.seed}};
+  return j.dump();
+}
+
+}  // namespace graft::cli

@@ -1,0 +1,74 @@
+// `graft train`: the training run behind the command, as a library so tests can drive it.
+//
+// Note [Resumable runs]
+// A run is a pure function of its configuration: the seed fixes the initial weights, every epoch's
+// shuffle (DataLoader order = f(seed, epoch)) and the dropout masks (graft's default generator).
+// At the end of every epoch the checkpoint (--save) stores the model, the optimiser and the
+// scheduler state dicts, the number of finished epochs, the default generator's state, and the
+// configuration that shapes the run. --resume loads all of it and continues with the next epoch,
+// so an interrupted run resumed from its last checkpoint ends with the same weights, bit for bit,
+// as the run that was never interrupted (on the same machine and thread count).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace graft::cli {
+
+struct TrainConfig {
+  std::string model = "mlp";        // mlp | cnn
+  std::string optimizer = "sgd";    // sgd | adam | adamw | rmsprop | adagrad
+  double lr = 0;                    // 0: the optimiser's default (see default_lr)
+  double momentum = 0.9;            // sgd, rmsprop
+  bool nesterov = false;            // sgd
+  double weight_decay = 0;          // 0 (adamw: 0.01 unless set)
+  std::string schedule = "cosine";  // none | step | exponential | cosine | onecycle | plateau
+  int64_t step_size = 2;            // step: epochs between decays
+  double gamma = 0.1;               // step, exponential: the decay factor
+  int64_t batch_size = 128;
+  int64_t epochs = 5;
+  std::string init = "default";  // default | kaiming_uniform | kaiming_normal | xavier_uniform | xavier_normal | orthogonal
+  bool batch_norm = false;
+  double dropout = 0;
+  uint64_t seed = 0;
+  int threads = 0;  // 0: every core
+  int workers = 1;  // DataLoader threads preparing batches ahead
+  std::string data;  // a directory with the four IDX files; empty: Debian's Fashion-MNIST
+  int64_t train_limit = 0;  // use only the first N training examples (0: all)
+  std::string save;         // checkpoint written after every epoch
+  std::string resume;       // checkpoint to continue from
+  int64_t stop_after = 0;   // stop (after saving) once this many epochs are done; 0: run to --epochs
+  bool json = false;
+  std::string progress = "auto";  // auto | bar | lines | none
+};
+
+struct EpochRecord {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0, train_accuracy = 0, test_loss = 0, test_accuracy = 0, lr = 0, seconds = 0;
+};
+
+struct TrainResult {
+  double test_accuracy = 0, test_loss = 0, train_loss = 0;
+  int64_t epochs = 0;  // epochs finished in total, counting those before a resume
+  double seconds = 0;  // of this process's training
+  int64_t peak_memory_bytes = 0;  // graft's tensor memory (graft::memory::stats)
+  int64_t parameters = 0;
+  std::vector<EpochRecord> history;  // epochs run by this process
+};
+
+double default_lr(const std::string& optimizer);
+
+// Checks the configuration, throwing graft::Error naming the flag for a bad value.
+void validate(const TrainConfig& config);
+
+// Runs training as configured, writing progress to `out` (and, with config.json, the final JSON
+// line). Throws graft::Error on bad flags, missing data or an incompatible checkpoint.
+TrainResult train(const TrainConfig& config, std::ostream& out);
+
+// The last line `graft train --json` prints.
+std::string result_json(const TrainConfig& config, const TrainResult& result);
+
+}  // namespace graft::cli

@@ -1,0 +1,19 @@
+// The one place graft calls BLAS: configures OpenBLAS once (Note [OpenBLAS core type] in
+// graft/core/parallel.h) and wraps cblas_?gemm with graft's checks.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace graft::runtime {
+
+// Runs the one-time OpenBLAS set-up; cheap after the first call.
+void ensure_blas_ready();
+
+// C (m, n) = alpha * op(A) @ op(B) + beta * C, row-major; op(A) is (m, k), op(B) is (k, n).
+// Sizes must fit a 32-bit BLAS integer (checked, naming `op`). k == 0 scales C by beta.
+template <class T>
+void gemm(std::string_view op, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+}  // namespace graft::runtime
