@@ -33,6 +33,8 @@
 #include "graft/nn/modules/loss.h"
 #include "graft/nn/modules/normalization.h"
 #include "graft/nn/modules/pooling.h"
+#include "graft/nn/utils.h"
 #include "graft/ops/op_list.h"
 #include "graft/ops/ops.h"
+#include "graft/optim/grad_accumulator.h"
 #include "graft/optim/optim.h"

@@ -1,0 +1,159 @@
+// Gradient clipping and penalty helpers: see include/graft/nn/utils.h and Note [Gradient clipping].
+#include "graft/nn/utils.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "graft/autograd/grad_mode.h"
+#include "graft/core/error.h"
+#include "graft/core/factory.h"
+#include "graft/ops/ops.h"
+#include "graft/optim/optimizer.h"
+
+namespace graft::nn::utils {
+
+using optim::detail::format_double;
+
+namespace {
+
+constexpr const char* kClipNorm = "clip_grad_norm_";
+
+std::string norm_name(double p) { return std::isinf(p) ? std::string("inf") : format_double(p); }
+
+// Accumulates |x|^p (or max |x| for p = inf) in double; nan propagates.
+struct NormAccumulator {
+  double p;
+  double acc = 0;
+  bool is_inf() const { return std::isinf(p); }
+  void add(double x) {
+    const double a = std::fabs(x);
+    if (is_inf()) {
+      if (std::isnan(a) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
+      else if (a > acc) acc = a;
+    } else if (p == 1) {
+      acc += a;
+    } else if (p == 2) {
+      acc += a * a;
+    } else {
+      acc += std::pow(a, p);
+    }
+  }
+  double result() const {
+    if (is_inf() || p == 1) return acc;
+    if (p == 2) return std::sqrt(acc);
+    return std::pow(acc, 1.0 / p);
+  }
+};
+
+// The p-norm of one gradient, read once, rounded to T (the gradient's dtype).
+template <class T>
+T grad_norm(const Tensor& g, double p) {
+  const Tensor c = g.is_contiguous() ? g : g.contiguous();
+  const T* d = c.data_ptr<T>();
+  NormAccumulator acc{p};
+  const int64_t n = c.numel();
+  for (int64_t i = 0; i < n; ++i) acc.add(static_cast<double>(d[i]));
+  return static_cast<T>(acc.result());
+}
+
+double grad_norm_as_double(const Tensor& g, double p) {
+  if (g.dtype() == kFloat64) return grad_norm<double>(g, p);
+  GRAFT_CHECK(g.dtype() == kFloat32, kClipNorm, "float32 or float64 gradients",
+              std::string("a ") + dtype_name(g.dtype()) + " gradient", "clip the gradients of floating-point parameters");
+  return static_cast<double>(grad_norm<float>(g, p));
+}
+
+// The gradients of `parameters` that exist, in order.
+std::vector<Tensor> grads_of(const std::vector<Tensor>& parameters, const char* op) {
+  std::vector<Tensor> grads;
+  grads.reserve(parameters.size());
+  for (const Tensor& p : parameters) {
+    GRAFT_CHECK(p.defined(), op, "defined parameter tensors", "an undefined tensor",
+                "pass the parameters themselves, e.g. model->parameters()");
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  return grads;
+}
+
+// clip_coef = (1 / (total + 1e-6)) * max_norm clamped to 1, in T (PyTorch's arithmetic on the
+// 0-dim norm tensor, whose `max_norm / t` is `t.reciprocal() * max_norm`).
+template <class T>
+double clip_coefficient(double total, double max_norm) {
+  const T denom = static_cast<T>(total) + static_cast<T>(1e-6);
+  T coef = (static_cast<T>(1) / denom) * static_cast<T>(max_norm);
+  if (coef > static_cast<T>(1)) coef = static_cast<T>(1);  // nan stays nan, as torch.clamp's does
+  return static_cast<double>(coef);
+}
+
+template <class F>
+Tensor sum_over(const std::vector<Tensor>& parameters, const char* op, F&& per_param) {
+  Tensor total;
+  for (const Tensor& p : parameters) {
+    GRAFT_CHECK(p.defined(), op, "defined parameter tensors", "an undefined tensor",
+                "pass the parameters themselves, e.g. model->parameters()");
+    GRAFT_CHECK(p.is_floating_point(), op, "floating-point parameters",
+                std::string("a ") + dtype_name(p.dtype()) + " tensor", "penalise the model's (float) parameters");
+    Tensor term = per_param(p);
+    total = total.defined() ? total + term : term;
+  }
+  return total.defined() ? total : scalar_tensor(0.0, kFloat32);
+}
+
+}  // namespace
+
+Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
+  GRAFT_CHECK(norm_type > 0, kClipNorm, "norm_type > 0 or infinity",
+              "norm_type = " + norm_name(norm_type),
+              "use 2 (Euclidean), 1, std::numeric_limits<double>::infinity() (max abs) or another p > 0");
+  NoGradGuard no_grad;
+  const std::vector<Tensor> grads = grads_of(parameters, kClipNorm);
+  if (grads.empty()) return scalar_tensor(0.0, kFloat32);
+
+  DType dtype = grads[0].dtype();
+  for (const Tensor& g : grads) dtype = promote_types(dtype, g.dtype());
+
+  // One read of each gradient: its norm, rounded to its dtype, then the norm of the norms.
+  NormAccumulator total_acc{norm_type};
+  for (const Tensor& g : grads) total_acc.add(grad_norm_as_double(g, norm_type));
+  double total = total_acc.result();
+  if (dtype == kFloat32) total = static_cast<double>(static_cast<float>(total));
+
+  GRAFT_CHECK(!error_if_nonfinite || std::isfinite(total), kClipNorm,
+              "a finite total norm of the gradients",
+              "total norm of order " + norm_name(norm_type) + " = " + format_double(total),
+              "a gradient holds nan or inf (check the loss and the learning rate; graft::DetectAnomalyGuard finds "
+              "the op that made it); to scale the gradients by the non-finite norm anyway, pass "
+              "error_if_nonfinite = false");
+
+  const double coef =
+      dtype == kFloat64 ? clip_coefficient<double>(total, max_norm) : clip_coefficient<float>(total, max_norm);
+  for (Tensor g : grads) g.mul_(coef);
+  return scalar_tensor(total, dtype);
+}
+
+Tensor clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type, bool error_if_nonfinite) {
+  return clip_grad_norm_(std::vector<Tensor>{parameter}, max_norm, norm_type, error_if_nonfinite);
+}
+
+void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) {
+  GRAFT_CHECK(clip_value >= 0, "clip_grad_value_", "clip_value >= 0", "clip_value = " + format_double(clip_value),
+              "gradients are clamped to [-clip_value, clip_value]");
+  NoGradGuard no_grad;
+  for (Tensor g : grads_of(parameters, "clip_grad_value_")) g.clamp_(-clip_value, clip_value);
+}
+
+void clip_grad_value_(const Tensor& parameter, double clip_value) {
+  clip_grad_value_(std::vector<Tensor>{parameter}, clip_value);
+}
+
+Tensor l1_penalty(const std::vector<Tensor>& parameters) {
+  return sum_over(parameters, "l1_penalty", [](const Tensor& p) { return graft::sum(graft::abs(p)); });
+}
+
+Tensor l2_penalty(const std::vector<Tensor>& parameters) {
+  return sum_over(parameters, "l2_penalty", [](const Tensor& p) { return graft::sum(graft::square(p)); });
+}
+
+}  // namespace graft::nn::utils
