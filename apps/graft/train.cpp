@@ -203,6 +203,10 @@ Schedule make_schedule(const TrainConfig& cfg, optim::Optimizer& opt, int64_t ba
   return s;
 }
 
+int64_t batch_size(const TrainConfig& c) {
+  return c.batch_size > 0 ? c.batch_size : default_batch_size(c.model);
+}
+
 double current_lr(optim::Optimizer& opt) { return opt.param_groups().front().options().lr(); }
 
 // ---- checkpoints ----
@@ -223,7 +227,7 @@ std::map<std::string, std::string> shaping_flags(const TrainConfig& c) {
           {"schedule", c.schedule},
           {"step-size", std::to_string(c.step_size)},
           {"gamma", num(c.gamma)},
-          {"batch-size", std::to_string(c.batch_size)},
+          {"batch-size", std::to_string(batch_size(c))},
           {"epochs", std::to_string(c.epochs)},
           {"init", c.init},
           {"batch-norm", c.batch_norm ? "true" : "false"},
@@ -238,9 +242,12 @@ io::TensorDict generator_state() {
   for (uint64_t w : st.s) words.push_back(std::bit_cast<int64_t>(w));
   words.push_back(std::bit_cast<int64_t>(st.seed));
   words.push_back(st.has_spare ? 1 : 0);
+  // Built element by element: graft::tensor({...}) goes through double, which would round the words.
+  Tensor w = empty({static_cast<int64_t>(words.size())}, kInt64);
+  std::copy(words.begin(), words.end(), w.data_ptr<int64_t>());
   io::TensorDict d;
-  d.insert("words", tensor(words));
-  d.insert("spare", tensor(std::vector<double>{st.spare}));
+  d.insert("words", w);
+  d.insert("spare", tensor(std::vector<double>{st.spare}, kFloat64));
   return d;
 }
 
@@ -326,6 +333,8 @@ std::string epoch_line(const EpochRecord& r, int64_t epochs) {
 
 }  // namespace
 
+int64_t default_batch_size(const std::string& model) { return model == "cnn" ? 64 : 128; }
+
 double default_lr(const std::string& optimizer) {
   if (optimizer == "sgd") return 0.05;
   if (optimizer == "adagrad") return 0.01;
@@ -342,7 +351,8 @@ void validate(const TrainConfig& c) {
   auto positive = [](const char* flag, double v, const char* hint) {
     GRAFT_CHECK(v > 0, std::string("graft train ") + flag, "a positive value", std::to_string(v), hint);
   };
-  positive("--batch-size", static_cast<double>(c.batch_size), "128 is a good start");
+  GRAFT_CHECK(c.batch_size >= 0, "graft train --batch-size", "a positive batch size (or 0 for the model's default)",
+              std::to_string(c.batch_size), "128 is a good start");
   positive("--epochs", static_cast<double>(c.epochs), "5 epochs reach the README's accuracy");
   positive("--step-size", static_cast<double>(c.step_size), "decay every few epochs, e.g. --step-size 2");
   positive("--gamma", c.gamma, "0.1 divides the learning rate by ten");
@@ -373,7 +383,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
   initialise(model, cfg.init);
   auto opt = make_optimizer(cfg, model->parameters());
 
-  data::DataLoader loader(data::TensorDataset(d.train_x, d.train_y), data::DataLoaderOptions(cfg.batch_size)
+  data::DataLoader loader(data::TensorDataset(d.train_x, d.train_y), data::DataLoaderOptions(batch_size(cfg))
                                                                           .shuffle(true)
                                                                           .seed(cfg.seed)
                                                                           .drop_last(false)
@@ -474,7 +484,7 @@ std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
                       {"parameters", r.parameters},
                       {"model", cfg.model},
                       {"optimizer", cfg.optimizer},
-                      {"batch_size", cfg.batch_size},
+                      {"batch_size", batch_size(cfg)},
                       {"seed", cfg.seed}};
   return j.dump();
 }

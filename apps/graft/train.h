@@ -28,7 +28,7 @@ struct TrainConfig {
   std::string schedule = "cosine";  // none | step | exponential | cosine | onecycle | plateau
   int64_t step_size = 2;            // step: epochs between decays
   double gamma = 0.1;               // step, exponential: the decay factor
-  int64_t batch_size = 128;
+  int64_t batch_size = 0;  // 0: the model's default (default_batch_size)
   int64_t epochs = 5;
   std::string init = "default";  // default | kaiming_uniform | kaiming_normal | xavier_uniform | xavier_normal | orthogonal
   bool batch_norm = false;
@@ -60,6 +60,8 @@ struct TrainResult {
 };
 
 double default_lr(const std::string& optimizer);
+// 128 for the mlp, 64 for the cnn (more, smaller steps: 91.6% instead of 91.2% after 5 epochs).
+int64_t default_batch_size(const std::string& model);
 
 // Checks the configuration, throwing graft::Error naming the flag for a bad value.
 void validate(const TrainConfig& config);

@@ -1,6 +1,8 @@
 // Reductions: sum, mean and sum_to (the reverse of broadcasting, used by every broadcasting backward).
 // Each reduces over any set of dims with keepdim; dim = {} means all dims.
 #include <algorithm>
+#include <type_traits>
+#include <vector>
 
 #include "../kernels/dispatch.h"
 #include "../kernels/reduce.h"
@@ -60,12 +62,41 @@ struct SumAcc {
 }  // namespace
 
 // ---- sum ----
+// Fast path of sum: a contiguous tensor (outer, inner) summed over its leading dims (the bias
+// gradient of a linear layer, the engine's unbroadcast of a batch). Rows are added into a float64
+// accumulator row, one streaming pass; the general reducer walks columns with a stride instead.
+// Returns an undefined tensor when the pattern does not apply.
+template <class T>
+Tensor sum_leading_dims(const Tensor& xc, const std::vector<int64_t>& dims, const Shape& out_shape) {
+  const int64_t k = static_cast<int64_t>(dims.size());
+  if (k == 0 || k >= xc.dim() || !xc.is_contiguous()) return {};
+  for (int64_t i = 0; i < k; ++i)
+    if (dims[static_cast<size_t>(i)] != i) return {};
+  int64_t outer = 1;
+  for (int64_t i = 0; i < k; ++i) outer *= xc.size(i);
+  const int64_t inner = xc.numel() / std::max<int64_t>(outer, 1);
+  if (outer < 2 || inner < 8) return {};
+  std::vector<double> acc(static_cast<size_t>(inner), 0.0);
+  const T* px = xc.data_ptr<T>();
+  for (int64_t r = 0; r < outer; ++r) {
+    const T* row = px + r * inner;
+    for (int64_t j = 0; j < inner; ++j) acc[static_cast<size_t>(j)] += static_cast<double>(row[j]);
+  }
+  Tensor y = make_empty(out_shape, xc.dtype());
+  T* py = y.data_ptr<T>();
+  for (int64_t j = 0; j < inner; ++j) py[j] = static_cast<T>(acc[static_cast<size_t>(j)]);
+  return y;
+}
+
 Tensor sum(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
   const auto dims = detail::reduction_dims(x, dim, "sum");
   const DType out_dt = dtype.value_or(is_floating_point(x.dtype()) ? x.dtype() : kInt64);
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
   const Tensor xc = detail::as_dtype(x, out_dt);
   Tensor y = kernels::dispatch_numeric(out_dt, "sum", [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (Tensor fast = sum_leading_dims<T>(xc, dims, out_shape); fast.defined()) return fast;
+    }
     return kernels::reduce<T, T>(
         xc, dims, out_shape, out_dt, [] { return SumAcc<T>{}; },
         [](SumAcc<T> a, T v, int64_t k) {

@@ -29,6 +29,57 @@ void SGDOptions::validate() const {
 SGD::SGD(std::vector<OptimizerParamGroup> param_groups, const SGDOptions& defaults)
     : Optimizer(std::move(param_groups), defaults.clone()) {}
 
+namespace {
+
+// One SGD update over n contiguous elements (Note [Optimizer update loops] for the rounding).
+template <class T>
+struct SgdUpdate {
+  T* p;
+  const T* g;
+  T* buf;  // momentum buffer, or null
+  int64_t n;
+  bool maximize, nesterov, decay, first;
+  T wd, mom, one_minus_damp, neg_lr;
+};
+
+template <class T>
+[[gnu::always_inline]] inline void sgd_update_body(const SgdUpdate<T>& u) {
+  for (int64_t i = 0; i < u.n; ++i) {
+    T d = u.maximize ? -u.g[i] : u.g[i];
+    if (u.decay) d = std::fma(u.wd, u.p[i], d);
+    if (u.buf) {
+      u.buf[i] = u.first ? d : std::fma(u.one_minus_damp, d, u.buf[i] * u.mom);
+      d = u.nesterov ? std::fma(u.mom, u.buf[i], d) : u.buf[i];
+    }
+    u.p[i] = std::fma(u.neg_lr, d, u.p[i]);
+  }
+}
+
+template <class T>
+void sgd_update_portable(const SgdUpdate<T>& u) {
+  sgd_update_body(u);
+}
+
+#if defined(__x86_64__)
+// The same loop compiled for AVX2 + FMA: std::fma becomes one instruction instead of a call into
+// libm per element (10x faster); the rounding is the same (fma rounds once either way).
+template <class T>
+[[gnu::target("avx2,fma")]] void sgd_update_fma(const SgdUpdate<T>& u) {
+  sgd_update_body(u);
+}
+#endif
+
+template <class T>
+void sgd_update(const SgdUpdate<T>& u) {
+#if defined(__x86_64__)
+  static const bool has_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (has_fma) return sgd_update_fma(u);
+#endif
+  sgd_update_portable(u);
+}
+
+}  // namespace
+
 void SGD::step_group(OptimizerParamGroup& group) {
   const auto& o = static_cast<const SGDOptions&>(group.options());
   detail::for_each_param_with_grad(group, "SGD.step", [&](const Tensor& param, Tensor& p, const Tensor& g) {
@@ -37,25 +88,20 @@ void SGD::step_group(OptimizerParamGroup& group) {
     const bool first = !st.momentum_buffer().defined();
     if (use_momentum && first) st.momentum_buffer(detail::make_buffer(p));
     detail::dispatch_floating(p.dtype(), "SGD.step", [&]<class T>() {
-      T* pd = p.data_ptr<T>();
-      const T* gd = g.data_ptr<T>();
-      T* buf = use_momentum ? detail::contiguous_buffer(st.momentum_buffer()).template data_ptr<T>() : nullptr;
-      const bool maximize = o.maximize(), nesterov = o.nesterov();
-      const bool decay = o.weight_decay() != 0;
-      const T wd = static_cast<T>(o.weight_decay());
-      const T mom = static_cast<T>(o.momentum());
-      const T one_minus_damp = static_cast<T>(1 - o.dampening());
-      const T neg_lr = static_cast<T>(-o.lr());
-      const int64_t n = p.numel();
-      for (int64_t i = 0; i < n; ++i) {
-        T d = maximize ? -gd[i] : gd[i];
-        if (decay) d = std::fma(wd, pd[i], d);
-        if (use_momentum) {
-          buf[i] = first ? d : std::fma(one_minus_damp, d, buf[i] * mom);
-          d = nesterov ? std::fma(mom, buf[i], d) : buf[i];
-        }
-        pd[i] = std::fma(neg_lr, d, pd[i]);
-      }
+      SgdUpdate<T> u;
+      u.p = p.data_ptr<T>();
+      u.g = g.data_ptr<T>();
+      u.buf = use_momentum ? detail::contiguous_buffer(st.momentum_buffer()).template data_ptr<T>() : nullptr;
+      u.n = p.numel();
+      u.maximize = o.maximize();
+      u.nesterov = o.nesterov();
+      u.decay = o.weight_decay() != 0;
+      u.first = first;
+      u.wd = static_cast<T>(o.weight_decay());
+      u.mom = static_cast<T>(o.momentum());
+      u.one_minus_damp = static_cast<T>(1 - o.dampening());
+      u.neg_lr = static_cast<T>(-o.lr());
+      sgd_update(u);
     });
   });
 }

@@ -249,6 +249,44 @@ TEST(MaxPool2d, TiesGoToTheFirstMaximumAndNanWins) {
   EXPECT_EQ(in.item<int64_t>(), 1);
 }
 
+TEST(MaxPool2d, TwoByTwoFastPathMatchesAPlainLoopWithTiesAndNans) {
+  // Values from {0, 1, 2} (many ties) and a few NaNs, on an odd-sized image whose last row and column
+  // no window covers: the 2x2 / stride 2 fast path against a loop written here.
+  const int64_t N = 2, C = 3, H = 7, W = 9, oH = 3, oW = 4;
+  std::vector<double> v(static_cast<size_t>(N * C * H * W));
+  uint32_t state = 7;
+  for (double& e : v) {
+    state = state * 1664525u + 1013904223u;
+    const uint32_t k = state >> 28;
+    e = k == 0 ? std::nan("") : static_cast<double>(k % 3);
+  }
+  for (DType dt : {kFloat32, kFloat64}) {
+    const Tensor x = make(v, {N, C, H, W}).to(dt);
+    auto [y, idx] = F::max_pool2d_with_indices(x, 2);
+    const Tensor yd = y.to(kFloat64).contiguous();
+    const Tensor ic = idx.contiguous();
+    for (int64_t p = 0; p < N * C; ++p)
+      for (int64_t oh = 0; oh < oH; ++oh)
+        for (int64_t ow = 0; ow < oW; ++ow) {
+          double best = -INFINITY;
+          int64_t at = -1;
+          for (int64_t i = 0; i < 2; ++i)
+            for (int64_t j = 0; j < 2; ++j) {
+              const int64_t pos = (2 * oh + i) * W + 2 * ow + j;
+              const double e = v[static_cast<size_t>(p * H * W + pos)];
+              if (at < 0 || e > best || std::isnan(e)) {  // PyTorch's rule: a later NaN takes over
+                best = e;
+                at = pos;
+              }
+            }
+          const int64_t o = (p * oH + oh) * oW + ow;
+          const double got = yd.data_ptr<double>()[o];
+          EXPECT_TRUE(std::isnan(best) ? std::isnan(got) : got == best) << "output " << o;
+          EXPECT_EQ(ic.data_ptr<int64_t>()[o], at) << "output " << o;
+        }
+  }
+}
+
 TEST(MaxPool2d, OverlappingWindowsAccumulateGradient) {
   // 3x3 windows, stride 1: the global maximum is picked by every window containing it.
   const Tensor x = make({0.0, 0.1, 0.2, 0.3, 9.0, 0.4, 0.5, 0.6, 0.7}, {1, 1, 3, 3}).requires_grad_();

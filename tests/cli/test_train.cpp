@@ -1,0 +1,197 @@
+// `graft train` (apps/graft/train.cpp) on a small synthetic IDX data set the test writes itself:
+// learning, resuming bit for bit, the JSON line, progress lines, and errors for bad flags, missing
+// data and mismatched checkpoints.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../io/temp_dir.h"
+#include "../support/test_util.h"
+#include "graft/graft.h"
+#include "train.h"
+
+namespace graft::test {
+namespace {
+
+using cli::TrainConfig;
+
+void put_be32(std::vector<uint8_t>& b, uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<uint8_t>(v >> s));
+}
+
+// Three classes of 12 x 12 images: class k has a bright 4 x 4 square in its own place (k = 0: top
+// left, 1: centre, 2: bottom right) on a noisy background, so a small network separates them fully.
+void write_split(const TempDir& dir, const std::string& prefix, uint32_t n, uint32_t seed) {
+  std::vector<uint8_t> images = {0, 0, 8, 3}, labels = {0, 0, 8, 1};
+  put_be32(images, n);
+  put_be32(images, 12);
+  put_be32(images, 12);
+  put_be32(labels, n);
+  uint32_t state = seed;
+  auto next = [&state] {  // a small LCG: the data does not depend on graft's generator
+    state = state * 1664525u + 1013904223u;
+    return state >> 24;
+  };
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t k = i % 3;
+    const uint32_t r0 = 1 + 3 * k, c0 = 1 + 3 * k;
+    for (uint32_t r = 0; r < 12; ++r)
+      for (uint32_t c = 0; c < 12; ++c) {
+        const bool bright = r >= r0 && r < r0 + 4 && c >= c0 && c < c0 + 4;
+        images.push_back(static_cast<uint8_t>(bright ? 160 + next() % 96 : next() % 96));
+      }
+    labels.push_back(static_cast<uint8_t>(k));
+  }
+  write_bytes(dir / (prefix + "-images-idx3-ubyte"), images);
+  write_bytes(dir / (prefix + "-labels-idx1-ubyte"), labels);
+}
+
+struct Squares {
+  TempDir dir;
+  Squares() {
+    write_split(dir, "train", 240, 1);
+    write_split(dir, "t10k", 60, 2);
+  }
+};
+
+TrainConfig small_config(const std::string& data_dir) {
+  TrainConfig c;
+  c.data = data_dir;
+  c.batch_size = 16;
+  c.epochs = 3;
+  c.threads = 1;
+  c.progress = "none";
+  c.lr = 0.05;
+  return c;
+}
+
+// Every tensor of a checkpoint, by name.
+io::TensorDict model_part(const std::string& file) { return io::load_checkpoint(file).part("model."); }
+
+TEST(Train, MlpAndCnnLearnTheSquares) {
+  Squares data;
+  for (const char* model : {"mlp", "cnn"}) {
+    TrainConfig c = small_config(data.dir.path());
+    c.model = model;
+    std::ostringstream out;
+    const cli::TrainResult r = cli::train(c, out);
+    EXPECT_EQ(r.epochs, 3) << model;
+    ASSERT_EQ(r.history.size(), 3u) << model;
+    EXPECT_GE(r.test_accuracy, 0.95) << model;  // separable data: near 100%
+    EXPECT_LT(r.history.back().train_loss, r.history.front().train_loss) << model;
+    // parameter counts worked out by hand for 12 x 12 inputs and 3 classes
+    const int64_t mlp = (144 * 512 + 512) + (512 * 256 + 256) + (256 * 3 + 3);
+    const int64_t cnn = (1 * 32 * 9 + 32) + (32 * 64 * 9 + 64) + (64 * 1 * 1 * 128 + 128) + (128 * 3 + 3);
+    EXPECT_EQ(r.parameters, std::string(model) == "mlp" ? mlp : cnn) << model;
+    EXPECT_GT(r.peak_memory_bytes, 0);
+  }
+}
+
+// Note [Resumable runs]: stopping after epoch 1 and resuming gives the uninterrupted run's weights
+// exactly, with dropout (random masks) and batch norm (running statistics) in the model.
+TEST(Train, ResumeContinuesTheSameRunBitForBit) {
+  Squares data;
+  TempDir out_dir;
+  for (const char* schedule : {"cosine", "step", "plateau"}) {
+    TrainConfig c = small_config(data.dir.path());
+    c.dropout = 0.3;
+    c.batch_norm = true;
+    c.schedule = schedule;
+    std::ostringstream sink;
+
+    TrainConfig full = c;
+    full.save = out_dir / "full.safetensors";
+    const cli::TrainResult a = cli::train(full, sink);
+
+    TrainConfig first = c;
+    first.save = out_dir / "part.safetensors";
+    first.stop_after = 1;
+    const cli::TrainResult b1 = cli::train(first, sink);
+    EXPECT_EQ(b1.epochs, 1);
+    TrainConfig rest = c;
+    rest.resume = rest.save = out_dir / "part.safetensors";
+    const cli::TrainResult b2 = cli::train(rest, sink);
+    EXPECT_EQ(b2.epochs, 3);
+    ASSERT_EQ(b2.history.size(), 2u);
+
+    EXPECT_EQ(a.train_loss, b2.train_loss) << schedule;
+    EXPECT_EQ(a.test_accuracy, b2.test_accuracy) << schedule;
+    const io::TensorDict wa = model_part(full.save), wb = model_part(rest.save);
+    ASSERT_EQ(wa.size(), wb.size());
+    for (const auto& item : wa) {
+      const Tensor* other = wb.find(item.key());
+      ASSERT_NE(other, nullptr) << item.key();
+      EXPECT_TRUE(equal(item.value(), *other)) << schedule << ": " << item.key() << " differs after resuming";
+    }
+    // the batch-norm running statistics are in the model part and were compared above
+    EXPECT_TRUE(wa.contains("2.running_mean") || wa.contains("3.running_mean") || wa.contains("1.running_mean"));
+  }
+}
+
+TEST(Train, ResumeWithOtherFlagsIsAnErrorNamingTheFlag) {
+  Squares data;
+  TempDir out_dir;
+  TrainConfig c = small_config(data.dir.path());
+  c.epochs = 1;
+  c.save = out_dir / "run.safetensors";
+  std::ostringstream sink;
+  cli::train(c, sink);
+  TrainConfig other = c;
+  other.resume = c.save;
+  other.model = "cnn";
+  EXPECT_TRUE(throws_error([&] { cli::train(other, sink); }, {"--resume", "--model mlp", "--model cnn"}));
+  TrainConfig not_a_run = small_config(data.dir.path());
+  io::save_safetensors(out_dir / "plain.safetensors", std::map<std::string, Tensor>{{"w", zeros({2})}});
+  not_a_run.resume = out_dir / "plain.safetensors";
+  EXPECT_TRUE(throws_error([&] { cli::train(not_a_run, sink); }, {"--resume", "graft train --save"}));
+}
+
+TEST(Train, JsonLineAndProgressLines) {
+  Squares data;
+  TrainConfig c = small_config(data.dir.path());
+  c.epochs = 2;
+  c.json = true;
+  c.progress = "lines";
+  std::ostringstream out;
+  const cli::TrainResult r = cli::train(c, out);
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_GE(lines.size(), 4u);
+  int epoch_lines = 0;
+  for (const auto& l : lines) epoch_lines += l.rfind("epoch ", 0) == 0;
+  EXPECT_EQ(epoch_lines, 2);
+  EXPECT_NE(out.str().find("epoch 2/2"), std::string::npos);
+  const auto j = nlohmann::json::parse(lines.back());
+  for (const char* key : {"test_accuracy", "train_loss", "epochs", "seconds", "peak_memory_bytes"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["test_accuracy"].get<double>(), r.test_accuracy);
+  EXPECT_EQ(j["train_loss"].get<double>(), r.train_loss);
+  EXPECT_EQ(j["epochs"].get<int64_t>(), 2);
+  EXPECT_EQ(j["peak_memory_bytes"].get<int64_t>(), r.peak_memory_bytes);
+}
+
+TEST(Train, BadFlagsAndMissingDataAreClearErrors) {
+  std::ostringstream sink;
+  TrainConfig c;
+  c.model = "resnet";
+  EXPECT_TRUE(throws_error([&] { cli::train(c, sink); }, {"--model", "mlp | cnn", "resnet"}));
+  c = TrainConfig();
+  c.batch_size = -1;
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--batch-size", "positive", "-1"}));
+  c = TrainConfig();
+  c.dropout = 1.0;
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--dropout", "[0, 1)"}));
+  c = TrainConfig();
+  c.stop_after = 1;
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--stop-after", "--save"}));
+  TempDir empty;
+  c = TrainConfig();
+  c.data = empty.path();
+  c.progress = "none";
+  EXPECT_TRUE(throws_error([&] { cli::train(c, sink); }, {"train-images-idx3-ubyte"}));
+}
+
+}  // namespace
+}  // namespace graft::test
