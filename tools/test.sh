@@ -9,7 +9,7 @@ jobs=$(nproc)
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON
 cmake --build build -j"$jobs"
-ctest --test-dir build --output-on-failure
+GRAFT_REQUIRE_CHROMIUM=1 ctest --test-dir build --output-on-failure
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=ON \
       -DGRAFT_BUILD_EXAMPLES=ON

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "report.h"
 #include "train.h"
 
 int main(int argc, char** argv) {
@@ -64,9 +65,24 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();
 
+  train->add_option("--log", cfg.log, "write a JSON Lines run log (steps, epochs, gradient health) to this file");
+  train->add_option("--report", cfg.report, "write an HTML report of the run (as graft report does) to this file");
+  train->add_option("--monitor-every", cfg.monitor_every,
+                    "with --log or --report: sample gradient health every N steps")
+      ->capture_default_str();
+
+  std::string report_log, report_out = "report.html";
+  CLI::App* report = app.add_subcommand("report", "Turn a run log (graft train --log) into one self-contained HTML page");
+  report->add_option("log", report_log, "the JSON Lines run log")->required();
+  report->add_option("-o,--output", report_out, "the HTML file to write")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (train->parsed()) graft::cli::train(cfg, std::cout);
+    if (report->parsed()) {
+      graft::cli::write_report(report_log, report_out);
+      std::cout << "wrote " << report_out << '\n';
+    }
   } catch (const graft::Error& e) {
     std::cerr << "graft: " << e.what() << '\n';
     return 1;

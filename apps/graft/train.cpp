@@ -13,6 +13,9 @@
 #include <optional>
 #include <ostream>
 #include <thread>
+#include <fstream>
+
+#include "report.h"
 
 #include "progress.h"
 
@@ -298,6 +301,37 @@ int64_t resume_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimiz
   return std::stoll(done);
 }
 
+// ---- the run log (Note [Run log] in report.h) ----
+
+class RunLog {
+ public:
+  RunLog(const TrainConfig& cfg, bool resuming) : keep_(!cfg.log.empty() || !cfg.report.empty()) {
+    if (!cfg.log.empty()) {
+      file_.open(cfg.log, resuming ? std::ios::app : std::ios::trunc);
+      GRAFT_CHECK(file_.good(), "graft train --log", "a writable file", cfg.log,
+                  "check that the directory exists and is writable");
+    }
+  }
+  bool enabled() const { return keep_; }
+  void add(const nlohmann::json& record) {
+    if (!keep_) return;
+    lines_.push_back(record.dump());
+    if (file_.is_open()) file_ << lines_.back() << '\n';
+  }
+  void flush() {
+    if (file_.is_open()) file_.flush();
+  }
+  const std::vector<std::string>& lines() const { return lines_; }
+
+ private:
+  bool keep_;
+  std::ofstream file_;
+  std::vector<std::string> lines_;
+};
+
+// JSON has no NaN or infinity: such values are written as null.
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
 // ---- evaluation ----
 
 struct Evaluation {
@@ -410,6 +444,22 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
 
   TrainResult result;
   for (const Tensor& p : model->parameters()) result.parameters += p.numel();
+  RunLog log(cfg, !cfg.resume.empty());
+  if (cfg.resume.empty()) {
+    log.add({{"type", "run"},
+             {"command", "graft train"},
+             {"model", cfg.model},
+             {"optimizer", cfg.optimizer},
+             {"lr", cfg.lr > 0 ? cfg.lr : default_lr(cfg.optimizer)},
+             {"schedule", cfg.schedule},
+             {"batch_size", batch_size(cfg)},
+             {"epochs", cfg.epochs},
+             {"batch_norm", cfg.batch_norm},
+             {"dropout", cfg.dropout},
+             {"init", cfg.init},
+             {"seed", cfg.seed},
+             {"parameters", result.parameters}});
+  }
   const int64_t last_epoch = cfg.stop_after > 0 ? std::min(cfg.epochs, first_epoch + cfg.stop_after) : cfg.epochs;
   model->train();
   for (int64_t epoch = first_epoch; epoch < last_epoch; ++epoch) {
@@ -437,6 +487,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
       seen += n;
       ++batches;
       progress.batch_done(l, n);
+      const int64_t step = epoch * loader.size() + batches - 1;  // 0-based, counted over the whole run
+      if (log.enabled()) log.add({{"type", "step"}, {"step", step}, {"epoch", epoch + 1}, {"loss", number(l)}, {"lr", number(current_lr(*opt))}});
     }
     EpochRecord r;
     r.epoch = epoch + 1;
@@ -451,6 +503,10 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
     progress.end_epoch(epoch_line(r, cfg.epochs));
     result.history.push_back(r);
+    log.add({{"type", "epoch"}, {"epoch", r.epoch}, {"last_step", (epoch + 1) * loader.size() - 1},
+             {"train_loss", number(r.train_loss)}, {"train_accuracy", r.train_accuracy}, {"test_loss", number(r.test_loss)},
+             {"test_accuracy", r.test_accuracy}, {"lr", number(r.lr)}, {"seconds", r.seconds}});
+    log.flush();
   }
 
   result.epochs = std::max(first_epoch, last_epoch);
@@ -470,6 +526,18 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
                 100 * result.test_accuracy, static_cast<long long>(result.epochs), result.seconds,
                 static_cast<double>(result.peak_memory_bytes) / (1 << 20));
   progress.message(buf);
+  if (log.enabled()) {
+    nlohmann::json res = nlohmann::json::parse(result_json(cfg, result));
+    res["type"] = "result";
+    log.add(res);
+    log.flush();
+  }
+  if (!cfg.report.empty()) {
+    // With --log the file holds the whole run (also the epochs before a resume); else this process's lines.
+    if (!cfg.log.empty()) write_report(cfg.log, cfg.report);
+    else write_report_lines(log.lines(), cfg.report);
+    progress.message("wrote " + cfg.report);
+  }
   if (cfg.json) out << result_json(cfg, result) << '\n' << std::flush;
   return result;
 }

@@ -42,6 +42,9 @@ struct TrainConfig {
   std::string resume;       // checkpoint to continue from
   int64_t stop_after = 0;   // stop (after saving) once this many epochs are done; 0: run to --epochs
   bool json = false;
+  std::string log;          // JSON Lines run log (Note [Run log] in report.h)
+  std::string report;       // HTML report written at the end (graft report's page)
+  int64_t monitor_every = 1;  // gradient-health sampling period in steps, with --log or --report
   std::string progress = "auto";  // auto | bar | lines | none
 };
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <sstream>
 
 #include "../io/temp_dir.h"
@@ -170,6 +171,47 @@ TEST(Train, JsonLineAndProgressLines) {
   EXPECT_EQ(j["train_loss"].get<double>(), r.train_loss);
   EXPECT_EQ(j["epochs"].get<int64_t>(), 2);
   EXPECT_EQ(j["peak_memory_bytes"].get<int64_t>(), r.peak_memory_bytes);
+}
+
+TEST(Train, RunLogHoldsEveryStepAndEpoch) {
+  Squares data;
+  TempDir out_dir;
+  TrainConfig c = small_config(data.dir.path());
+  c.epochs = 2;  // 240 images / batch 16 = 15 steps per epoch
+  c.log = out_dir / "run.jsonl";
+  c.report = out_dir / "report.html";
+  c.monitor_every = 5;
+  std::ostringstream sink;
+  const cli::TrainResult r = cli::train(c, sink);
+  int64_t runs = 0, steps = 0, epochs = 0, results = 0, grads = 0, monitors = 0, next_step = 0;
+  for (const std::string& line : cli::read_run_log(c.log)) {
+    const auto j = nlohmann::json::parse(line);
+    const std::string type = j["type"];
+    if (type == "run") ++runs;
+    if (type == "step") {
+      EXPECT_EQ(j["step"].get<int64_t>(), next_step++);
+      EXPECT_GT(j["loss"].get<double>(), 0);
+      ++steps;
+    }
+    if (type == "epoch") {
+      ++epochs;
+      EXPECT_EQ(j["last_step"].get<int64_t>(), 15 * epochs - 1);
+      EXPECT_EQ(j["test_accuracy"].get<double>(), r.history[static_cast<size_t>(epochs - 1)].test_accuracy);
+    }
+    if (type == "grad") {
+      EXPECT_EQ(j["step"].get<int64_t>() % 5, 0) << line;
+      ++grads;
+    }
+    monitors += type == "monitor";
+    results += type == "result";
+  }
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(steps, 30);
+  EXPECT_EQ(epochs, 2);
+  EXPECT_EQ(results, 1);
+  EXPECT_EQ(monitors, 1);
+  EXPECT_EQ(grads, 6);  // steps 0, 5, ..., 25
+  EXPECT_TRUE(std::filesystem::exists(c.report));
 }
 
 TEST(Train, BadFlagsAndMissingDataAreClearErrors) {

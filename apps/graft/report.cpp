@@ -1,0 +1,278 @@
+// `graft report`: renders a run log (Note [Run log] in report.h) as one HTML page with inline SVG
+// charts drawn by inline JavaScript from the embedded data.
+#include "report.h"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "graft/core/error.h"
+#include "io/file_util.h"
+
+namespace graft::cli {
+namespace {
+
+// The page's stylesheet and drawing code. The data sits in <script type="application/json"
+// id="run-data">; the code reads it, draws every chart as SVG, and records what it drew on each
+// chart's element (data-points, data-cells, data-rows) and on <body data-rendered="ok">, so a
+// headless browser can check the page without looking at pixels.
+constexpr const char* kStyle = R"CSS(
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1100px; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
+.meta { color: #555; white-space: pre-line; } .charts { display: flex; flex-wrap: wrap; gap: 16px; }
+figure { margin: 0; } figcaption { font-size: 12px; color: #555; }
+svg { background: #fafafa; border: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 13px; } td, th { border: 1px solid #ddd; padding: 3px 8px; }
+th { background: #f0f0f0; } .none { color: #777; }
+)CSS";
+
+constexpr const char* kScript = R"JS(
+(function () {
+  "use strict";
+  const NS = "http://www.w3.org/2000/svg";
+  const lines = JSON.parse(document.getElementById("run-data").textContent);
+  const byType = (t) => lines.filter((r) => r.type === t);
+  const steps = byType("step"), epochs = byType("epoch"), grads = byType("grad"), flags = byType("flag");
+  const palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
+
+  function el(name, attrs, parent) {
+    const e = document.createElementNS(NS, name);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function text(parent, x, y, s, anchor) {
+    const t = el("text", { x: x, y: y, "font-size": 11, "text-anchor": anchor || "start" }, parent);
+    t.textContent = s;
+    return t;
+  }
+  const finite = (v) => typeof v === "number" && isFinite(v);
+  const fmt = (v) => (Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(1) : +v.toPrecision(3)).toString();
+
+  // A line chart: series = [{name, points: [[x, y], ...]}]; log = log10 y axis.
+  function lineChart(id, series, opts) {
+    const W = 520, H = 260, L = 56, R = 12, T = 14, B = 34;
+    const svg = document.getElementById(id);
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("width", W);
+    svg.setAttribute("height", H);
+    const tf = (v) => (opts.log ? Math.log10(v) : v);
+    const pts = [];
+    for (const s of series) for (const p of s.points) if (finite(p[0]) && finite(p[1]) && (!opts.log || p[1] > 0)) pts.push(p);
+    svg.setAttribute("data-points", pts.length);
+    if (pts.length === 0) { text(svg, W / 2, H / 2, "no data", "middle"); return; }
+    let x0 = Math.min(...pts.map((p) => p[0])), x1 = Math.max(...pts.map((p) => p[0]));
+    let y0 = Math.min(...pts.map((p) => tf(p[1]))), y1 = Math.max(...pts.map((p) => tf(p[1])));
+    if (x1 === x0) { x0 -= 1; x1 += 1; }
+    if (y1 === y0) { y0 -= 1; y1 += 1; }
+    const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
+    const sy = (y) => H - B - ((tf(y) - y0) / (y1 - y0)) * (H - T - B);
+    el("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#999" }, svg);
+    el("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#999" }, svg);
+    for (let i = 0; i <= 4; ++i) {
+      const yv = y0 + ((y1 - y0) * i) / 4, y = H - B - ((H - T - B) * i) / 4;
+      text(svg, L - 4, y + 4, opts.log ? "1e" + yv.toFixed(1) : fmt(yv), "end");
+      const xv = x0 + ((x1 - x0) * i) / 4;
+      text(svg, L + ((W - L - R) * i) / 4, H - B + 14, fmt(xv), "middle");
+    }
+    text(svg, (W + L) / 2, H - 4, opts.xlabel, "middle");
+    series.forEach((s, i) => {
+      const good = s.points.filter((p) => finite(p[0]) && finite(p[1]) && (!opts.log || p[1] > 0));
+      if (good.length === 0) return;
+      const d = good.map((p, j) => (j ? "L" : "M") + sx(p[0]).toFixed(1) + " " + sy(p[1]).toFixed(1)).join(" ");
+      const path = el("path", { d: d, fill: "none", stroke: palette[i % palette.length], "stroke-width": 1.5 }, svg);
+      path.setAttribute("data-series", s.name);
+      if (good.length === 1) el("circle", { cx: sx(good[0][0]), cy: sy(good[0][1]), r: 3, fill: palette[i % palette.length] }, svg);
+      text(svg, W - R - 4, T + 12 + 13 * i, s.name, "end").setAttribute("fill", palette[i % palette.length]);
+    });
+  }
+
+  // Layer-by-step heatmap of log10 gradient norms.
+  function heatmap(id, names) {
+    const svg = document.getElementById(id);
+    const cellW = Math.max(2, Math.min(24, Math.floor(900 / Math.max(1, grads.length))));
+    const cellH = 16, L = 140, T = 8;
+    const W = L + cellW * grads.length + 90, H = T + cellH * names.length + 30;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("width", W);
+    svg.setAttribute("height", H);
+    if (grads.length === 0 || names.length === 0) {
+      svg.setAttribute("viewBox", "0 0 520 40");
+      svg.setAttribute("width", 520);
+      svg.setAttribute("height", 40);
+      text(svg, 260, 24, "no gradient records (graft train --log or --report records them)", "middle");
+      svg.setAttribute("data-cells", 0);
+      return;
+    }
+    const vals = [];
+    for (const g of grads) for (const n of names) { const p = g.params[n]; if (p && finite(p.grad_norm) && p.grad_norm > 0) vals.push(Math.log10(p.grad_norm)); }
+    const lo = vals.length ? Math.min(...vals) : 0, hi = vals.length ? Math.max(...vals) : 1;
+    let cells = 0;
+    names.forEach((n, r) => {
+      text(svg, L - 4, T + cellH * r + 12, n, "end");
+      grads.forEach((g, c) => {
+        const p = g.params[n];
+        let fill = "#eee";
+        if (p && p.grad_norm === null) fill = "#000";
+        else if (p && finite(p.grad_norm) && p.grad_norm > 0) {
+          const t = hi > lo ? (Math.log10(p.grad_norm) - lo) / (hi - lo) : 0.5;
+          fill = "hsl(" + (240 - 240 * t).toFixed(0) + ",70%,50%)";
+        }
+        const rect = el("rect", { x: L + cellW * c, y: T + cellH * r, width: cellW, height: cellH - 1, fill: fill }, svg);
+        const title = el("title", {}, rect);
+        title.textContent = n + " step " + g.step + ": grad norm " + (p ? p.grad_norm : "none");
+        ++cells;
+      });
+    });
+    text(svg, L, H - 8, "step " + (grads.length ? grads[0].step : "") + " ... " + (grads.length ? grads[grads.length - 1].step : "") +
+         "  (blue: 1e" + lo.toFixed(1) + ", red: 1e" + hi.toFixed(1) + ", black: non-finite)");
+    svg.setAttribute("data-cells", cells);
+  }
+
+  function flagTable() {
+    const table = document.getElementById("flags");
+    const body = table.querySelector("tbody");
+    for (const f of flags) {
+      const tr = document.createElement("tr");
+      for (const v of [f.step, f.kind, f.param, f.value === null ? "non-finite" : fmt(f.value), f.message]) {
+        const td = document.createElement("td");
+        td.textContent = v;
+        tr.appendChild(td);
+      }
+      body.appendChild(tr);
+    }
+    table.setAttribute("data-rows", flags.length);
+    if (flags.length === 0) document.getElementById("no-flags").hidden = false;
+  }
+
+  window.addEventListener("error", (e) => document.body.setAttribute("data-rendered", "error: " + e.message));
+  const names = [];
+  const mon = byType("monitor")[0];
+  if (mon) for (const p of mon.params) names.push(p.name);
+  else if (grads.length) for (const n in grads[0].params) names.push(n);
+
+  lineChart("loss", [
+    { name: "train loss (step)", points: steps.map((s) => [s.step, s.loss]) },
+    { name: "train loss (epoch)", points: epochs.map((e) => [e.last_step, e.train_loss]) },
+    { name: "test loss (epoch)", points: epochs.map((e) => [e.last_step, e.test_loss]) },
+  ], { xlabel: "step" });
+  lineChart("accuracy", [
+    { name: "train accuracy", points: epochs.map((e) => [e.epoch, e.train_accuracy]) },
+    { name: "test accuracy", points: epochs.map((e) => [e.epoch, e.test_accuracy]) },
+  ], { xlabel: "epoch" });
+  lineChart("lr", [{ name: "learning rate", points: steps.map((s) => [s.step, s.lr]) }], { xlabel: "step" });
+  lineChart("update-ratio", names.map((n) => ({ name: n, points: grads.map((g) => [g.step, g.params[n] ? g.params[n].update_ratio : null]) })),
+            { xlabel: "step", log: true });
+  heatmap("grad-heatmap", names);
+  flagTable();
+  if (!document.body.hasAttribute("data-rendered")) document.body.setAttribute("data-rendered", "ok");
+})();
+)JS";
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> read_run_log(const std::string& path) {
+  std::ifstream in(path);
+  GRAFT_CHECK(in.good(), "graft report", "a readable run log", path + " (cannot open it)",
+              "write one with graft train --log RUN.jsonl");
+  std::vector<std::string> lines;
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    GRAFT_CHECK(j.is_object() && j.contains("type"), "graft report",
+                "one JSON object with a \"type\" per line", path + " line " + std::to_string(number) + ": " +
+                    (line.size() > 60 ? line.substr(0, 60) + "..." : line),
+                "pass the file that graft train --log wrote");
+    lines.push_back(j.dump());
+  }
+  return lines;
+}
+
+std::string render_report(const std::vector<std::string>& log_lines, const std::string& title) {
+  // The records go in as one JSON array; "</" is escaped so that no string in the data can close
+  // the <script> element early.
+  std::string data = "[";
+  for (size_t i = 0; i < log_lines.size(); ++i) data += (i ? ",\n" : "\n") + log_lines[i];
+  data += "\n]";
+  std::string safe;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data[i] == '<' && i + 1 < data.size() && data[i + 1] == '/') safe += "<\\";
+    else safe += data[i];
+  }
+  // The run's configuration and result for the header line.
+  auto summary = [](const nlohmann::json& j) {
+    std::string out;
+    for (const auto& item : j.items()) {
+      const auto& v = item.value();
+      if (item.key() == "type" || v.is_structured()) continue;
+      std::string shown;
+      if (v.is_string()) shown = v.get<std::string>();
+      else if (v.is_number_float()) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.4g", v.get<double>());
+        shown = buf;
+      } else shown = v.dump();
+      out += (out.empty() ? "" : " · ") + item.key() + " " + shown;
+    }
+    return out;
+  };
+  std::string meta;
+  for (const auto& line : log_lines) {
+    const auto j = nlohmann::json::parse(line);
+    const std::string type = j.value("type", "");
+    if (type == "run") meta += "run: " + summary(j) + "\n";
+    if (type == "result") meta += "result: " + summary(j) + "\n";
+  }
+  std::ostringstream html;
+  html << "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << html_escape(title)
+       << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n<h1>" << html_escape(title) << "</h1>\n"
+       << "<p class=\"meta\">" << html_escape(meta) << "</p>\n"
+       << "<h2>Loss and accuracy</h2>\n<div class=\"charts\">\n"
+       << "<figure><svg id=\"loss\"></svg><figcaption>training loss per step, and per epoch with the test "
+          "loss</figcaption></figure>\n"
+       << "<figure><svg id=\"accuracy\"></svg><figcaption>accuracy per epoch</figcaption></figure>\n"
+       << "<figure><svg id=\"lr\"></svg><figcaption>learning rate</figcaption></figure>\n</div>\n"
+       << "<h2>Gradient health</h2>\n"
+       << "<figure><svg id=\"grad-heatmap\"></svg><figcaption>gradient L2 norm per parameter and sampled step "
+          "(colour: log scale)</figcaption></figure>\n"
+       << "<figure><svg id=\"update-ratio\"></svg><figcaption>update-to-weight ratio ||&Delta;w|| / ||w|| per "
+          "parameter (log scale; around 1e-3 is healthy)</figcaption></figure>\n"
+       << "<h2>Flags</h2>\n<table id=\"flags\"><thead><tr><th>step</th><th>kind</th><th>parameter</th><th>value</th>"
+          "<th>message</th></tr></thead><tbody></tbody></table>\n"
+       << "<p id=\"no-flags\" class=\"none\" hidden>No vanishing, exploding, dead or non-finite gradients were "
+          "flagged.</p>\n"
+       << "<script type=\"application/json\" id=\"run-data\">" << safe << "</script>\n"
+       << "<script>" << kScript << "</script>\n</body>\n</html>\n";
+  return html.str();
+}
+
+void write_report_lines(const std::vector<std::string>& log_lines, const std::string& html_path,
+                        const std::string& title) {
+  const std::string page = render_report(log_lines, title);
+  io::detail::write_file_atomically(html_path, "graft report",
+                                    [&](io::detail::Writer& w) { w.write(page.data(), page.size()); });
+}
+
+void write_report(const std::string& log_path, const std::string& html_path) {
+  write_report_lines(read_run_log(log_path), html_path, "graft run report: " + log_path);
+}
+
+}  // namespace graft::cli
