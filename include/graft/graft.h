@@ -20,6 +20,7 @@
 #include "graft/data/dataset.h"
 #include "graft/data/idx.h"
 #include "graft/data/mnist.h"
+#include "graft/diagnostics/grad_monitor.h"
 #include "graft/io/safetensors.h"
 #include "graft/nn/functional.h"
 #include "graft/nn/init.h"
