@@ -32,16 +32,24 @@ namespace graft::autograd {
 // without a copy when nothing else holds it and it is contiguous; later ones add in place, or out of
 // place under create_graph (so the sum itself is differentiable).
 TensorList AccumulateGrad::apply(const Tensor& grad_in) {
+  // Note [Gradient stealing]: the engine hands over its only handle to the incoming gradient, so
+  // with this local copy a gradient nothing else refers to has use_count 2 (a gradient returned for
+  // two inputs, or captured by autograd::grad, has more). Such a gradient becomes .grad as it is,
+  // without a copy, as in PyTorch; a hook's replacement is judged the same way.
   Tensor grad = grad_in;
+  bool sole = grad.use_count() == 2;
   auto& meta = leaf_->autograd_meta();
   for (auto& [id, hook] : meta.hooks) {
     Tensor r = hook(grad);
-    if (r.defined()) grad = r;
+    if (r.defined()) {
+      grad = std::move(r);
+      sole = grad.use_count() == 1;
+    }
   }
   if (!grad.defined()) return {};
   Tensor& acc = meta.grad;
   if (!acc.defined()) {
-    if (!GradMode::is_enabled() && grad.use_count() == 1 && grad.impl().storage.use_count() == 1 &&
+    if (!GradMode::is_enabled() && sole && grad.impl().storage.use_count() == 1 &&
         grad.is_contiguous() && grad.storage_offset() == 0 && grad.impl().storage->nbytes == grad.nbytes()) {
       acc = grad.detach();
     } else {

@@ -114,3 +114,36 @@ TEST(VersionCounter, SharedByViews) {
 }
 
 }  // namespace graft::test
+
+namespace graft::test {
+namespace {
+
+// Note [Gradient stealing]: a leaf's first gradient that nothing else refers to becomes .grad
+// without a copy; one shared with another input (AddBackward returns g for both) is copied, so the
+// two .grad tensors never alias.
+TEST(GradStealing, SoleGradientBecomesGradWithoutCopy) {
+  Tensor x = ones({1000}).requires_grad_();
+  const Tensor w = full({1000}, 3.0);
+  const void* seen = nullptr;
+  auto handle = x.register_hook([&seen](const Tensor& g) { seen = g.data_ptr(); });  // observes only
+  (x * w).sum().backward();
+  ASSERT_NE(seen, nullptr);
+  EXPECT_EQ(x.grad().data_ptr(), seen) << "the gradient was copied into .grad";
+  EXPECT_TRUE(all_close(x.grad(), std::vector<double>(1000, 3.0), {1000}));
+  handle.remove();
+}
+
+TEST(GradStealing, SharedGradientIsCopiedSoGradsNeverAlias) {
+  Tensor a = zeros({4}).requires_grad_(), b = zeros({4}).requires_grad_();
+  (a + b).sum().backward();
+  EXPECT_NE(a.grad().data_ptr(), b.grad().data_ptr());
+  {
+    NoGradGuard ng;
+    a.mutable_grad().mul_(5.0);
+  }
+  EXPECT_TRUE(all_close(a.grad(), {5, 5, 5, 5}, {4}));
+  EXPECT_TRUE(all_close(b.grad(), {1, 1, 1, 1}, {4}));
+}
+
+}  // namespace
+}  // namespace graft::test
