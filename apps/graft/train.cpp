@@ -461,6 +461,35 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
              {"parameters", result.parameters}});
   }
   const int64_t last_epoch = cfg.stop_after > 0 ? std::min(cfg.epochs, first_epoch + cfg.stop_after) : cfg.epochs;
+  // Gradient health (Note [Gradient monitor]) goes into the run log when there is one.
+  std::optional<diagnostics::GradMonitor> monitor;
+  size_t monitor_records = 0, monitor_flags = 0;
+  if (log.enabled()) {
+    monitor.emplace(*model.ptr(), diagnostics::GradMonitorOptions{.every = std::max<int64_t>(1, cfg.monitor_every)});
+    nlohmann::json params = nlohmann::json::array();
+    for (const auto& item : model->named_parameters())
+      params.push_back({{"name", item.key()}, {"shape", std::vector<int64_t>(item.value().sizes().begin(), item.value().sizes().end())}});
+    log.add({{"type", "monitor"}, {"every", std::max<int64_t>(1, cfg.monitor_every)}, {"params", params}});
+  }
+  // Writes the monitor's records and flags that are not in the log yet.
+  auto log_monitor = [&] {
+    const auto& recs = monitor->records();
+    for (; monitor_records < recs.size(); ++monitor_records) {
+      nlohmann::json params = nlohmann::json::object();
+      for (const auto& p : recs[monitor_records].params)
+        params[p.name] = {{"grad_norm", number(p.grad_norm)}, {"grad_max", number(p.grad_max)},
+                          {"weight_norm", number(p.weight_norm)}, {"update_ratio", number(p.update_ratio)},
+                          {"zero_fraction", number(p.zero_fraction)}, {"nan", p.nan_count}, {"inf", p.inf_count}};
+      log.add({{"type", "grad"}, {"step", recs[monitor_records].step}, {"params", params}});
+    }
+    const auto& flags = monitor->flags();
+    for (; monitor_flags < flags.size(); ++monitor_flags) {
+      const auto& f = flags[monitor_flags];
+      log.add({{"type", "flag"}, {"step", f.step}, {"kind", f.kind}, {"param", f.param}, {"value", number(f.value)},
+               {"message", f.message}});
+    }
+  };
+
   model->train();
   for (int64_t epoch = first_epoch; epoch < last_epoch; ++epoch) {
     const auto e0 = std::chrono::steady_clock::now();
@@ -473,7 +502,13 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
       const Tensor loss = F::cross_entropy(logits, batch.target);
       opt->zero_grad();
       loss.backward();
+      const int64_t step = epoch * loader.size() + batches;  // 0-based, counted over the whole run
+      if (monitor) monitor->after_backward(step);
       opt->step();
+      if (monitor) {
+        monitor->after_step();
+        log_monitor();
+      }
       sched.after_batch();
       const double l = loss.item<double>();  // a number, not a tensor: no graph is kept alive
       GRAFT_CHECK(std::isfinite(l), "graft train", "a finite training loss",
@@ -487,7 +522,6 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
       seen += n;
       ++batches;
       progress.batch_done(l, n);
-      const int64_t step = epoch * loader.size() + batches - 1;  // 0-based, counted over the whole run
       if (log.enabled()) log.add({{"type", "step"}, {"step", step}, {"epoch", epoch + 1}, {"loss", number(l)}, {"lr", number(current_lr(*opt))}});
     }
     EpochRecord r;

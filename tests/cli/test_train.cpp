@@ -10,6 +10,7 @@
 #include "../io/temp_dir.h"
 #include "../support/test_util.h"
 #include "graft/graft.h"
+#include "report.h"
 #include "train.h"
 
 namespace graft::test {
