@@ -4,6 +4,7 @@
 
 #include <cxxabi.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <ostream>
 #include <sstream>
@@ -403,8 +404,10 @@ void copy_module_state(const Module& from, Module& to) {
     GRAFT_CHECK(d != nullptr, "Module::clone",
                 "reset() of " + from.name() + " to register submodule '" + item.key() + "'", "no such submodule",
                 "reset() must register every parameter, buffer and submodule");
-    if ((*d)->parameters_.size() == item.value()->parameters_.size() &&
-        (*d)->children_.size() == item.value()->children_.size() && typeid(**d) == typeid(*item.value())) {
+    const Module& dst_child = **d;
+    const Module& src_child = *item.value();
+    if (dst_child.parameters_.size() == src_child.parameters_.size() &&
+        dst_child.children_.size() == src_child.children_.size() && typeid(dst_child) == typeid(src_child)) {
       copy_module_state(*item.value(), **d);
     } else {
       // A child whose structure reset() does not rebuild (a container): clone it whole.
@@ -446,6 +449,153 @@ void Module::pretty_print(std::ostream& stream) const {
     for (auto& l : child_lines) stream << "  " << l << "\n";
   }
   stream << ")";
+}
+
+// ---- hooks (Note [Module hooks]) ----
+
+namespace {
+
+std::atomic<unsigned> next_module_hook_id{1};
+
+template <class Hook>
+RemovableHandle add_hook(const std::shared_ptr<void>& owner, std::vector<std::pair<unsigned, Hook>>& list,
+                         Hook hook, bool prepend) {
+  const unsigned id = next_module_hook_id++;
+  if (prepend) list.insert(list.begin(), {id, std::move(hook)});
+  else list.emplace_back(id, std::move(hook));
+  // The handle holds the hook list weakly: removing after the module is gone does nothing.
+  std::weak_ptr<void> weak = owner;
+  auto* raw = &list;
+  return RemovableHandle(id, [weak, raw, id] {
+    if (auto alive = weak.lock()) std::erase_if(*raw, [id](const auto& p) { return p.first == id; });
+  });
+}
+
+// The state shared by the two BackwardHookFunctionBackward nodes of one call (PyTorch's
+// BackwardHook object).
+struct BackwardHookState {
+  std::vector<Module::FullBackwardHook> hooks;  // those registered when the call started
+  std::weak_ptr<Module> owned;                  // set when a shared_ptr owns the module
+  Module* unowned = nullptr;                    // otherwise
+  bool input_wrapped = false;
+  std::optional<TensorList> grad_outputs;       // set by the output node, cleared by the input node
+
+  // The module, or null when it was owned by a shared_ptr and has been destroyed since.
+  std::shared_ptr<Module> keep_alive() const { return owned.lock(); }
+};
+
+Tensor identity_through(const Tensor& t, const std::shared_ptr<autograd::Node>& node) {
+  Tensor out = t.detach();
+  autograd::set_history(out, node);
+  return out;
+}
+
+Tensor wrap_input(const Tensor& x, const std::shared_ptr<BackwardHookState>& state) {
+  auto node = autograd::make_node(
+      "BackwardHookFunctionBackward", {&x}, [state](autograd::Node&, const Tensor& g) -> TensorList {
+        // Reached without passing through the module's output (PyTorch skips the hooks too).
+        if (!state->grad_outputs) return {g};
+        auto alive = state->keep_alive();
+        Module* module = alive ? alive.get() : state->unowned;
+        TensorList grad_input{g};
+        if (module) {
+          for (const auto& hook : state->hooks) {
+            std::optional<TensorList> out = hook(*module, grad_input, *state->grad_outputs);
+            if (!out) continue;
+            GRAFT_CHECK(out->size() == grad_input.size(), "register_full_backward_hook",
+                        "a backward hook of " + module->name() + " returning " + std::to_string(grad_input.size()) +
+                            " grad_input tensor(s)",
+                        std::to_string(out->size()), "return std::nullopt to keep grad_input, or a list of its size");
+            grad_input = std::move(*out);
+          }
+        }
+        state->grad_outputs.reset();
+        return {grad_input[0]};
+      });
+  if (!node) return x;
+  state->input_wrapped = true;
+  return identity_through(x, node);
+}
+
+Tensor wrap_output(const Tensor& y, const std::shared_ptr<BackwardHookState>& state) {
+  auto node = autograd::make_node(
+      "BackwardHookFunctionBackward", {&y}, [state](autograd::Node&, const Tensor& g) -> TensorList {
+        state->grad_outputs = TensorList{g};
+        if (!state->input_wrapped) {
+          // No input requires grad: the hooks run here, with grad_input = {undefined}.
+          auto alive = state->keep_alive();
+          Module* module = alive ? alive.get() : state->unowned;
+          const TensorList grad_input{Tensor()};
+          if (module) {
+            for (const auto& hook : state->hooks) {
+              std::optional<TensorList> out = hook(*module, grad_input, *state->grad_outputs);
+              bool all_undefined = true;
+              if (out)
+                for (const auto& t : *out) all_undefined = all_undefined && !t.defined();
+              GRAFT_CHECK(all_undefined, "register_full_backward_hook",
+                          "std::nullopt or undefined tensors from a backward hook of " + module->name() +
+                              " whose input does not require grad",
+                          "a defined gradient",
+                          "no gradient flows to an input that does not require grad; return std::nullopt");
+            }
+          }
+          state->grad_outputs.reset();
+        }
+        return {g};
+      });
+  return node ? identity_through(y, node) : y;
+}
+
+}  // namespace
+
+Module::Hooks& Module::hooks() {
+  if (!hooks_.ptr) hooks_.ptr = std::make_shared<Hooks>();
+  return *hooks_.ptr;
+}
+
+RemovableHandle Module::add_forward_pre_hook(ForwardPreHook hook, bool prepend) {
+  GRAFT_CHECK(static_cast<bool>(hook), "register_forward_pre_hook", "a callable", "an empty std::function", "");
+  Hooks& h = hooks();
+  return add_hook(hooks_.ptr, h.forward_pre, std::move(hook), prepend);
+}
+
+RemovableHandle Module::add_forward_hook(ForwardHook hook, bool prepend) {
+  GRAFT_CHECK(static_cast<bool>(hook), "register_forward_hook", "a callable", "an empty std::function", "");
+  Hooks& h = hooks();
+  return add_hook(hooks_.ptr, h.forward, std::move(hook), prepend);
+}
+
+RemovableHandle Module::add_full_backward_hook(FullBackwardHook hook, bool prepend) {
+  GRAFT_CHECK(static_cast<bool>(hook), "register_full_backward_hook", "a callable", "an empty std::function", "");
+  Hooks& h = hooks();
+  return add_hook(hooks_.ptr, h.full_backward, std::move(hook), prepend);
+}
+
+Tensor Module::call_with_hooks(const Tensor& input, const std::function<Tensor(const Tensor&)>& forward) {
+  // Copies of the lists: a hook may register or remove hooks, which takes effect from the next call.
+  const std::shared_ptr<Hooks> held = hooks_.ptr;
+  const auto pre_hooks = held->forward_pre;
+  const auto forward_hooks = held->forward;
+  Tensor x = input;
+  for (const auto& item : pre_hooks) {
+    std::optional<Tensor> r = item.second(*this, x);
+    if (r && r->defined()) x = std::move(*r);
+  }
+  std::shared_ptr<BackwardHookState> state;
+  if (!held->full_backward.empty() && GradMode::is_enabled()) {
+    state = std::make_shared<BackwardHookState>();
+    for (const auto& item : held->full_backward) state->hooks.push_back(item.second);
+    state->owned = weak_from_this();
+    if (state->owned.expired()) state->unowned = this;
+    if (x.defined()) x = wrap_input(x, state);
+  }
+  Tensor y = forward(x);
+  for (const auto& item : forward_hooks) {
+    std::optional<Tensor> r = item.second(*this, x, y);
+    if (r && r->defined()) y = std::move(*r);
+  }
+  if (state && y.defined()) y = wrap_output(y, state);
+  return y;
 }
 
 std::ostream& operator<<(std::ostream& stream, const Module& module) {

@@ -26,8 +26,37 @@
 //   existing tensors under NoGradGuard, so handles held elsewhere (an optimiser's) stay valid.
 // - to(dtype) converts floating-point parameters, buffers and gradients in place (the same tensor
 //   handles see the new dtype, like LibTorch's set_data); integer buffers (counters) are kept.
+//
+// Note [Module hooks]
+// PyTorch's forward pre-hooks, forward hooks and full backward hooks, for modules whose forward
+// takes one Tensor and returns one Tensor. They run when the module is called through
+// Module::call: `model(x)` on a ModuleHolder, and Sequential for each of its entries (so hooks on
+// nested modules fire). Calling `impl->forward(x)` directly runs no hooks, as calling .forward()
+// does in PyTorch; a forward of any other signature (several arguments, a tuple result) is called
+// directly by ModuleHolder::operator(), without hooks. With no hook ever registered, call() is one
+// branch and records nothing extra. During a call:
+//   1. each forward pre-hook fn(module, input) runs in registration order; a returned defined
+//      tensor replaces the input (std::nullopt or an undefined tensor keeps it);
+//   2. with full backward hooks, grad mode on and an input that requires grad, the input is
+//      passed through an identity node "BackwardHookFunctionBackward";
+//   3. forward(input);
+//   4. each forward hook fn(module, input, output) runs; a returned tensor replaces the output;
+//   5. with full backward hooks and an output that requires grad, the output is passed through
+//      another identity node "BackwardHookFunctionBackward", which becomes output.grad_fn().
+// In backward, the output node stores grad_output; the input node then calls each full backward
+// hook fn(module, grad_input, grad_output) in registration order (grad_input = {dL/dinput},
+// grad_output = {dL/doutput}); a returned list replaces grad_input, for the next hook and for the
+// gradient that flows on. When the input does not require grad, the hooks run at the output node
+// with grad_input = {undefined Tensor} and must not return a defined gradient. Nested modules: the
+// inner module's input gradient is computed first, so its backward hook runs before the outer's.
+// The hooks of a call are those registered when it started. A node holds the module weakly when
+// a shared_ptr owns it (hooks of a module destroyed before backward are skipped), by address
+// otherwise. The identity outputs are views, so an in-place op on them is refused (as PyTorch
+// refuses it). Every register_* returns a RemovableHandle; remove() is idempotent and harmless
+// once the module is gone. Copies of a module (clone()) start without hooks.
 #pragma once
 
+#include <concepts>
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -58,8 +87,17 @@ struct LoadStateDictResult {
   std::vector<std::string> unexpected_keys;
 };
 
+// Returned by the register_*_hook functions (the same type as Tensor::register_hook's handle).
+using RemovableHandle = ::graft::HookHandle;
+
 class Module : public std::enable_shared_from_this<Module> {
  public:
+  // See Note [Module hooks]. A hook returning void is accepted too (it changes nothing).
+  using ForwardPreHook = std::function<std::optional<Tensor>(Module&, const Tensor& input)>;
+  using ForwardHook = std::function<std::optional<Tensor>(Module&, const Tensor& input, const Tensor& output)>;
+  using FullBackwardHook =
+      std::function<std::optional<TensorList>(Module&, const TensorList& grad_input, const TensorList& grad_output)>;
+
   using ModuleApplyFunction = std::function<void(Module&)>;
   using ConstModuleApplyFunction = std::function<void(const Module&)>;
   using NamedModuleApplyFunction = std::function<void(const std::string&, Module&)>;
@@ -151,6 +189,60 @@ class Module : public std::enable_shared_from_this<Module> {
   // PyTorch's __repr__; override to take over the whole subtree's printing.
   virtual void pretty_print(std::ostream& stream) const;
 
+  // ---- hooks (Note [Module hooks]) ----
+  // prepend: run before the hooks already registered instead of after them.
+  template <class F>
+  RemovableHandle register_forward_pre_hook(F&& hook, bool prepend = false) {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, Module&, const Tensor&>>) {
+      return add_forward_pre_hook(
+          [h = std::forward<F>(hook)](Module& m, const Tensor& x) mutable -> std::optional<Tensor> {
+            h(m, x);
+            return std::nullopt;
+          },
+          prepend);
+    } else {
+      return add_forward_pre_hook(ForwardPreHook(std::forward<F>(hook)), prepend);
+    }
+  }
+  template <class F>
+  RemovableHandle register_forward_hook(F&& hook, bool prepend = false) {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, Module&, const Tensor&, const Tensor&>>) {
+      return add_forward_hook(
+          [h = std::forward<F>(hook)](Module& m, const Tensor& x, const Tensor& y) mutable -> std::optional<Tensor> {
+            h(m, x, y);
+            return std::nullopt;
+          },
+          prepend);
+    } else {
+      return add_forward_hook(ForwardHook(std::forward<F>(hook)), prepend);
+    }
+  }
+  template <class F>
+  RemovableHandle register_full_backward_hook(F&& hook, bool prepend = false) {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, Module&, const TensorList&, const TensorList&>>) {
+      return add_full_backward_hook(
+          [h = std::forward<F>(hook)](Module& m, const TensorList& gi,
+                                      const TensorList& go) mutable -> std::optional<TensorList> {
+            h(m, gi, go);
+            return std::nullopt;
+          },
+          prepend);
+    } else {
+      return add_full_backward_hook(FullBackwardHook(std::forward<F>(hook)), prepend);
+    }
+  }
+  // True once a hook of any kind has been registered (even if removed since).
+  bool has_hooks() const noexcept { return hooks_.ptr != nullptr; }
+
+  // Calls forward(input) with this module's hooks around it: what `model(x)` and Sequential do
+  // (Note [Module hooks]). `forward` is this module's forward, e.g. [&](const Tensor& x) { return
+  // impl.forward(x); }. Without hooks it is called directly.
+  template <class F>
+  Tensor call(const Tensor& input, F&& forward) {
+    if (!hooks_.ptr) return std::forward<F>(forward)(input);
+    return call_with_hooks(input, std::function<Tensor(const Tensor&)>(std::forward<F>(forward)));
+  }
+
   template <class ModuleType> ModuleType* as() noexcept { return dynamic_cast<ModuleType*>(this); }
   template <class ModuleType> const ModuleType* as() const noexcept { return dynamic_cast<const ModuleType*>(this); }
 
@@ -173,8 +265,31 @@ class Module : public std::enable_shared_from_this<Module> {
   void replace_module_impl(const std::string& name, std::shared_ptr<Module> module);
   std::shared_ptr<Module> shared_self(const char* op) const;
 
+  struct Hooks {
+    std::vector<std::pair<unsigned, ForwardPreHook>> forward_pre;
+    std::vector<std::pair<unsigned, ForwardHook>> forward;
+    std::vector<std::pair<unsigned, FullBackwardHook>> full_backward;
+  };
+  // Owns the hooks; handles point at them weakly. Not copied: a copy starts without hooks (a
+  // copy-assigned module keeps its own).
+  struct HookSlot {
+    std::shared_ptr<Hooks> ptr;
+    HookSlot() = default;
+    HookSlot(const HookSlot& /*other*/) noexcept {}
+    HookSlot& operator=(const HookSlot& /*other*/) noexcept { return *this; }
+    HookSlot(HookSlot&&) noexcept = default;
+    HookSlot& operator=(HookSlot&&) noexcept = default;
+    ~HookSlot() = default;
+  };
+  Hooks& hooks();
+  RemovableHandle add_forward_pre_hook(ForwardPreHook hook, bool prepend);
+  RemovableHandle add_forward_hook(ForwardHook hook, bool prepend);
+  RemovableHandle add_full_backward_hook(FullBackwardHook hook, bool prepend);
+  Tensor call_with_hooks(const Tensor& input, const std::function<Tensor(const Tensor&)>& forward);
+
   mutable std::optional<std::string> name_;
   bool is_training_ = true;
+  HookSlot hooks_;
 
   friend void detail::copy_module_state(const Module& from, Module& to);
 };
@@ -201,6 +316,15 @@ class Cloneable : public Module {
     return copy;
   }
 };
+
+namespace detail {
+// A call `module(x)` that runs the module's hooks: one Tensor argument, forward(Tensor) -> Tensor.
+template <class Impl, class... Args>
+concept HookableCall = sizeof...(Args) == 1 && (std::is_same_v<std::remove_cvref_t<Args>, Tensor> && ...) &&
+                       requires(Impl& impl, const Tensor& x) {
+                         { impl.forward(x) } -> std::same_as<Tensor>;
+                       };
+}  // namespace detail
 
 // ModuleHolder<Impl>: a shared-ownership handle, so that `graft::nn::Linear fc(784, 10);
 // fc->weight; fc(x)` works and copies of the handle share one module (GRAFT_MODULE makes these).
@@ -242,10 +366,16 @@ class ModuleHolder {
   }
   operator std::shared_ptr<Module>() const { return ptr(); }  // NOLINT
 
-  // fc(x) calls fc->forward(x).
+  // fc(x) calls fc->forward(x), with the module's hooks when forward takes and returns one Tensor
+  // (Note [Module hooks]); other forwards are called directly.
   template <class... Args>
   decltype(auto) operator()(Args&&... args) {
-    return get()->forward(std::forward<Args>(args)...);
+    Contained* impl = get();
+    if constexpr (detail::HookableCall<Contained, Args...>) {
+      return static_cast<Module&>(*impl).call(args..., [impl](const Tensor& x) -> Tensor { return impl->forward(x); });
+    } else {
+      return impl->forward(std::forward<Args>(args)...);
+    }
   }
   template <class Arg>
   decltype(auto) operator[](Arg&& arg) {

@@ -9,7 +9,8 @@
 // Sequential needs no AnyModule: each entry keeps the module and a type-erased call of its
 // forward, so the modules in a Sequential must have a forward that takes one Tensor and returns a
 // Tensor (a compile error says so otherwise). Plain functions and lambdas of that shape may be
-// pushed too (Sequential(Linear(2, 3), graft::relu)); they are wrapped in a Functional.
+// pushed too (Sequential(Linear(2, 3), graft::relu)); they are wrapped in a Functional. Each entry
+// is called through Module::call, so its hooks run (Note [Module hooks] in graft/nn/module.h).
 #pragma once
 
 #include <concepts>
@@ -109,7 +110,10 @@ class SequentialEntry {
     static_assert(detail::HasTensorForward<Impl>,
                   "a module in a graft::nn::Sequential needs a forward that takes one Tensor and returns a Tensor");
     Impl* raw = impl.get();
-    forward_ = [raw](const Tensor& x) -> Tensor { return raw->forward(x); };
+    // Through Module::call, so the entry's hooks run (Note [Module hooks]).
+    forward_ = [raw](const Tensor& x) -> Tensor {
+      return static_cast<Module*>(raw)->call(x, [raw](const Tensor& in) -> Tensor { return raw->forward(in); });
+    };
     rebind_ = [](std::shared_ptr<Module> other) {
       SequentialEntry e;
       e.bind(std::static_pointer_cast<Impl>(std::move(other)));
