@@ -119,6 +119,16 @@ void gemm(int64_t batch, int64_t n, int64_t m, int64_t k, T alpha, const Tensor&
   }
 }
 
+// d mat2 of mat1 @ mat2 for the incoming gradient g: mat1^T @ g, laid out like mat2. When mat2 is
+// the transpose of a contiguous matrix (linear's weight.t()), it is computed as (g^T @ mat1)^T, so
+// the gradient that reaches the weight through TBackward is contiguous and becomes .grad without a
+// copy (Note [Gradient stealing]); PyTorch picks the layout the same way.
+Tensor mat2_grad(const Tensor& mat1, const Tensor& g, const Tensor& mat2) {
+  if (mat2.dim() == 2 && mat2.size(0) > 1 && mat2.size(1) > 1 && mat2.stride(0) == 1 && mat2.stride(1) == mat2.size(0))
+    return mm(g.t(), mat1).t();
+  return mm(mat1.t(), g);
+}
+
 std::string dtype_pair(const Tensor& a, const Tensor& b) {
   return std::string(dtype_name(a.dtype())) + " and " + dtype_name(b.dtype());
 }
@@ -169,7 +179,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   if (auto node = make_node("MmBackward0", {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
         // d a = g @ b^T, d b = a^T @ g
         const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
-        return {need_a ? mm(g, n.saved(1).t()) : Tensor(), need_b ? mm(n.saved(0).t(), g) : Tensor()};
+        return {need_a ? mm(g, n.saved(1).t()) : Tensor(), need_b ? mat2_grad(n.saved(0), g, n.saved(1)) : Tensor()};
       })) {
     node->save(a);
     node->save(b);
@@ -240,7 +250,7 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
           if (!unit_alpha) g1 = g1 * alpha;
         }
         if (need_2) {
-          g2 = mm(n.saved(0).t(), g);
+          g2 = mat2_grad(n.saved(0), g, n.saved(1));
           if (!unit_alpha) g2 = g2 * alpha;
         }
         return {gi, g1, g2};
