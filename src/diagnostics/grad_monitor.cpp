@@ -2,12 +2,15 @@
 #include "graft/diagnostics/grad_monitor.h"
 
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "graft/autograd/grad_mode.h"
@@ -23,26 +26,49 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int64_t kDeadMinNumel = 64;
 constexpr double kRatioEps = 1e-12;
 
-// ---- the per-parameter passes (Note [Gradient monitor]) ----
+// ---- the per-parameter passes ----
 //
-// Every reduction runs in kLanes independent lanes, combined at the end: a plain loop over a
-// block of kLanes elements that the compiler turns into vector instructions (a single
-// accumulator would be a serial chain: floating-point addition may not be reordered).
-// max |g| and the zero / nan / inf counts work on the bits: with the sign bit cleared, the bit
-// patterns of non-nan values order as the values do, +inf is the exponent mask, and anything
-// above it is a nan. Integer max and compares vectorise without any floating-point caveat.
-constexpr int64_t kLanes = 8;
+// Note [Gradient monitor passes]
+// The passes are memory-bound only if their arithmetic is vectorised, and neither g++ nor clang
+// vectorises a floating-point sum without permission to reorder it: the lane-array spelling
+// (one scalar accumulator per lane) came out as scalar code with g++ 12, 480 us for a 512 x 784
+// float32 gradient. So the loops are written with GCC/clang vector types (vector_size(32): 8
+// floats or 4 doubles), which compile for any target (two 16-byte halves on the x86-64
+// baseline), and the avx2 clone is chosen at run time as in src/optim/sgd.cpp.
+// - Sums of squares: two vector accumulators per tensor, in the parameter's dtype, over blocks of
+//   kBlock elements, added into double at the end of each block. For float32 each lane adds at
+//   most kBlock / 16 = 32 squares in float: a relative error of ~1e-7 typically, ~2e-6 at worst
+//   (float32 entries beyond ~1e19 overflow the square, and the norm reads inf).
+// - max |g| and the zero count work on the bits: with the sign bit cleared, the bit patterns of
+//   non-nan values order as the values do (an integer max), +inf is the exponent mask and
+//   anything above it is a nan. A vector compare yields -1 where it holds: the count subtracts
+//   it. Only when the max reaches +inf does a second, scalar pass count the nans and infs.
+// - Rolling snapshot. The update norm needs the weights from before the optimiser step. The
+//   first sampled step copies them in after_backward (grad_pass<WithWeight = true>: g and w read,
+//   the snapshot written). When the next step is sampled too, after_step (which reads w and the
+//   snapshot for the update norm anyway) writes the new weights into the snapshot and keeps
+//   their norm, so the next after_backward reads the gradient alone. It trusts the snapshot only
+//   while the parameter's version counter (bumped by every optimiser step and in-place write),
+//   storage and size are those it recorded; otherwise it copies again. Per step at every = 1:
+//   gradient read once, weight read once, snapshot read and written once.
+constexpr int64_t kBlock = 512;
 
-template <class T> struct FloatBits;
-template <> struct FloatBits<float> {
-  using I = int32_t;
-  static constexpr I kAbsMask = 0x7fffffff;
-  static constexpr I kInf = 0x7f800000;
+template <class T> struct Vec;
+template <> struct Vec<float> {
+  typedef float V __attribute__((vector_size(32)));
+  typedef int32_t I __attribute__((vector_size(32)));
+  using Int = int32_t;
+  static constexpr int64_t kWidth = 8;
+  static constexpr Int kAbsMask = 0x7fffffff;
+  static constexpr Int kInf = 0x7f800000;
 };
-template <> struct FloatBits<double> {
-  using I = int64_t;
-  static constexpr I kAbsMask = 0x7fffffffffffffffLL;
-  static constexpr I kInf = 0x7ff0000000000000LL;
+template <> struct Vec<double> {
+  typedef double V __attribute__((vector_size(32)));
+  typedef int64_t I __attribute__((vector_size(32)));
+  using Int = int64_t;
+  static constexpr int64_t kWidth = 4;
+  static constexpr Int kAbsMask = 0x7fffffffffffffffLL;
+  static constexpr Int kInf = 0x7ff0000000000000LL;
 };
 
 struct GradPass {
@@ -53,109 +79,160 @@ struct GradPass {
 template <class T>
 struct GradPassArgs {
   const T* g;
+  const T* w;  // WithWeight only
+  T* snap;     // WithWeight only
+  int64_t n;
+};
+
+// One read of g (and of w, copied into snap, when WithWeight): sums of squares, max |g| and the
+// zero count; the nan/inf counts in a second pass when max |g| is not finite.
+template <bool WithWeight, class T>
+[[gnu::always_inline]] inline GradPass grad_pass_body(const GradPassArgs<T>& a) {
+  using V = typename Vec<T>::V;
+  using I = typename Vec<T>::I;
+  using Int = typename Vec<T>::Int;
+  constexpr int64_t W = Vec<T>::kWidth;
+  constexpr Int kMask = Vec<T>::kAbsMask, kInfBits = Vec<T>::kInf;
+  const T* __restrict g = a.g;
+  const T* __restrict w = a.w;
+  T* __restrict snap = a.snap;
+  const int64_t n = a.n;
+  const int64_t nvec = n / (2 * W) * (2 * W);
+
+  GradPass r;
+  I max0 = {}, max1 = {}, zeros = {};
+  int64_t i = 0;
+  while (i < nvec) {
+    const int64_t end = nvec - i < kBlock ? nvec : i + kBlock;
+    V ga = {}, gb = {}, wa = {}, wb = {};
+    for (; i < end; i += 2 * W) {
+      V g0, g1;
+      std::memcpy(&g0, g + i, sizeof(V));
+      std::memcpy(&g1, g + i + W, sizeof(V));
+      ga += g0 * g0;
+      gb += g1 * g1;
+      const I b0 = (I)g0 & kMask, b1 = (I)g1 & kMask;
+      max0 = b0 > max0 ? b0 : max0;
+      max1 = b1 > max1 ? b1 : max1;
+      zeros -= (b0 == 0) + (b1 == 0);
+      if constexpr (WithWeight) {
+        V w0, w1;
+        std::memcpy(&w0, w + i, sizeof(V));
+        std::memcpy(&w1, w + i + W, sizeof(V));
+        std::memcpy(snap + i, &w0, sizeof(V));
+        std::memcpy(snap + i + W, &w1, sizeof(V));
+        wa += w0 * w0;
+        wb += w1 * w1;
+      }
+    }
+    for (int64_t j = 0; j < W; ++j) {
+      r.grad_sq += static_cast<double>(ga[j]) + static_cast<double>(gb[j]);
+      if constexpr (WithWeight) r.weight_sq += static_cast<double>(wa[j]) + static_cast<double>(wb[j]);
+    }
+  }
+  Int m = 0;
+  for (int64_t j = 0; j < W; ++j) {
+    m = max0[j] > m ? max0[j] : m;
+    m = max1[j] > m ? max1[j] : m;
+    r.zeros += zeros[j];
+  }
+  for (; i < n; ++i) {
+    const T gv = g[i];
+    r.grad_sq += static_cast<double>(gv) * static_cast<double>(gv);
+    const Int bits = std::bit_cast<Int>(gv) & kMask;
+    m = bits > m ? bits : m;
+    r.zeros += bits == 0;
+    if constexpr (WithWeight) {
+      const T wv = w[i];
+      snap[i] = wv;
+      r.weight_sq += static_cast<double>(wv) * static_cast<double>(wv);
+    }
+  }
+  if (m >= kInfBits) {  // rare: count the nans and infs
+    for (int64_t k = 0; k < n; ++k) {
+      const Int bits = std::bit_cast<Int>(g[k]) & kMask;
+      r.nans += bits > kInfBits;
+      r.infs += bits == kInfBits;
+    }
+  }
+  r.grad_max = m > kInfBits ? kNaN : static_cast<double>(std::bit_cast<T>(m));
+  return r;
+}
+
+// After the step: sum (w - snap)^2 and sum w^2; with Write, snap = w (the next step's snapshot).
+struct UpdatePass {
+  double update_sq = 0, weight_sq = 0;
+};
+
+template <class T>
+struct UpdateArgs {
   const T* w;
   T* snap;
   int64_t n;
 };
 
-// One read of g and w: sums of squares, max |g|, counts, and w copied into snap.
-template <class T>
-[[gnu::always_inline]] inline GradPass grad_pass_body(const GradPassArgs<T>& a) {
-  using B = FloatBits<T>;
-  using I = typename B::I;
-  const T* __restrict g = a.g;
+template <bool Write, class T>
+[[gnu::always_inline]] inline UpdatePass update_pass_body(const UpdateArgs<T>& a) {
+  using V = typename Vec<T>::V;
+  constexpr int64_t W = Vec<T>::kWidth;
   const T* __restrict w = a.w;
   T* __restrict snap = a.snap;
-  double gs[kLanes] = {}, ws[kLanes] = {};
-  I amax[kLanes] = {}, zeros[kLanes] = {}, nans[kLanes] = {}, infs[kLanes] = {};
-  const int64_t blocks = a.n / kLanes * kLanes;
-  for (int64_t i = 0; i < blocks; i += kLanes) {
-    for (int64_t j = 0; j < kLanes; ++j) {
-      const T gv = g[i + j], wv = w[i + j];
-      snap[i + j] = wv;
-      const double gd = gv, wd = wv;
-      gs[j] += gd * gd;
-      ws[j] += wd * wd;
-      const I bits = std::bit_cast<I>(gv) & B::kAbsMask;
-      amax[j] = bits > amax[j] ? bits : amax[j];
-      zeros[j] += bits == 0;
-      nans[j] += bits > B::kInf;
-      infs[j] += bits == B::kInf;
+  const int64_t n = a.n;
+  const int64_t nvec = n / (2 * W) * (2 * W);
+  UpdatePass r;
+  int64_t i = 0;
+  while (i < nvec) {
+    const int64_t end = nvec - i < kBlock ? nvec : i + kBlock;
+    V ua = {}, ub = {}, wa = {}, wb = {};
+    for (; i < end; i += 2 * W) {
+      V w0, w1, s0, s1;
+      std::memcpy(&w0, w + i, sizeof(V));
+      std::memcpy(&w1, w + i + W, sizeof(V));
+      std::memcpy(&s0, snap + i, sizeof(V));
+      std::memcpy(&s1, snap + i + W, sizeof(V));
+      if constexpr (Write) {
+        std::memcpy(snap + i, &w0, sizeof(V));
+        std::memcpy(snap + i + W, &w1, sizeof(V));
+      }
+      // An optimiser step moves a weight by far less than its size: w - s is exact then.
+      const V d0 = w0 - s0, d1 = w1 - s1;
+      ua += d0 * d0;
+      ub += d1 * d1;
+      wa += w0 * w0;
+      wb += w1 * w1;
+    }
+    for (int64_t j = 0; j < W; ++j) {
+      r.update_sq += static_cast<double>(ua[j]) + static_cast<double>(ub[j]);
+      r.weight_sq += static_cast<double>(wa[j]) + static_cast<double>(wb[j]);
     }
   }
-  GradPass r;
-  I m = 0;
-  for (int64_t j = 0; j < kLanes; ++j) {
-    r.grad_sq += gs[j];
-    r.weight_sq += ws[j];
-    m = amax[j] > m ? amax[j] : m;
-    r.zeros += zeros[j];
-    r.nans += nans[j];
-    r.infs += infs[j];
-  }
-  for (int64_t i = blocks; i < a.n; ++i) {
-    const T gv = g[i], wv = w[i];
-    snap[i] = wv;
-    r.grad_sq += static_cast<double>(gv) * static_cast<double>(gv);
-    r.weight_sq += static_cast<double>(wv) * static_cast<double>(wv);
-    const I bits = std::bit_cast<I>(gv) & B::kAbsMask;
-    m = bits > m ? bits : m;
-    r.zeros += bits == 0;
-    r.nans += bits > B::kInf;
-    r.infs += bits == B::kInf;
-  }
-  r.grad_max = m > B::kInf ? kNaN : static_cast<double>(std::bit_cast<T>(m));
-  return r;
-}
-
-// sum (w - snap)^2, in double.
-template <class T>
-struct UpdateArgs {
-  const T* w;
-  const T* snap;
-  int64_t n;
-};
-
-template <class T>
-[[gnu::always_inline]] inline double update_pass_body(const UpdateArgs<T>& a) {
-  const T* __restrict w = a.w;
-  const T* __restrict snap = a.snap;
-  double acc[kLanes] = {};
-  const int64_t blocks = a.n / kLanes * kLanes;
-  for (int64_t i = 0; i < blocks; i += kLanes) {
-    for (int64_t j = 0; j < kLanes; ++j) {
-      const double d = static_cast<double>(w[i + j]) - static_cast<double>(snap[i + j]);
-      acc[j] += d * d;
-    }
-  }
-  double r = 0;
-  for (int64_t j = 0; j < kLanes; ++j) r += acc[j];
-  for (int64_t i = blocks; i < a.n; ++i) {
-    const double d = static_cast<double>(w[i]) - static_cast<double>(snap[i]);
-    r += d * d;
+  for (; i < n; ++i) {
+    const double wv = static_cast<double>(w[i]), d = wv - static_cast<double>(snap[i]);
+    if constexpr (Write) snap[i] = w[i];
+    r.update_sq += d * d;
+    r.weight_sq += wv * wv;
   }
   return r;
 }
 
-template <class T>
+template <bool WithWeight, class T>
 GradPass grad_pass_portable(const GradPassArgs<T>& a) {
-  return grad_pass_body(a);
+  return grad_pass_body<WithWeight>(a);
 }
-template <class T>
-double update_pass_portable(const UpdateArgs<T>& a) {
-  return update_pass_body(a);
+template <bool Write, class T>
+UpdatePass update_pass_portable(const UpdateArgs<T>& a) {
+  return update_pass_body<Write>(a);
 }
 
 #if defined(__x86_64__)
-// The same loops compiled for AVX2 (twice the vector width of the x86-64 baseline), chosen at run
-// time as in src/optim/sgd.cpp.
-template <class T>
+// The same loops compiled for AVX2 (twice the vector width of the x86-64 baseline).
+template <bool WithWeight, class T>
 [[gnu::target("avx2,fma")]] GradPass grad_pass_avx2(const GradPassArgs<T>& a) {
-  return grad_pass_body(a);
+  return grad_pass_body<WithWeight>(a);
 }
-template <class T>
-[[gnu::target("avx2,fma")]] double update_pass_avx2(const UpdateArgs<T>& a) {
-  return update_pass_body(a);
+template <bool Write, class T>
+[[gnu::target("avx2,fma")]] UpdatePass update_pass_avx2(const UpdateArgs<T>& a) {
+  return update_pass_body<Write>(a);
 }
 
 bool has_avx2() {
@@ -164,23 +241,23 @@ bool has_avx2() {
 }
 #endif
 
-template <class T>
+template <bool WithWeight, class T>
 GradPass grad_pass(const GradPassArgs<T>& a) {
 #if defined(__x86_64__)
-  if (has_avx2()) return grad_pass_avx2(a);
+  if (has_avx2()) return grad_pass_avx2<WithWeight>(a);
 #endif
-  return grad_pass_portable(a);
+  return grad_pass_portable<WithWeight>(a);
 }
 
 template <class T>
-double update_pass(const UpdateArgs<T>& a) {
+UpdatePass update_pass(const UpdateArgs<T>& a, bool write) {
 #if defined(__x86_64__)
-  if (has_avx2()) return update_pass_avx2(a);
+  if (has_avx2()) return write ? update_pass_avx2<true>(a) : update_pass_avx2<false>(a);
 #endif
-  return update_pass_portable(a);
+  return write ? update_pass_portable<true>(a) : update_pass_portable<false>(a);
 }
 
-// A parameter without a gradient: the weight's sum of squares and its snapshot only.
+// A parameter without a gradient: the weight's sum of squares and its snapshot.
 template <class T>
 double weight_pass(const T* w, T* snap, int64_t n) {
   double acc = 0;
@@ -202,8 +279,43 @@ using Json = nlohmann::ordered_json;
 
 Json num(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
-std::string dump_line(const Json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+// The per-step lines are formatted by hand into a reused string: building them as nlohmann
+// values cost ~40 us a step for the six parameters of the benchmark's MLP (a sixth of the
+// monitor's budget there); this costs a few. The numbers are the shortest decimals that read
+// back as the same double; non-finite ones are null.
+void json_number(std::string& o, double v) {
+  if (!std::isfinite(v)) {
+    o += "null";
+    return;
+  }
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  o.append(buf, r.ptr);
+}
+
+void json_int(std::string& o, int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  o.append(buf, r.ptr);
+}
+
+void json_string(std::string& o, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  o += '"';
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (u < 0x20) {
+      o += "\\u00";
+      o += kHex[u >> 4];
+      o += kHex[u & 15];
+    } else {
+      o += c;
+    }
+  }
+  o += '"';
 }
 
 }  // namespace
@@ -217,6 +329,18 @@ struct GradMonitor::State {
     std::vector<double> snap_d;  // (float64 parameters)
     DType snap_dtype = kFloat32;
     double prev_norm = kNaN;     // grad norm at the previous sampled step
+    // A snapshot written by after_step for step rolled_step (Note [Gradient monitor passes]):
+    // valid while the parameter still has this version, storage and size.
+    int64_t rolled_step = -1;
+    uint32_t rolled_version = 0;
+    const void* rolled_data = nullptr;
+    double rolled_weight_sq = 0;
+
+    bool rolled_for(int64_t step, const Tensor& w) const {
+      return rolled_step == step && w.data_ptr() == rolled_data && param._version() == rolled_version &&
+             w.dtype() == snap_dtype &&
+             static_cast<size_t>(w.numel()) == (snap_dtype == kFloat32 ? snap_f.size() : snap_d.size());
+    }
   };
 
   GradMonitorOptions opt;
@@ -227,32 +351,64 @@ struct GradMonitor::State {
   std::ofstream out;
   bool pending = false;  // records.back() waits for after_step
 
-  void write(const Json& j) {
-    if (!out.is_open()) return;
-    out << dump_line(j);
-    out.flush();
-  }
+  std::string line;  // the step's JSON lines, reused
 
   void add_flag(int64_t step, const char* kind, const std::string& param, double value, const std::string& what) {
     flags.push_back(Flag{step, kind, param, value, "step " + std::to_string(step) + ", " + param + ": " + what});
+    if (!out.is_open()) return;
     const Flag& f = flags.back();
-    write(Json{{"type", "flag"}, {"step", f.step}, {"kind", f.kind}, {"param", f.param}, {"value", num(f.value)},
-               {"message", f.message}});
+    line += R"({"type":"flag","step":)";
+    json_int(line, f.step);
+    line += R"(,"kind":)";
+    json_string(line, f.kind);
+    line += R"(,"param":)";
+    json_string(line, f.param);
+    line += R"(,"value":)";
+    json_number(line, f.value);
+    line += R"(,"message":)";
+    json_string(line, f.message);
+    line += "}\n";
   }
 
-  // Flags and JSON lines for records.back() (Note [Gradient monitor]).
+  // Flags and JSON lines for records.back() (Note [Gradient monitor]); one write per step.
   void finish_step() {
     pending = false;
     const StepRecord& rec = records.back();
-    Json ps = Json::object();
-    for (const ParamStats& s : rec.params) {
-      ps[s.name] = Json{{"grad_norm", num(s.grad_norm)},         {"grad_max", num(s.grad_max)},
-                        {"weight_norm", num(s.weight_norm)},     {"update_ratio", num(s.update_ratio)},
-                        {"zero_fraction", num(s.zero_fraction)}, {"nan", s.nan_count},
-                        {"inf", s.inf_count}};
+    line.clear();
+    if (out.is_open()) {
+      line += R"({"type":"grad","step":)";
+      json_int(line, rec.step);
+      line += R"(,"params":{)";
+      for (size_t i = 0; i < rec.params.size(); ++i) {
+        const ParamStats& s = rec.params[i];
+        if (i > 0) line += ',';
+        json_string(line, s.name);
+        line += R"(:{"grad_norm":)";
+        json_number(line, s.grad_norm);
+        line += R"(,"grad_max":)";
+        json_number(line, s.grad_max);
+        line += R"(,"weight_norm":)";
+        json_number(line, s.weight_norm);
+        line += R"(,"update_ratio":)";
+        json_number(line, s.update_ratio);
+        line += R"(,"zero_fraction":)";
+        json_number(line, s.zero_fraction);
+        line += R"(,"nan":)";
+        json_int(line, s.nan_count);
+        line += R"(,"inf":)";
+        json_int(line, s.inf_count);
+        line += '}';
+      }
+      line += "}}\n";
     }
-    write(Json{{"type", "grad"}, {"step", rec.step}, {"params", std::move(ps)}});
+    evaluate_flags(rec);
+    if (out.is_open()) {
+      out.write(line.data(), static_cast<std::streamsize>(line.size()));
+      out.flush();
+    }
+  }
 
+  void evaluate_flags(const StepRecord& rec) {
     const ParamStats* last = nullptr;
     if (last_layer >= 0 && rec.params[static_cast<size_t>(last_layer)].has_grad)
       last = &rec.params[static_cast<size_t>(last_layer)];
@@ -322,7 +478,7 @@ GradMonitor::GradMonitor(const nn::Module& model, GradMonitorOptions options) : 
     Json ps = Json::array();
     for (const State::Watched& w : s_->params) ps.push_back(Json{{"name", w.name}, {"shape", w.shape}});
     const GradMonitorOptions& o = s_->opt;
-    s_->write(Json{{"type", "monitor"},
+    const Json head{{"type", "monitor"},
                    {"version", 1},
                    {"params", std::move(ps)},
                    {"options",
@@ -332,7 +488,9 @@ GradMonitor::GradMonitor(const nn::Module& model, GradMonitorOptions options) : 
                      {"exploding_ceiling", num(o.exploding_ceiling)},
                      {"growth_factor", num(o.growth_factor)},
                      {"dead_fraction", num(o.dead_fraction)},
-                     {"raise_on_nonfinite", o.raise_on_nonfinite}}}});
+                     {"raise_on_nonfinite", o.raise_on_nonfinite}}}};
+    s_->out << head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    s_->out.flush();
   }
 }
 
@@ -359,14 +517,18 @@ void GradMonitor::after_backward(int64_t step) {
   for (State::Watched& p : s.params) {
     ParamStats st;
     st.name = p.name;
-    const Tensor w = p.param.is_contiguous() ? p.param : p.param.contiguous();
-    const int64_t n = w.numel();
-    const DType dt = w.dtype();
+    const DType dt = p.param.dtype();
     GRAFT_CHECK(dt == kFloat32 || dt == kFloat64, kOp, "float32 or float64 parameters",
                 "parameter " + p.name + " of dtype " + dtype_name(dt), "the monitor reads float32 and float64 tensors");
-    p.snap_dtype = dt;
-    if (dt == kFloat32) p.snap_f.resize(static_cast<size_t>(n));
-    else p.snap_d.resize(static_cast<size_t>(n));
+    const bool rolled = p.param.is_contiguous() && p.rolled_for(step, p.param);
+    p.rolled_step = -1;
+    const Tensor w = p.param.is_contiguous() ? p.param : p.param.contiguous();
+    const int64_t n = w.numel();
+    if (!rolled) {
+      p.snap_dtype = dt;
+      if (dt == kFloat32) p.snap_f.resize(static_cast<size_t>(n));
+      else p.snap_d.resize(static_cast<size_t>(n));
+    }
     Tensor g = p.param.grad();
     if (g.defined()) {
       GRAFT_CHECK(g.numel() == n, kOp, "a gradient of the parameter's shape",
@@ -376,18 +538,26 @@ void GradMonitor::after_backward(int64_t step) {
       if (g.dtype() != dt) g = g.to(dt);
       if (!g.is_contiguous()) g = g.contiguous();
       GradPass r;
-      if (dt == kFloat32) r = grad_pass<float>({g.data_ptr<float>(), w.data_ptr<float>(), p.snap_f.data(), n});
-      else r = grad_pass<double>({g.data_ptr<double>(), w.data_ptr<double>(), p.snap_d.data(), n});
+      if (dt == kFloat32) {
+        const GradPassArgs<float> args{g.data_ptr<float>(), w.data_ptr<float>(), p.snap_f.data(), n};
+        r = rolled ? grad_pass<false>(args) : grad_pass<true>(args);
+      } else {
+        const GradPassArgs<double> args{g.data_ptr<double>(), w.data_ptr<double>(), p.snap_d.data(), n};
+        r = rolled ? grad_pass<false>(args) : grad_pass<true>(args);
+      }
       st.has_grad = true;
       st.grad_norm = std::sqrt(r.grad_sq);
       st.grad_max = r.grad_max;
-      st.weight_norm = std::sqrt(r.weight_sq);
+      st.weight_norm = std::sqrt(rolled ? p.rolled_weight_sq : r.weight_sq);
       st.zero_fraction = n > 0 ? static_cast<double>(r.zeros) / static_cast<double>(n) : 0.0;
       st.nan_count = r.nans;
       st.inf_count = r.infs;
     } else {
-      const double wsq = dt == kFloat32 ? weight_pass(w.data_ptr<float>(), p.snap_f.data(), n)
-                                        : weight_pass(w.data_ptr<double>(), p.snap_d.data(), n);
+      double wsq = p.rolled_weight_sq;
+      if (!rolled) {
+        wsq = dt == kFloat32 ? weight_pass(w.data_ptr<float>(), p.snap_f.data(), n)
+                             : weight_pass(w.data_ptr<double>(), p.snap_d.data(), n);
+      }
       st.grad_norm = st.grad_max = st.zero_fraction = kNaN;
       st.weight_norm = std::sqrt(wsq);
     }
@@ -414,18 +584,32 @@ void GradMonitor::after_step() {
   if (!s.pending) return;
   NoGradGuard no_grad;
   StepRecord& rec = s.records.back();
-  for (size_t i = 0; i < s.params.size(); ++i) {
+  // When the next step is sampled too, the weights read here become its snapshot.
+  const int64_t next = rec.step + 1;
+  const bool roll = next % s.opt.every == 0;
+  // Last parameter first: the optimiser wrote those last, they are likelier still in cache.
+  for (size_t i = s.params.size(); i-- > 0;) {
     State::Watched& p = s.params[i];
     ParamStats& st = rec.params[i];
-    const Tensor w = p.param.is_contiguous() ? p.param : p.param.contiguous();
+    if (p.param.dtype() != p.snap_dtype) continue;  // converted between the calls: no ratio
+    const bool contiguous = p.param.is_contiguous();
+    const Tensor w = contiguous ? p.param : p.param.contiguous();
     const int64_t n = w.numel();
-    if (w.dtype() != p.snap_dtype) continue;  // converted between the calls: no ratio
-    double usq = kNaN;
+    const bool write = roll && contiguous;
+    UpdatePass r;
     if (p.snap_dtype == kFloat32 && static_cast<size_t>(n) == p.snap_f.size())
-      usq = update_pass<float>({w.data_ptr<float>(), p.snap_f.data(), n});
+      r = update_pass<float>({w.data_ptr<float>(), p.snap_f.data(), n}, write);
     else if (p.snap_dtype == kFloat64 && static_cast<size_t>(n) == p.snap_d.size())
-      usq = update_pass<double>({w.data_ptr<double>(), p.snap_d.data(), n});
-    st.update_ratio = std::sqrt(usq) / (st.weight_norm + kRatioEps);
+      r = update_pass<double>({w.data_ptr<double>(), p.snap_d.data(), n}, write);
+    else
+      continue;
+    st.update_ratio = std::sqrt(r.update_sq) / (st.weight_norm + kRatioEps);
+    if (write) {
+      p.rolled_step = next;
+      p.rolled_version = p.param._version();
+      p.rolled_data = p.param.data_ptr();
+      p.rolled_weight_sq = r.weight_sq;
+    }
   }
   s.finish_step();
 }
