@@ -2,7 +2,7 @@
 // the MLP training step: 784-512-256-10, ReLU, batch 128, cross-entropy, SGD (lr 0.01, momentum
 // 0.9), float32, graft::set_num_threads(1). See BENCHMARKS.md, "Gradient-health monitor overhead".
 //
-//   graft_grad_monitor_bench [--reps=21] [--steps=30] [--warmup=3] [--jsonl=PATH]
+//   graft_grad_monitor_bench [--reps=21] [--steps=30] [--warmup=3] [--every=1] [--jsonl=PATH]
 //
 // Two identical models (same seed, same data), one without and one with a monitor. Each
 // repetition times `steps` steps of each (after `warmup` untimed ones), alternating which goes
@@ -108,6 +108,7 @@ struct Run {
 int main(int argc, char** argv) {
   const auto args = parse_args(argc, argv);
   const int reps = arg_int(args, "reps", 21), steps = arg_int(args, "steps", 30), warmup = arg_int(args, "warmup", 3);
+  const int every = arg_int(args, "every", 1);
   const bool default_path = args.find("jsonl") == args.end();
   const std::string path = default_path
                                ? (std::filesystem::temp_directory_path() / "graft_grad_monitor_bench.jsonl").string()
@@ -120,7 +121,7 @@ int main(int argc, char** argv) {
 
   Run plain, watched;
   watched.monitor = std::make_unique<graft::diagnostics::GradMonitor>(
-      *watched.model, graft::diagnostics::GradMonitorOptions{.every = 1, .jsonl_path = path});
+      *watched.model, graft::diagnostics::GradMonitorOptions{.every = every, .jsonl_path = path});
 
   std::vector<double> plain_ms, watched_ms, ratios;
   for (int r = 0; r < reps; ++r) {
@@ -138,8 +139,8 @@ int main(int argc, char** argv) {
   }
   const double mp = median(plain_ms), mw = median(watched_ms), mr = median(ratios);
   const double inside = watched.timed_monitor_ms / static_cast<double>(watched.timed_monitor_steps);
-  std::printf("MLP 784-512-256-10, batch 128, float32, SGD momentum 0.9, 1 thread; %d repetitions x %d steps\n", reps,
-              steps);
+  std::printf("MLP 784-512-256-10, batch 128, float32, SGD momentum 0.9, 1 thread; %d repetitions x %d steps; every = %d\n",
+              reps, steps, every);
   std::printf("jsonl: %s\n", path.empty() ? "(in memory only)" : path.c_str());
   std::printf("without monitor: median %.3f ms/step (fastest %.3f)\n", mp,
               *std::min_element(plain_ms.begin(), plain_ms.end()));
