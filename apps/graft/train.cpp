@@ -465,7 +465,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
   std::optional<diagnostics::GradMonitor> monitor;
   size_t monitor_records = 0, monitor_flags = 0;
   if (log.enabled()) {
-    monitor.emplace(*model.ptr(), diagnostics::GradMonitorOptions{.every = std::max<int64_t>(1, cfg.monitor_every)});
+    monitor.emplace(*model.ptr(), diagnostics::GradMonitorOptions{.every = std::max<int64_t>(1, cfg.monitor_every),
+                                                                  .optimizer = opt.get()});
     nlohmann::json params = nlohmann::json::array();
     for (const auto& item : model->named_parameters())
       params.push_back({{"name", item.key()}, {"shape", std::vector<int64_t>(item.value().sizes().begin(), item.value().sizes().end())}});

@@ -350,6 +350,9 @@ struct GradMonitor::State {
   std::vector<Flag> flags;
   std::ofstream out;
   bool pending = false;  // records.back() waits for after_step
+  // Note [Update statistics]: with an optimiser that records them, the ratios come from its loop.
+  bool fused = false;
+  int64_t fused_steps = 0;  // the optimiser's steps_taken() at the sampled step's after_backward
 
   std::string line;  // the step's JSON lines, reused
 
@@ -471,6 +474,10 @@ GradMonitor::GradMonitor(const nn::Module& model, GradMonitorOptions options) : 
     if (t.dim() >= 2) s_->last_layer = static_cast<int64_t>(s_->params.size());
     s_->params.push_back(std::move(w));
   }
+  if (s_->opt.optimizer && s_->opt.optimizer->supports_update_stats()) {
+    s_->opt.optimizer->record_update_stats(true);
+    s_->fused = true;
+  }
   if (!s_->opt.jsonl_path.empty()) {
     s_->out.open(s_->opt.jsonl_path, std::ios::out | std::ios::trunc);
     GRAFT_CHECK(s_->out.is_open(), kOp, "a writable jsonl_path", "cannot open '" + s_->opt.jsonl_path + "'",
@@ -520,7 +527,9 @@ void GradMonitor::after_backward(int64_t step) {
     const DType dt = p.param.dtype();
     GRAFT_CHECK(dt == kFloat32 || dt == kFloat64, kOp, "float32 or float64 parameters",
                 "parameter " + p.name + " of dtype " + dtype_name(dt), "the monitor reads float32 and float64 tensors");
-    const bool rolled = p.param.is_contiguous() && p.rolled_for(step, p.param);
+    // Fused (Note [Update statistics]): a parameter with a gradient needs no weight pass here.
+    const bool fused = s.fused && p.param.grad().defined();
+    const bool rolled = fused || (p.param.is_contiguous() && p.rolled_for(step, p.param));
     p.rolled_step = -1;
     const Tensor w = p.param.is_contiguous() ? p.param : p.param.contiguous();
     const int64_t n = w.numel();
@@ -548,7 +557,7 @@ void GradMonitor::after_backward(int64_t step) {
       st.has_grad = true;
       st.grad_norm = std::sqrt(r.grad_sq);
       st.grad_max = r.grad_max;
-      st.weight_norm = std::sqrt(rolled ? p.rolled_weight_sq : r.weight_sq);
+      st.weight_norm = fused ? kNaN : std::sqrt(rolled ? p.rolled_weight_sq : r.weight_sq);  // fused: after_step
       st.zero_fraction = n > 0 ? static_cast<double>(r.zeros) / static_cast<double>(n) : 0.0;
       st.nan_count = r.nans;
       st.inf_count = r.infs;
@@ -566,6 +575,7 @@ void GradMonitor::after_backward(int64_t step) {
   }
   s.records.push_back(std::move(rec));
   s.pending = true;
+  if (s.fused) s.fused_steps = s.opt.optimizer->steps_taken();
 
   if (!s.opt.raise_on_nonfinite) return;
   for (const ParamStats& st : s.records.back().params) {
@@ -586,11 +596,20 @@ void GradMonitor::after_step() {
   StepRecord& rec = s.records.back();
   // When the next step is sampled too, the weights read here become its snapshot.
   const int64_t next = rec.step + 1;
-  const bool roll = next % s.opt.every == 0;
+  const bool roll = !s.fused && next % s.opt.every == 0;
   // Last parameter first: the optimiser wrote those last, they are likelier still in cache.
   for (size_t i = s.params.size(); i-- > 0;) {
     State::Watched& p = s.params[i];
     ParamStats& st = rec.params[i];
+    if (s.fused && st.has_grad) {
+      // From the optimiser's update loop, when it stepped this parameter exactly once since.
+      const optim::Optimizer::UpdateStats* u = s.opt.optimizer->update_stats(p.param);
+      if (u && u->step == s.fused_steps + 1 && s.opt.optimizer->steps_taken() == s.fused_steps + 1) {
+        st.weight_norm = std::sqrt(u->weight_sq);
+        st.update_ratio = std::sqrt(u->update_sq) / (st.weight_norm + kRatioEps);
+      }
+      continue;
+    }
     if (p.param.dtype() != p.snap_dtype) continue;  // converted between the calls: no ratio
     const bool contiguous = p.param.is_contiguous();
     const Tensor w = contiguous ? p.param : p.param.contiguous();

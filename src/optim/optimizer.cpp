@@ -292,11 +292,21 @@ Tensor Optimizer::step(LossClosure closure) {
     loss = closure();
   }
   NoGradGuard no_grad;
+  ++steps_taken_;
   for (auto& group : param_groups_) {
     group.options().validate();
     step_group(group);
   }
   return loss;
+}
+
+const Optimizer::UpdateStats* Optimizer::update_stats(const Tensor& param) const {
+  auto it = update_stats_.find(param.unsafe_impl());
+  return it == update_stats_.end() ? nullptr : &it->second;
+}
+
+void Optimizer::set_update_stats(const Tensor& param, double weight_sq, double update_sq) {
+  update_stats_[param.unsafe_impl()] = {weight_sq, update_sq, steps_taken_};
 }
 
 void Optimizer::step_group(OptimizerParamGroup&) {

@@ -1,6 +1,9 @@
 // SGD: see include/graft/optim/sgd.h and Note [Optimizer update loops].
 #include "graft/optim/sgd.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "update.h"
 
 namespace graft::optim {
@@ -40,11 +43,14 @@ struct SgdUpdate {
   int64_t n;
   bool maximize, nesterov, decay, first;
   T wd, mom, one_minus_damp, neg_lr;
+  std::pair<double, double>* stats = nullptr;  // (||w_before||^2, ||update||^2), when recording
 };
 
+constexpr int64_t kStatsBlock = 512;
+
 template <class T>
-[[gnu::always_inline]] inline void sgd_update_body(const SgdUpdate<T>& u) {
-  for (int64_t i = 0; i < u.n; ++i) {
+[[gnu::always_inline]] inline void sgd_update_range(const SgdUpdate<T>& u, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
     T d = u.maximize ? -u.g[i] : u.g[i];
     if (u.decay) d = std::fma(u.wd, u.p[i], d);
     if (u.buf) {
@@ -53,6 +59,44 @@ template <class T>
     }
     u.p[i] = std::fma(u.neg_lr, d, u.p[i]);
   }
+}
+
+// The same update, also adding ||w_before||^2 and ||w_after - w_before||^2 (the difference rounded
+// in T) into wsq and usq. `omp simd reduction` (compiled with -fopenmp-simd: no OpenMP runtime) lets
+// the compiler vectorise the sums by reassociating them; the lanes sum in T over one block of
+// kStatsBlock elements at most, then into double.
+template <class T>
+[[gnu::always_inline]] inline void sgd_update_range_stats(const SgdUpdate<T>& u, int64_t begin, int64_t end,
+                                                          double& wsq, double& usq) {
+  T w2 = 0, u2 = 0;
+#pragma omp simd reduction(+ : w2, u2)
+  for (int64_t i = begin; i < end; ++i) {
+    const T before = u.p[i];
+    T d = u.maximize ? -u.g[i] : u.g[i];
+    if (u.decay) d = std::fma(u.wd, before, d);
+    if (u.buf) {
+      u.buf[i] = u.first ? d : std::fma(u.one_minus_damp, d, u.buf[i] * u.mom);
+      d = u.nesterov ? std::fma(u.mom, u.buf[i], d) : u.buf[i];
+    }
+    const T after = std::fma(u.neg_lr, d, before);
+    u.p[i] = after;
+    const T step = after - before;
+    w2 += before * before;
+    u2 += step * step;
+  }
+  wsq += static_cast<double>(w2);
+  usq += static_cast<double>(u2);
+}
+
+// The whole update; with stats, block by block: the block's old weights are kept in a stack buffer
+// (in L1) and the sums are taken from cache right after the block is updated.
+template <class T>
+[[gnu::always_inline]] inline void sgd_update_body(const SgdUpdate<T>& u) {
+  if (!u.stats) return sgd_update_range(u, 0, u.n);
+  double wsq = 0, usq = 0;
+  for (int64_t b = 0; b < u.n; b += kStatsBlock) sgd_update_range_stats(u, b, std::min(u.n, b + kStatsBlock), wsq, usq);
+  u.stats->first = wsq;
+  u.stats->second = usq;
 }
 
 template <class T>
@@ -101,7 +145,10 @@ void SGD::step_group(OptimizerParamGroup& group) {
       u.mom = static_cast<T>(o.momentum());
       u.one_minus_damp = static_cast<T>(1 - o.dampening());
       u.neg_lr = static_cast<T>(-o.lr());
+      std::pair<double, double> sums{0.0, 0.0};
+      if (record_update_stats_) u.stats = &sums;
       sgd_update(u);
+      if (record_update_stats_) set_update_stats(param, sums.first, sums.second);
     });
   });
 }

@@ -577,3 +577,70 @@ TEST(GradMonitor, JsonLinesEscapeNames) {
 
 }  // namespace
 }  // namespace graft::test
+
+namespace graft::test {
+namespace {
+
+// Note [Update statistics]: SGD's own loop reports ||w_before||^2 and ||update||^2; by hand for
+// w = (3, 4), g = (1, 0), lr 0.5: update (-0.5, 0).
+TEST(UpdateStats, SgdReportsWeightAndUpdateNormsByHand) {
+  Tensor w = tensor(std::vector<double>{3.0, 4.0}, kFloat64).requires_grad_();
+  optim::SGD opt({w}, optim::SGDOptions(0.5));
+  EXPECT_TRUE(opt.supports_update_stats());
+  opt.record_update_stats(true);
+  w.mutable_grad() = tensor(std::vector<double>{1.0, 0.0}, kFloat64);
+  opt.step();
+  const auto* u = opt.update_stats(w);
+  ASSERT_NE(u, nullptr);
+  EXPECT_DOUBLE_EQ(u->weight_sq, 25.0);
+  EXPECT_DOUBLE_EQ(u->update_sq, 0.25);
+  EXPECT_EQ(u->step, 1);
+  EXPECT_EQ(opt.steps_taken(), 1);
+  // Adam does not record them
+  Tensor v = zeros({2}).requires_grad_();
+  optim::Adam adam({v}, optim::AdamOptions(0.1));
+  adam.record_update_stats(true);
+  EXPECT_FALSE(adam.recording_update_stats());
+}
+
+// With the optimiser given, the monitor's ratios come from SGD's loop; they equal the ones it
+// computes from its own weight snapshots (float64, SGD with momentum, every step, 2000+ elements).
+TEST(GradMonitor, FusedWithSgdMatchesTheSnapshotWay) {
+  auto make = [] {
+    manual_seed(3);
+    return nn::Sequential(nn::Linear(40, 50), nn::Tanh(), nn::Linear(50, 3));
+  };
+  nn::Sequential a = make(), b = make();
+  a->to(kFloat64);
+  b->to(kFloat64);
+  optim::SGD oa(a->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  optim::SGD ob(b->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  GradMonitor fused(*a, {.optimizer = &oa});
+  GradMonitor snap(*b);
+  Generator gen(11);
+  const Tensor x = randn({8, 40}, kFloat64, &gen), y = randn({8, 3}, kFloat64, &gen);
+  for (int64_t step = 0; step < 4; ++step) {
+    for (auto* run : {&a, &b}) {
+      optim::SGD& o = run == &a ? oa : ob;
+      GradMonitor& m = run == &a ? fused : snap;
+      o.zero_grad();
+      nn::functional::mse_loss((*run)->forward(x), y).backward();
+      m.after_backward(step);
+      o.step();
+      m.after_step();
+    }
+  }
+  ASSERT_EQ(fused.records().size(), 4u);
+  for (size_t k = 0; k < 4; ++k)
+    for (size_t i = 0; i < 4; ++i) {
+      const auto& f = fused.records()[k].params[i];
+      const auto& s = snap.records()[k].params[i];
+      EXPECT_NEAR(f.grad_norm, s.grad_norm, 1e-12 * s.grad_norm);
+      EXPECT_NEAR(f.weight_norm, s.weight_norm, 1e-12 * s.weight_norm) << k << " " << i;
+      EXPECT_GT(f.update_ratio, 0);
+      EXPECT_NEAR(f.update_ratio, s.update_ratio, 1e-9 * s.update_ratio) << k << " " << i;
+    }
+}
+
+}  // namespace
+}  // namespace graft::test

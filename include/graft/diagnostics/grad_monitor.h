@@ -59,6 +59,7 @@
 
 #include "graft/core/tensor.h"
 #include "graft/nn/module.h"
+#include "graft/optim/optimizer.h"
 
 namespace graft::diagnostics {
 
@@ -71,6 +72,11 @@ struct GradMonitorOptions {
   double dead_fraction = 0.9;      // zero-gradient fraction; parameters with >= 64 elements
   bool raise_on_nonfinite = false;
   std::string jsonl_path;          // empty: records are kept in memory only
+  // The optimiser that steps the model. When it supports update statistics (Note [Update
+  // statistics] in graft/optim/optimizer.h; SGD does), the monitor turns them on and takes the
+  // weight norms and update-to-weight ratios from its update loop instead of keeping a copy of the
+  // weights: after_backward reads only the gradients and after_step reads nothing.
+  optim::Optimizer* optimizer = nullptr;
 };
 
 struct ParamStats {

@@ -204,7 +204,32 @@ class Optimizer {
 
   const char* name() const { return defaults_->optimizer_name(); }
 
+  // Note [Update statistics]
+  // With record_update_stats(true), step() records for every parameter it updates the squared L2
+  // norms of the weight before the step and of the update (w_after - w_before, as rounded), computed
+  // inside the update loop from data already in cache, so a gradient monitor gets update-to-weight
+  // ratios without keeping a copy of the weights (diagnostics::GradMonitor uses this). SGD supports
+  // it; for the other optimisers supports_update_stats() is false and nothing is recorded.
+  struct UpdateStats {
+    double weight_sq = 0;  // ||w_before||^2
+    double update_sq = 0;  // ||w_after - w_before||^2
+    int64_t step = 0;      // the value of steps_taken() after the step that recorded them
+  };
+  virtual bool supports_update_stats() const { return false; }
+  void record_update_stats(bool on) { record_update_stats_ = on && supports_update_stats(); }
+  bool recording_update_stats() const { return record_update_stats_; }
+  // The statistics `param` got at the last step that updated it, or null.
+  const UpdateStats* update_stats(const Tensor& param) const;
+  // Calls of step() so far.
+  int64_t steps_taken() const { return steps_taken_; }
+
  protected:
+  // For step_group implementations: store statistics for `param` at the current step.
+  void set_update_stats(const Tensor& param, double weight_sq, double update_sq);
+  bool record_update_stats_ = false;
+  int64_t steps_taken_ = 0;
+  std::unordered_map<const TensorImpl*, UpdateStats> update_stats_;
+
   Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_ptr<OptimizerOptions> defaults);
 
   // One update of the group's parameters that have a gradient (grad mode is off). An optimiser

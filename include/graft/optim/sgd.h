@@ -38,6 +38,8 @@ class SGD : public Optimizer {
   SGD(const std::vector<Tensor>& params, const SGDOptions& defaults)
       : SGD(std::vector<OptimizerParamGroup>{OptimizerParamGroup(params)}, defaults) {}
 
+  bool supports_update_stats() const override { return true; }  // Note [Update statistics]
+
  protected:
   void step_group(OptimizerParamGroup& group) override;
   std::unique_ptr<OptimizerParamState> make_param_state() const override { return std::make_unique<SGDParamState>(); }
