@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 
 #include "../io/temp_dir.h"
@@ -51,15 +50,18 @@ std::optional<Browser> open_in_chromium(const TempDir& dir, const std::string& h
     GTEST_SKIP() << "chromium is not installed (tools/install-deps.sh installs it)";          \
   }
 
-// The values of attribute `attr` on the element with id `id` in a serialised DOM.
+// The value of attribute `attr` on the element with id `id` in a serialised DOM (plain string search:
+// Chromium writes attributes as name="value").
 std::string attribute(const std::string& dom, const std::string& id, const std::string& attr) {
-  const std::regex tag("<[a-z]+[^>]*\\bid=\"" + id + "\"[^>]*>");
-  std::smatch m;
-  if (!std::regex_search(dom, m, tag)) return "(no element #" + id + ")";
-  const std::regex a("\\b" + attr + "=\"([^\"]*)\"");
-  std::smatch v;
-  const std::string t = m.str();
-  return std::regex_search(t, v, a) ? v[1].str() : "(no " + attr + ")";
+  const size_t at = dom.find(" id=\"" + id + "\"");
+  if (at == std::string::npos) return "(no element #" + id + ")";
+  const size_t open = dom.rfind('<', at), close = dom.find('>', at);
+  const std::string tag = dom.substr(open, close - open);
+  const std::string key = " " + attr + "=\"";
+  const size_t v = tag.find(key);
+  if (v == std::string::npos) return "(no " + attr + ")";
+  const size_t begin = v + key.size();
+  return tag.substr(begin, tag.find('"', begin) - begin);
 }
 
 // A run log with known contents: 30 steps, 3 epochs, 2 monitored parameters over 10 sampled steps
