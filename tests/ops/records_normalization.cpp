@@ -11,31 +11,13 @@ namespace {
 
 namespace F = graft::nn::functional;
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
+// This file's sample range is [-2, 2) unless a record says otherwise.
+Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) { return uniform_sample(shape, seed, lo, hi); }
+SampleSpec S(std::vector<int64_t> shape, uint64_t seed, double lo = -2, double hi = 2) {
+  return {std::move(shape), seed, lo, hi};
 }
-
-// Record samples are built when a check asks for them, never at static-initialisation time: tensors
-// held by the static op table would outlive graft's allocator at exit.
-struct Spec {
-  std::vector<int64_t> shape;
-  uint64_t seed;
-  double lo = -2, hi = 2;
-};
-Spec S(std::vector<int64_t> shape, uint64_t seed, double lo = -2, double hi = 2) { return {std::move(shape), seed, lo, hi}; }
-using Specs = std::vector<std::vector<Spec>>;
-std::function<std::vector<TensorList>()> lazy(Specs specs) {
-  return [specs = std::move(specs)] {
-    std::vector<TensorList> out;
-    for (const auto& sample : specs) {
-      TensorList t;
-      for (const auto& sp : sample) t.push_back(r(sp.shape, sp.seed, sp.lo, sp.hi));
-      out.push_back(std::move(t));
-    }
-    return out;
-  };
-}
+using Specs = SampleSpecs;
+std::function<std::vector<TensorList>()> lazy(Specs specs) { return lazy_samples(std::move(specs)); }
 
 constexpr double kEps = 1e-5;
 

@@ -135,4 +135,21 @@ Tensor ref_map(const TensorList& inputs, const std::function<double(const std::v
   return make(out, shape, out_dt);
 }
 
+Tensor uniform_sample(IntArrayRef shape, uint64_t seed, double lo, double hi) {
+  Generator g(seed);
+  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
+}
+
+std::function<std::vector<TensorList>()> lazy_samples(SampleSpecs specs) {
+  return [specs = std::move(specs)] {
+    std::vector<TensorList> out;
+    for (const auto& sample : specs) {
+      TensorList t;
+      for (const auto& sp : sample) t.push_back(uniform_sample(sp.shape, sp.seed, sp.lo, sp.hi));
+      out.push_back(std::move(t));
+    }
+    return out;
+  };
+}
+
 }  // namespace graft::test

@@ -30,6 +30,20 @@ Tensor non_contiguous(const Tensor& t);
 // Runs `f` and checks that it throws a graft::Error whose message contains every piece of `parts`.
 ::testing::AssertionResult throws_error(const std::function<void()>& f, const std::vector<std::string>& parts);
 
+// ---- lazily built op-record samples ----
+// Uniform values in [lo, hi) from a Generator seeded with `seed` (float64).
+Tensor uniform_sample(IntArrayRef shape, uint64_t seed, double lo, double hi);
+// One input of a record sample: built when a check asks for it, never at static-initialisation time
+// (tensors held by the static op table would outlive graft's allocator at exit).
+struct SampleSpec {
+  std::vector<int64_t> shape;
+  uint64_t seed;
+  double lo, hi;
+};
+using SampleSpecs = std::vector<std::vector<SampleSpec>>;
+// The samples function of an OpRecord: each SampleSpec becomes uniform_sample(shape, seed, lo, hi).
+std::function<std::vector<TensorList>()> lazy_samples(SampleSpecs specs);
+
 // ---- plain-loop references (independent of graft's kernels) ----
 // Broadcast shape of a and b (NumPy rules), computed with separate code.
 std::vector<int64_t> ref_broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
