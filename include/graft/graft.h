@@ -9,6 +9,7 @@
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
 #include "graft/core/generator.h"
+#include "graft/core/half.h"
 #include "graft/core/memory.h"
 #include "graft/core/ordered_dict.h"
 #include "graft/core/parallel.h"

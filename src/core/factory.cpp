@@ -27,9 +27,9 @@ Tensor finish(Tensor t, const TensorOptions& o) {
 
 template <class F>
 void fill_with(Tensor& t, F&& value_at) {
-  kernels::dispatch_all(t.dtype(), "fill", [&]<class T>() {
+  kernels::dispatch_all_and_half(t.dtype(), "fill", [&]<class T>() {
     T* p = t.data_ptr<T>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<T>(value_at(i));
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = kernels::convert<T>(value_at(i));
   });
 }
 }  // namespace
@@ -59,8 +59,10 @@ Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
   check_sizes(size, "full");
   check_device(o, "full");
   Tensor t = make_empty(size, o.dtype());
-  kernels::dispatch_all(t.dtype(), "full", [&]<class T>() {
-    const T v = value.to<T>();
+  kernels::dispatch_all_and_half(t.dtype(), "full", [&]<class T>() {
+    T v;
+    if constexpr (kernels::is_half_v<T>) v = T(value.to<double>());
+    else v = value.to<T>();
     std::fill_n(t.data_ptr<T>(), t.numel(), v);
   });
   return finish(t, o);

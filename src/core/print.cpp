@@ -15,12 +15,12 @@
 // than float32, int64 and bool (graft.float64), grad_fn=<MulBackward0> or requires_grad=True.
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "graft/autograd/node.h"
+#include "graft/core/half.h"
 #include "graft/core/tensor.h"
 
 namespace graft {
@@ -32,22 +32,6 @@ constexpr int64_t kThreshold = 1000;
 constexpr int64_t kEdgeItems = 3;
 constexpr int64_t kLineWidth = 80;
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1u, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  float v;
-  if (exp == 0) v = std::ldexp(static_cast<float>(mant), -24);  // zero and subnormals
-  else if (exp == 31) v = mant ? NAN : INFINITY;
-  else v = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
-}
-
-float bfloat16_to_float(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-}
-
 // Reads elements of any dtype at an element offset from the tensor's first element.
 struct Reader {
   const char* base;
@@ -58,8 +42,8 @@ struct Reader {
       case DType::Float64: return reinterpret_cast<const double*>(base)[off];
       case DType::Int64: return static_cast<double>(reinterpret_cast<const int64_t*>(base)[off]);
       case DType::Bool: return reinterpret_cast<const bool*>(base)[off] ? 1.0 : 0.0;
-      case DType::Float16: return half_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
-      case DType::BFloat16: return bfloat16_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
+      case DType::Float16: return half_bits_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
+      case DType::BFloat16: return bfloat16_bits_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
     }
     return 0;
   }

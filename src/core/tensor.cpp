@@ -6,6 +6,7 @@
 #include "graft/autograd/engine.h"
 #include "graft/autograd/node.h"
 #include "graft/core/error.h"
+#include "graft/core/half.h"
 
 namespace graft {
 
@@ -53,6 +54,8 @@ template float* Tensor::data_ptr<float>() const;
 template double* Tensor::data_ptr<double>() const;
 template int64_t* Tensor::data_ptr<int64_t>() const;
 template bool* Tensor::data_ptr<bool>() const;
+template Half* Tensor::data_ptr<Half>() const;
+template BFloat16* Tensor::data_ptr<BFloat16>() const;
 
 Scalar Tensor::item() const {
   GRAFT_CHECK(numel() == 1, "item", "a tensor with exactly one element",
@@ -64,6 +67,8 @@ Scalar Tensor::item() const {
     case DType::Float64: return Scalar(*reinterpret_cast<const double*>(p));
     case DType::Int64: return Scalar(*reinterpret_cast<const int64_t*>(p));
     case DType::Bool: return Scalar(*reinterpret_cast<const uint8_t*>(p) != 0);  // any byte, not UB
+    case DType::Float16: return Scalar(static_cast<double>(reinterpret_cast<const Half*>(p)->to_float()));
+    case DType::BFloat16: return Scalar(static_cast<double>(reinterpret_cast<const BFloat16*>(p)->to_float()));
     default: throw Error("item", "a float32, float64, int64 or bool tensor", dtype_name(dtype()), "");
   }
 }

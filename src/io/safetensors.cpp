@@ -16,6 +16,7 @@
 
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
+#include "graft/core/half.h"
 #include "io/file_util.h"
 
 namespace graft::io {
@@ -63,32 +64,16 @@ void to_from_little_endian(uint8_t* p, size_t nbytes, size_t size) {
 
 struct OutEntry {
   std::string name;
-  Tensor t;  // contiguous, or half with arbitrary strides (copied element by element)
+  Tensor t;  // contiguous
   const DTypeInfo* info;
 };
 
-// Copies the data of `t` (any strides) as contiguous little-endian bytes.
+// Appends the data of the contiguous tensor `t` as little-endian bytes.
 void append_bytes(const Tensor& t, size_t elem, std::vector<uint8_t>& out) {
   const size_t base = out.size();
   out.resize(base + static_cast<size_t>(t.numel()) * elem);
   uint8_t* dst = out.data() + base;
-  if (t.is_contiguous()) {
-    if (t.numel()) std::memcpy(dst, t.data_ptr(), static_cast<size_t>(t.numel()) * elem);
-  } else {
-    // Element-by-element gather through the strides (only for dtypes without kernels).
-    const int64_t nd = t.dim();
-    std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
-    const char* src = static_cast<const char*>(t.data_ptr());
-    for (int64_t n = 0; n < t.numel(); ++n) {
-      int64_t off = 0;
-      for (int64_t d = 0; d < nd; ++d) off += idx[static_cast<size_t>(d)] * t.stride(d);
-      std::memcpy(dst + static_cast<size_t>(n) * elem, src + off * static_cast<int64_t>(elem), elem);
-      for (int64_t d = nd - 1; d >= 0; --d) {
-        if (++idx[static_cast<size_t>(d)] < t.size(d)) break;
-        idx[static_cast<size_t>(d)] = 0;
-      }
-    }
-  }
+  if (t.numel()) std::memcpy(dst, t.data_ptr(), static_cast<size_t>(t.numel()) * elem);
   to_from_little_endian(dst, out.size() - base, elem);
 }
 
@@ -105,7 +90,7 @@ std::vector<OutEntry> prepare(const Items& items, const std::string& op) {
                 "move it to the CPU first");
     Tensor c = t.detach();
     const DTypeInfo& info = info_of(c.dtype());
-    if (!c.is_contiguous() && c.dtype() != DType::Float16 && c.dtype() != DType::BFloat16) c = c.contiguous();
+    if (!c.is_contiguous()) c = c.contiguous();
     entries.push_back({name, c, &info});
   }
   // Descending dtype, then name: every tensor starts aligned to its element size.
@@ -342,29 +327,6 @@ Header parse_header(std::span<const uint8_t> json_bytes, uint64_t buffer_size, c
   return h;
 }
 
-// Half precision to float32, exactly.
-float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  // subnormal: normalise
-    int e = -1;
-    do {
-      ++e;
-      mant <<= 1;
-    } while ((mant & 0x400u) == 0);
-    bits = sign | (static_cast<uint32_t>(112 - e) << 23) | ((mant & 0x3ffu) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
 // Builds the tensors once the header is valid; `read(begin, dst)` fills dst from the data buffer.
 template <class Read>
 SafetensorsContents materialise(Header h, const LoadOptions& options, const std::string& op, Read&& read) {
@@ -394,8 +356,7 @@ SafetensorsContents materialise(Header h, const LoadOptions& options, const std:
       for (int64_t i = 0; i < count; ++i) {
         uint16_t bits;
         std::memcpy(&bits, dst + 2 * i, 2);
-        fp[i] = e.info->dtype == DType::Float16 ? half_to_float(bits)
-                                                : std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+        fp[i] = e.info->dtype == DType::Float16 ? half_bits_to_float(bits) : bfloat16_bits_to_float(bits);
       }
       t = f;
     }

@@ -1,20 +1,48 @@
 // dtype dispatch: runs a templated lambda with the C++ type of a runtime dtype.
 //   dispatch_floating(x.dtype(), "exp", [&]<class T>() { ... T is float or double ... });
-// An unsupported dtype is a graft::Error naming the op (float16/bfloat16 have storage, no kernels yet).
+// An unsupported dtype is a graft::Error naming the op. float16/bfloat16 have storage and
+// conversions (dispatch_all_and_half, convert<D>), and kernels only where an op says so (the matrix
+// products under autocast, relu); every other op rejects them with that error.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "graft/core/dtype.h"
 #include "graft/core/error.h"
+#include "graft/core/half.h"
 
 namespace graft::kernels {
 
 [[noreturn]] inline void unsupported_dtype(const char* op, DType dt, const char* expected) {
   throw Error(op, expected, std::string("a ") + dtype_name(dt) + " tensor",
               std::string("convert the input with .to(graft::kFloat32)") +
-                  (dt == DType::Float16 || dt == DType::BFloat16 ? " (half-precision kernels are not implemented yet)" : ""));
+                  (dt == DType::Float16 || dt == DType::BFloat16
+                       ? " (this op has no half-precision kernel; under graft::AutocastGuard the matrix products "
+                         "return half-precision tensors: convert them before ops like this one)"
+                       : ""));
+}
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// static_cast<D>(v) extended to Half and BFloat16: narrowing rounds once, to nearest even, from
+// the source value (Note [Half-precision conversions]); half -> bool is v != 0 (NaN is true).
+template <class D, class S>
+D convert(S v) {
+  if constexpr (is_half_v<S>) {
+    const float f = v.to_float();
+    if constexpr (std::is_same_v<D, S>) return v;
+    else if constexpr (is_half_v<D>) return D(f);
+    else if constexpr (std::is_same_v<D, bool>) return f != 0.0f;
+    else return static_cast<D>(f);
+  } else if constexpr (is_half_v<D>) {
+    if constexpr (std::is_same_v<S, float> || std::is_same_v<S, double>) return D(v);
+    else return D(static_cast<double>(v));  // int64 (exact up to 2^53, far past the formats' precision), bool
+  } else {
+    return static_cast<D>(v);
+  }
 }
 
 template <class F>
@@ -46,6 +74,17 @@ decltype(auto) dispatch_all(DType dt, const char* op, F&& f) {
     case DType::Int64: return f.template operator()<int64_t>();
     case DType::Bool: return f.template operator()<bool>();
     default: unsupported_dtype(op, dt, "a float32, float64, int64 or bool tensor");
+  }
+}
+
+// float32, float64, int64, bool, float16, bfloat16: ops that only move or convert whole elements
+// (copies, fills).
+template <class F>
+decltype(auto) dispatch_all_and_half(DType dt, const char* op, F&& f) {
+  switch (dt) {
+    case DType::Float16: return f.template operator()<Half>();
+    case DType::BFloat16: return f.template operator()<BFloat16>();
+    default: return dispatch_all(dt, op, std::forward<F>(f));
   }
 }
 

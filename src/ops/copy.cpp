@@ -37,9 +37,9 @@ void copy_into(Tensor& dst, const Tensor& src) {
     if (dst.numel()) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());
     return;
   }
-  kernels::dispatch_all(dst.dtype(), "copy_", [&]<class D>() {
-    kernels::dispatch_all(src.dtype(), "copy_", [&]<class S>() {
-      kernels::assign<D, S>(dst, [](S v) { return static_cast<D>(v); }, src);
+  kernels::dispatch_all_and_half(dst.dtype(), "copy_", [&]<class D>() {
+    kernels::dispatch_all_and_half(src.dtype(), "copy_", [&]<class S>() {
+      kernels::assign<D, S>(dst, [](S v) { return kernels::convert<D>(v); }, src);
     });
   });
 }
@@ -99,10 +99,8 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::to(DType dt, bool copy) const {
   if (dt == dtype() && !copy) return *this;
-  for (DType t : {dtype(), dt})
-    GRAFT_CHECK(t != DType::Float16 && t != DType::BFloat16, "to", "a conversion between float32, float64, int64 and bool",
-                std::string("a conversion from ") + dtype_name(dtype()) + " to " + dtype_name(dt),
-                "half-precision conversion kernels are not implemented yet");
+  // Any pair of dtypes converts; float16/bfloat16 round to nearest even (Note [Half-precision
+  // conversions] in graft/core/half.h). Between floating dtypes the gradient is cast back.
   Tensor y = make_empty(sizes(), dt);
   detail::copy_into(y, *this);
   if (graft::is_floating_point(dt)) {
@@ -142,8 +140,10 @@ namespace {
 Tensor& fill_impl(Tensor& self, const Scalar& value, const char* op, const char* node_name) {
   const bool record = autograd::should_record({&self});
   detail::check_inplace(self, op, record);
-  kernels::dispatch_all(self.dtype(), op, [&]<class T>() {
-    const T v = value.to<T>();
+  kernels::dispatch_all_and_half(self.dtype(), op, [&]<class T>() {
+    T v;
+    if constexpr (kernels::is_half_v<T>) v = T(value.to<double>());
+    else v = value.to<T>();
     kernels::assign<T>(self, [v] { return v; });
   });
   self.impl().storage->bump_version(op);

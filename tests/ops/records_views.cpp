@@ -286,8 +286,8 @@ GRAFT_OP_RECORDS(views) {
                   .gradgradcheck = false,
                   .float32 = false,  // the output is float64 by construction
                   .atol = 1e-11, .rtol = 1e-6,
-                  .errors = {{[] { zeros({2}).to(kFloat16); }, {"to", "float16"}},
-                             {[] { zeros({2}, kFloat16).to(kFloat32); }, {"to", "float16"}}}});
+                  // half-precision conversions are tested in tests/core/test_half.cpp
+                  .errors = {{[] { Tensor().to(kFloat16); }, {"undefined"}}}});
   recs.push_back({.name = "to", .variant = "int64",
                   .fn = [](const TensorList& a) { return a[0].to(kInt64); },
                   .reference = [](const TensorList& a) {
