@@ -1,6 +1,7 @@
 // The one include graft users need.
 #pragma once
 
+#include "graft/autograd/checkpoint.h"
 #include "graft/autograd/engine.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/autograd/gradcheck.h"

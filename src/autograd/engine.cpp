@@ -65,6 +65,22 @@ TensorList AccumulateGrad::apply(const Tensor& grad_in) {
 
 namespace {
 
+// The pass running on this thread (detail::current_backward_pass()). A node's apply() may start a
+// pass of its own (reentrant backward: each pass has its own GraphTask, so they do not interfere);
+// the scope restores the outer pass's info when the inner one ends, exceptions included.
+thread_local const detail::BackwardPassInfo* current_pass = nullptr;
+
+class PassScope {
+ public:
+  explicit PassScope(const detail::BackwardPassInfo* info) : prev_(current_pass) { current_pass = info; }
+  ~PassScope() { current_pass = prev_; }
+  PassScope(const PassScope&) = delete;
+  PassScope& operator=(const PassScope&) = delete;
+
+ private:
+  const detail::BackwardPassInfo* prev_;
+};
+
 struct NodeHash {
   size_t operator()(const Node* n) const { return std::hash<const void*>()(n); }
 };
@@ -283,6 +299,8 @@ std::pair<std::vector<std::pair<Node*, Tensor>>, std::vector<std::shared_ptr<Nod
 
 }  // namespace
 
+const detail::BackwardPassInfo* detail::current_backward_pass() { return current_pass; }
+
 void backward(const TensorList& outputs, const TensorList& grad_outputs, std::optional<bool> retain_graph,
               bool create_graph, const TensorList& inputs) {
   auto [roots, keep] = make_roots(outputs, grad_outputs, "backward");
@@ -305,6 +323,8 @@ void backward(const TensorList& outputs, const TensorList& grad_outputs, std::op
   std::vector<Node*> root_nodes;
   for (auto& r : roots) root_nodes.push_back(r.first);
   discover(task, root_nodes, targets);
+  const detail::BackwardPassInfo info{create_graph, true, inputs.empty() ? nullptr : &inputs};
+  PassScope scope(&info);
   execute(task, roots);
 }
 
@@ -331,7 +351,11 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
   std::vector<Node*> root_nodes;
   for (auto& r : roots) root_nodes.push_back(r.first);
   discover(task, root_nodes, targets);
-  execute(task, roots);
+  {
+    const detail::BackwardPassInfo info{create_graph, false, &inputs};
+    PassScope scope(&info);
+    execute(task, roots);
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     GRAFT_CHECK(task.captured[i].defined() || allow_unused, "grad",
                 "every input to be used in the graph of the outputs",

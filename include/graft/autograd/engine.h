@@ -18,4 +18,17 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                 bool allow_unused = false);
 
+namespace detail {
+// What the backward pass running on this thread was asked for; null outside the engine. A node
+// that runs a backward pass of its own inside apply() (checkpointing, Note [Checkpointing] in
+// src/autograd/checkpoint.cpp) reads it to run the same kind of pass: accumulate into every leaf,
+// only into backward(inputs=...)'s leaves, or into no .grad at all (grad()).
+struct BackwardPassInfo {
+  bool create_graph = false;
+  bool accumulate = true;              // false for grad(): no .grad is written
+  const TensorList* inputs = nullptr;  // backward(inputs=...) or grad()'s inputs; null: every leaf
+};
+const BackwardPassInfo* current_backward_pass();
+}  // namespace detail
+
 }  // namespace graft::autograd

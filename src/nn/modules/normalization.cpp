@@ -1,6 +1,7 @@
 // BatchNorm1d, BatchNorm2d, LayerNorm.
 #include "graft/nn/modules/normalization.h"
 
+#include "graft/autograd/checkpoint.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/nn/init.h"
@@ -43,9 +44,14 @@ template <class Derived>
 Tensor BatchNormImplBase<Derived>::forward(const Tensor& input) {
   check_input_dim(input);
   const bool training = this->is_training();
+  // A checkpointed segment's forward runs twice (forward, then recompute in backward): the running
+  // statistics and the batch counter move only in the first run (Note [Checkpointing] in
+  // src/autograd/checkpoint.cpp). The recompute still normalises with the batch statistics.
+  const bool update_stats =
+      training && options.track_running_stats() && !autograd::is_checkpoint_recompute();
   // PyTorch's exponential_average_factor: momentum, or 1 / num_batches_tracked without one.
   double factor = options.momentum().value_or(0.0);
-  if (training && options.track_running_stats()) {
+  if (update_stats) {
     {
       NoGradGuard ng;
       num_batches_tracked.add_(1);
@@ -54,7 +60,8 @@ Tensor BatchNormImplBase<Derived>::forward(const Tensor& input) {
   }
   // Batch statistics in training, and in eval when there are no running statistics.
   const bool use_batch_stats = training || !running_mean.defined();
-  const bool pass_stats = !training || options.track_running_stats();
+  // Running statistics go in to be used (eval) or updated (training, first run only).
+  const bool pass_stats = !training || update_stats;
   return functional::batch_norm(input, pass_stats ? running_mean : Tensor(), pass_stats ? running_var : Tensor(),
                                 functional::BatchNormFuncOptions()
                                     .weight(weight)
