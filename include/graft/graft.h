@@ -1,6 +1,8 @@
 // The one include graft users need.
 #pragma once
 
+#include "graft/amp/autocast.h"
+#include "graft/amp/grad_scaler.h"
 #include "graft/autograd/checkpoint.h"
 #include "graft/autograd/engine.h"
 #include "graft/autograd/grad_mode.h"

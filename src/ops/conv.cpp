@@ -19,6 +19,7 @@
 
 #include "../kernels/dispatch.h"
 #include "../kernels/im2col.h"
+#include "amp/autocast_internal.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -234,8 +235,37 @@ Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams& 
   return gw;
 }
 
+// ---- lower precision convolution (Note [Autocast] in graft/amp/autocast.h) ----
+// conv(x, w) + b in dtype h: every operand rounded to h, the float32 kernel on the rounded values,
+// the result rounded to h. Backward: the float32 ops of Note [Convolution backward as ops] on the
+// rounded operands (re-rounded from what was saved), returning float32 gradients.
+Tensor lowp_conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p, DType h) {
+  Tensor y;
+  {
+    NoGradGuard ng;
+    y = conv_forward_kernel(detail::rounded_float32(x, h), detail::rounded_float32(w, h),
+                            b.defined() ? detail::rounded_float32(b, h) : Tensor(), p)
+            .to(h);
+  }
+  const int64_t H = x.size(2), W = x.size(3), kH = w.size(2), kW = w.size(3);
+  if (auto node = make_node("ConvolutionBackward0", {&x, &w, &b}, [p, H, W, kH, kW, h](Node& n, const Tensor& g) -> TensorList {
+        const bool need_x = n.next_edges[0].fn != nullptr, need_w = n.next_edges[1].fn != nullptr,
+                   need_b = n.next_edges[2].fn != nullptr;
+        const Tensor g32 = g.to(kFloat32);
+        return {need_x ? conv_input_backward(g32, detail::rounded_float32(n.saved(1), h), p, H, W) : Tensor(),
+                need_w ? conv_weight_backward(g32, detail::rounded_float32(n.saved(0), h), p, kH, kW) : Tensor(),
+                need_b ? conv_bias_backward(g32) : Tensor()};
+      })) {
+    node->save(detail::lowp_saved(x, h));
+    node->save(detail::lowp_saved(w, h));
+    set_history(y, node);
+  }
+  return y;
+}
+
 // ---- argument checks ----
-void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
+// lowp: the operands may mix float32 and a half dtype (autocast), so their dtypes are not compared.
+void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p, bool lowp) {
   const char* op = "conv2d";
   GRAFT_CHECK(x.defined() && w.defined(), op, "defined input and weight tensors", "an undefined tensor", "");
   GRAFT_CHECK(w.dim() == 4, op, "weight to be a 4-D tensor (out_channels, in_channels / groups, kH, kW)",
@@ -245,7 +275,7 @@ void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const Co
               x.dim() == 2 ? "add a channel dim with input.unsqueeze(0)" : "");
   GRAFT_CHECK(x.is_floating_point(), op, "a floating-point input (float32 or float64)",
               std::string("a ") + dtype_name(x.dtype()) + " input", "convert it: input.to(graft::kFloat32)");
-  GRAFT_CHECK(w.dtype() == x.dtype() && (!b.defined() || b.dtype() == x.dtype()), op,
+  GRAFT_CHECK(lowp || (w.dtype() == x.dtype() && (!b.defined() || b.dtype() == x.dtype())), op,
               "input, weight and bias of the same dtype",
               std::string(dtype_name(x.dtype())) + " input, " + dtype_name(w.dtype()) + " weight" +
                   (b.defined() ? std::string(", ") + dtype_name(b.dtype()) + " bias" : std::string()),
@@ -291,7 +321,12 @@ Tensor nn::functional::conv2d(const Tensor& input, const Tensor& weight, const T
               "a bias argument and options.bias()", "pass the bias either as an argument or in the options");
   const Tensor& b = bias.defined() ? bias : options.bias();
   const ConvParams p{*options.stride(), *options.padding(), *options.dilation(), options.groups()};
-  check_conv_args(input, weight, b, p);
+  const auto h = detail::lowp_dtype({&input, &weight, &b});
+  check_conv_args(input, weight, b, p, h.has_value());
+  if (h) {
+    if (input.dim() == 3) return lowp_conv_op(input.unsqueeze(0), weight, b, p, *h).squeeze(0);
+    return lowp_conv_op(input, weight, b, p, *h);
+  }
   if (input.dim() == 3) return conv_op(input.unsqueeze(0), weight, b, p).squeeze(0);
   return conv_op(input, weight, b, p);
 }

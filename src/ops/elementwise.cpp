@@ -396,8 +396,43 @@ Tensor sigmoid(const Tensor& x) {
                         });
 }
 
+namespace {
+// relu of a float16/bfloat16 tensor (what autocast's products return, Note [Autocast]): exact in
+// any precision, so computed on the 16-bit values, and the saved output takes 2 bytes per element.
+Tensor relu_half(const Tensor& x) {
+  Tensor y = kernels::dispatch_all_and_half(x.dtype(), "relu", [&]<class H>() -> Tensor {
+    if constexpr (kernels::is_half_v<H>) {
+      return kernels::map<H, H>(x.dtype(), x.sizes(), [](H v) { return v.to_float() < 0.0f ? H() : v; }, x);
+    } else {
+      GRAFT_ASSERT(false, "relu_half takes float16 or bfloat16");
+      return Tensor();
+    }
+  });
+  if (auto node = make_node("ReluBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+        // g where y > 0, else 0; g has y's dtype (the engine casts it). With create_graph, in float32
+        // with recorded ops (the engine rounds the result back to the half dtype).
+        const Tensor y = n.saved(0);
+        if (GradMode::is_enabled() && (g.requires_grad() || y.requires_grad()))
+          return {g.to(kFloat32) * mask(y.to(kFloat32), [](auto v) { return v > 0; })};
+        return {kernels::dispatch_all_and_half(y.dtype(), "relu", [&]<class H>() -> Tensor {
+          if constexpr (kernels::is_half_v<H>) {
+            return kernels::map<H, H, H>(y.dtype(), y.sizes(),
+                                         [](H gv, H yv) { return yv.to_float() > 0.0f ? gv : H(); }, g.to(y.dtype()), y);
+          } else {
+            return Tensor();
+          }
+        })};
+      })) {
+    set_history(y, node);
+    node->save(y, /*is_output=*/true);
+  }
+  return y;
+}
+}  // namespace
+
 Tensor relu(const Tensor& x) {
   GRAFT_CHECK(x.dtype() != kBool, "relu", "a numeric tensor", "a bool tensor", "convert it with .to(graft::kFloat32)");
+  if (x.dtype() == kFloat16 || x.dtype() == kBFloat16) return relu_half(x);
   Tensor y = kernels::dispatch_numeric(x.dtype(), "relu", [&]<class T>() {
     return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return relu_fn(v); }, x);
   });

@@ -14,6 +14,7 @@
 #include <climits>
 
 #include "../kernels/dispatch.h"
+#include "amp/autocast_internal.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -167,12 +168,85 @@ Tensor mm_kernel(const Tensor& a, const Tensor& b, const char* op, const Tensor&
   return out;
 }
 
+// ---- lower precision products (Note [Autocast] in graft/amp/autocast.h) ----
+
+// y = beta * bias + alpha * (a @ op(b)) in dtype h, where op(b) = b^T when trans_b (linear passes
+// its weight as it is, so that the weight itself is what gets saved), every operand rounded to h
+// and multiplied with float32 accumulation. a (n, k); b (k, m), or (m, k) when trans_b; bias
+// broadcasts to (n, m) or is undefined.
+Tensor lowp_addmm(const Tensor& bias, const Tensor& a, const Tensor& b, bool trans_b, DType h, const Scalar& beta,
+                  const Scalar& alpha, const char* node_name, const char* op) {
+  Tensor y;
+  {
+    NoGradGuard ng;
+    const Tensor ar = detail::rounded_float32(a, h), br = detail::rounded_float32(b, h);
+    const Tensor init = bias.defined() ? detail::rounded_float32(bias, h) : Tensor();
+    y = mm_kernel(ar, trans_b ? br.t() : br, op, init, bias.defined() ? beta : Scalar(0), alpha).to(h);
+  }
+  if (auto node = make_node(node_name, {&bias, &a, &b}, [h, trans_b, beta, alpha](Node& n, const Tensor& g) -> TensorList {
+        // In float32 on the rounded operands ar, br (op(br) = br^T when trans_b):
+        //   d bias = beta * g,  d a = alpha * g @ op(br)^T,  d b = alpha * ar^T @ g (or its transpose)
+        const bool need_in = n.next_edges[0].fn != nullptr, need_a = n.next_edges[1].fn != nullptr,
+                   need_b = n.next_edges[2].fn != nullptr;
+        const bool unit_alpha = alpha.to_double() == 1.0;
+        const Tensor g32 = g.to(kFloat32);
+        Tensor gi, ga, gb;
+        if (need_in) gi = beta.to_double() == 1.0 ? g32 : g32 * beta;  // the engine sums it to bias's shape
+        if (need_a) {
+          const Tensor br = detail::rounded_float32(n.saved(1), h);
+          ga = mm(g32, trans_b ? br : br.t());
+          if (!unit_alpha) ga = ga * alpha;
+        }
+        if (need_b) {
+          const Tensor ar = detail::rounded_float32(n.saved(0), h);
+          // (m, k) = g^T @ ar when trans_b: laid out like the weight, so it is stolen into .grad
+          gb = trans_b ? mm(g32.t(), ar) : mm(ar.t(), g32);
+          if (!unit_alpha) gb = gb * alpha;
+        }
+        return {gi, ga, gb};
+      })) {
+    node->save(detail::lowp_saved(a, h));
+    node->save(detail::lowp_saved(b, h));
+    set_history(y, node);
+  }
+  return y;
+}
+
+// y[i] = a[i] @ b[i] in dtype h for (B, n, k) a and (B, k, m) b, as lowp_addmm.
+Tensor lowp_bmm(const Tensor& a, const Tensor& b, DType h) {
+  Tensor y;
+  {
+    NoGradGuard ng;
+    const Tensor ar = detail::rounded_float32(a, h), br = detail::rounded_float32(b, h);
+    const int64_t batch = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
+    Tensor y32 = make_empty({batch, n, m}, kFloat32);
+    gemm<float>(batch, n, m, k, 1.0f, ar, br, 0.0f, y32.data_ptr<float>(), "bmm");
+    y = y32.to(h);
+  }
+  if (auto node = make_node("BmmBackward0", {&a, &b}, [h](Node& n, const Tensor& g) -> TensorList {
+        // d a = g @ br^T, d b = ar^T @ g per batch, in float32 on the rounded operands
+        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        const Tensor g32 = g.to(kFloat32);
+        return {need_a ? bmm(g32, detail::rounded_float32(n.saved(1), h).transpose(1, 2)) : Tensor(),
+                need_b ? bmm(detail::rounded_float32(n.saved(0), h).transpose(1, 2), g32) : Tensor()};
+      })) {
+    node->save(detail::lowp_saved(a, h));
+    node->save(detail::lowp_saved(b, h));
+    set_history(y, node);
+  }
+  return y;
+}
+
 }  // namespace
 
 // ---- mm: (n, k) @ (k, m) ----
 Tensor mm(const Tensor& a, const Tensor& b) {
   check_matrix(a, 2, "mm", "mat1");
   check_matrix(b, 2, "mm", "mat2");
+  if (const auto h = detail::lowp_dtype({&a, &b})) {
+    check_multipliable(a, b, "mm");
+    return lowp_addmm(Tensor(), a, b, false, *h, 0, 1, "MmBackward0", "mm");
+  }
   check_same_dtype(a, b, "mm");
   check_multipliable(a, b, "mm");
   Tensor y = mm_kernel(a, b, "mm");
@@ -192,11 +266,13 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 Tensor bmm(const Tensor& a, const Tensor& b) {
   check_matrix(a, 3, "bmm", "batch1");
   check_matrix(b, 3, "bmm", "batch2");
-  check_same_dtype(a, b, "bmm");
+  const auto h = detail::lowp_dtype({&a, &b});
+  if (!h) check_same_dtype(a, b, "bmm");
   GRAFT_CHECK(a.size(0) == b.size(0), "bmm", "batch1 and batch2 with the same batch size",
               shape_str(a.sizes()) + " and " + shape_str(b.sizes()),
               "use graft::matmul to broadcast batch dimensions");
   check_multipliable(a, b, "bmm");
+  if (h) return lowp_bmm(a, b, *h);
   const int64_t batch = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
   Tensor y = make_empty({batch, n, m}, a.dtype());
   {
@@ -222,10 +298,13 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
   check_matrix(mat1, 2, "addmm", "mat1");
   check_matrix(mat2, 2, "addmm", "mat2");
-  check_same_dtype(mat1, mat2, "addmm");
-  GRAFT_CHECK(input.dtype() == mat1.dtype(), "addmm", "input to have the same dtype as mat1 and mat2",
-              std::string(dtype_name(input.dtype())) + " input and " + dtype_name(mat1.dtype()) + " matrices",
-              "convert the input, e.g. input.to(mat1.dtype())");
+  const auto h = detail::lowp_dtype({&input, &mat1, &mat2});
+  if (!h) {
+    check_same_dtype(mat1, mat2, "addmm");
+    GRAFT_CHECK(input.dtype() == mat1.dtype(), "addmm", "input to have the same dtype as mat1 and mat2",
+                std::string(dtype_name(input.dtype())) + " input and " + dtype_name(mat1.dtype()) + " matrices",
+                "convert the input, e.g. input.to(mat1.dtype())");
+  }
   check_multipliable(mat1, mat2, "addmm");
   const Shape out_shape{mat1.size(0), mat2.size(1)};
   bool broadcasts = input.dim() <= 2;
@@ -236,6 +315,7 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
               "an input of shape " + shape_str(input.sizes()) + " for mat1 " + shape_str(mat1.sizes()) + " and mat2 " +
                   shape_str(mat2.sizes()),
               "");
+  if (h) return lowp_addmm(input, mat1, mat2, false, *h, beta, alpha, "AddmmBackward0", "addmm");
   Tensor y = mm_kernel(mat1, mat2, "addmm", input, beta, alpha);
   if (auto node = make_node("AddmmBackward0", {&input, &mat1, &mat2}, [beta, alpha](Node& n, const Tensor& g) -> TensorList {
         // d input = beta * g (summed to input's shape by the engine), d mat1 = alpha * g @ mat2^T,
@@ -269,8 +349,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
               shape_str(a.sizes()) + " (" + std::to_string(da) + "-D) and " + shape_str(b.sizes()) + " (" +
                   std::to_string(db) + "-D)",
               "use graft::mul (or *) to multiply by a 0-dim tensor");
-  GRAFT_CHECK(a.dtype() == b.dtype(), "matmul", "m1 and m2 to have the same dtype", dtype_pair(a, b),
-              "convert one operand, e.g. b.to(a.dtype())");
+  GRAFT_CHECK(a.dtype() == b.dtype() || detail::lowp_dtype({&a, &b}), "matmul", "m1 and m2 to have the same dtype",
+              dtype_pair(a, b), "convert one operand, e.g. b.to(a.dtype())");
   // The contracted dim: a's last, b's second-to-last (its only one when 1-D).
   const int64_t ka = a.size(-1), kb = db == 1 ? b.size(0) : b.size(-2);
   GRAFT_CHECK(ka == kb, "matmul",
@@ -336,6 +416,20 @@ Tensor nn::functional::linear(const Tensor& input, const Tensor& weight, const T
     GRAFT_CHECK(bias.dim() <= 1 && (bias.dim() == 0 || bias.size(0) == weight.size(0) || bias.size(0) == 1), "linear",
                 "bias of shape [" + std::to_string(weight.size(0)) + "] (out_features)",
                 "bias " + shape_str(bias.sizes()) + " with weight " + shape_str(weight.sizes()), "");
+  }
+  if (const auto h = detail::lowp_dtype({&input, &weight, &bias})) {
+    // One lower precision product with the weight as it is (saved without a copy, Note [Autocast]);
+    // any leading dims fold into the rows.
+    const int64_t in = weight.size(1), out = weight.size(0);
+    const Tensor x2 = input.dim() == 2 ? input : input.reshape({-1, in});
+    Tensor y = bias.defined() ? lowp_addmm(bias, x2, weight, true, *h, 1, 1, "AddmmBackward0", "linear")
+                              : lowp_addmm(Tensor(), x2, weight, true, *h, 0, 1, "MmBackward0", "linear");
+    if (input.dim() == 2) return y;
+    Shape shape(input.sizes());
+    shape[shape.size() - 1] = out;
+    return y.reshape(shape);
+  }
+  if (bias.defined()) {
     if (input.dim() == 2) return addmm(bias, input, weight.t());
     return matmul(input, weight.t()) + bias;
   }

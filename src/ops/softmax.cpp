@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../kernels/dispatch.h"
+#include "graft/amp/autocast.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -21,7 +22,9 @@ namespace {
 
 // The input in the dtype the op computes in (dtype, when given, converts first, differentiably).
 Tensor softmax_input(const Tensor& x, std::optional<DType> dtype, const char* op) {
-  const DType dt = dtype.value_or(x.dtype());
+  DType dt = dtype.value_or(x.dtype());
+  // Under autocast these are float32 ops (Note [Autocast]): a half input is converted first.
+  if (!dtype && (dt == kFloat16 || dt == kBFloat16) && is_autocast_enabled()) dt = kFloat32;
   GRAFT_CHECK(is_floating_point(dt), op, "a floating-point input (float32 or float64) or a floating dtype",
               std::string("a ") + dtype_name(dt) + (dtype ? " dtype" : " tensor"),
               std::string("pass a dtype (graft::") + op + "(x, dim, graft::kFloat32)) or convert the input with "
