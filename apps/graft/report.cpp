@@ -146,6 +146,65 @@ constexpr const char* kScript = R"JS(
     if (flags.length === 0) document.getElementById("no-flags").hidden = false;
   }
 
+  // Memory over the first steps, stacked by category (a memory_timeline record: the running totals
+  // after each allocation event, Note [Memory history]).
+  function memoryTimeline(id) {
+    const svg = document.getElementById(id);
+    const W = 720, H = 280, L = 64, R = 150, T = 14, B = 34;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("width", W);
+    svg.setAttribute("height", H);
+    const tl = byType("memory_timeline")[0];
+    if (!tl || tl.points.length === 0) {
+      text(svg, W / 2, H / 2, "no memory timeline (graft train --log or --report records one)", "middle");
+      svg.setAttribute("data-points", 0);
+      return;
+    }
+    const cats = tl.categories, pts = tl.points;
+    const MiB = 1024 * 1024;
+    const top = Math.max(1, ...pts.map((p) => p.totals.reduce((a, b) => a + b, 0)));
+    const sx = (i) => L + (pts.length > 1 ? (i / (pts.length - 1)) * (W - L - R) : 0);
+    const sy = (v) => H - B - (v / top) * (H - T - B);
+    el("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#999" }, svg);
+    el("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#999" }, svg);
+    for (let i = 0; i <= 4; ++i) text(svg, L - 4, sy((top * i) / 4) + 4, fmt((top * i) / 4 / MiB) + " MiB", "end");
+    text(svg, (W - R + L) / 2, H - 4, "allocation events of steps " + pts[0].step + " to " + pts[pts.length - 1].step, "middle");
+    // One band per category: from the sum of the categories below it to that sum plus its own.
+    const below = pts.map(() => 0);
+    cats.forEach((c, k) => {
+      const upper = pts.map((p, i) => below[i] + p.totals[k]);
+      let d = "";
+      pts.forEach((p, i) => { d += (i ? "L" : "M") + sx(i).toFixed(1) + " " + sy(upper[i]).toFixed(1) + " "; });
+      for (let i = pts.length - 1; i >= 0; --i) d += "L" + sx(i).toFixed(1) + " " + sy(below[i]).toFixed(1) + " ";
+      const band = el("path", { d: d + "Z", fill: palette[k % palette.length], "fill-opacity": 0.75, stroke: "none" }, svg);
+      band.setAttribute("data-category", c);
+      text(svg, W - R + 8, T + 12 + 14 * k, c.replace("_", " "), "start").setAttribute("fill", palette[k % palette.length]);
+      upper.forEach((v, i) => { below[i] = v; });
+    });
+    svg.setAttribute("data-points", pts.length);
+  }
+
+  function memoryTable() {
+    const table = document.getElementById("memory-table");
+    const recs = byType("memory");
+    table.setAttribute("data-rows", 0);
+    if (recs.length === 0) return;
+    const last = recs[recs.length - 1];
+    const body = table.querySelector("tbody");
+    let rows = 0;
+    for (const c in last.peak) {
+      const tr = document.createElement("tr");
+      for (const v of [c.replace("_", " "), (last.peak[c] / 1048576).toFixed(2), (last.current[c] / 1048576).toFixed(2)]) {
+        const td = document.createElement("td");
+        td.textContent = v;
+        tr.appendChild(td);
+      }
+      body.appendChild(tr);
+      ++rows;
+    }
+    table.setAttribute("data-rows", rows);
+  }
+
   window.addEventListener("error", (e) => document.body.setAttribute("data-rendered", "error: " + e.message));
   const names = [];
   const mon = byType("monitor")[0];
@@ -166,6 +225,8 @@ constexpr const char* kScript = R"JS(
             { xlabel: "step", log: true });
   heatmap("grad-heatmap", names);
   flagTable();
+  memoryTimeline("memory-timeline");
+  memoryTable();
   if (!document.body.hasAttribute("data-rendered")) document.body.setAttribute("data-rendered", "ok");
 })();
 )JS";
@@ -259,6 +320,11 @@ std::string render_report(const std::vector<std::string>& log_lines, const std::
           "<th>message</th></tr></thead><tbody></tbody></table>\n"
        << "<p id=\"no-flags\" class=\"none\" hidden>No vanishing, exploding, dead or non-finite gradients were "
           "flagged.</p>\n"
+       << "<h2>Memory</h2>\n"
+       << "<figure><svg id=\"memory-timeline\"></svg><figcaption>graft's tensor memory by category over the first "
+          "training steps, one point per allocation event (graft::memory history)</figcaption></figure>\n"
+       << "<table id=\"memory-table\"><thead><tr><th>category</th><th>peak MiB</th><th>at the end, MiB</th></tr>"
+          "</thead><tbody></tbody></table>\n"
        << "<script type=\"application/json\" id=\"run-data\">" << safe << "</script>\n"
        << "<script>" << kScript << "</script>\n</body>\n</html>\n";
   return html.str();

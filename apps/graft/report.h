@@ -11,6 +11,11 @@
 //    "update_ratio":..., "zero_fraction":..., "nan":..., "inf":...}, ...}}   sampled steps
 //   {"type":"flag", "step":N, "kind":"vanishing|exploding|dead_units|nonfinite", "param":..., "value":...,
 //    "message":...}                                                    gradient-health findings
+//   {"type":"memory_timeline", "categories":[...], "events":N, "points":[{"seq", "step", "op",
+//    "totals":[bytes per category]}, ...]}                             the first steps' allocation
+//                                                                      events (graft::memory history)
+//   {"type":"memory", "epoch":E, "current":{category: bytes}, "peak":{...}, "peak_total", "cached"}
+//                                                                      every epoch
 //   {"type":"result", ...}                                             graft train --json's object, last
 // Numbers that are not finite are written as null. Unknown types are kept and ignored by the page.
 #pragma once

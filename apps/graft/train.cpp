@@ -14,6 +14,9 @@
 #include <ostream>
 #include <thread>
 #include <fstream>
+#include <sstream>
+
+#include <sys/resource.h>
 
 #include "report.h"
 
@@ -332,6 +335,32 @@ class RunLog {
 // JSON has no NaN or infinity: such values are written as null.
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+// ---- memory records (Note [Run log]) ----
+nlohmann::json memory_categories_json() {
+  nlohmann::json cats = nlohmann::json::array();
+  for (int i = 0; i < memory::kNumCategories; ++i) cats.push_back(memory::category_name(static_cast<memory::Category>(i)));
+  return cats;
+}
+
+// {"type": "memory", "epoch", "current": {category: bytes}, "peak": {...}, "peak_total", "cached"}
+nlohmann::json memory_record(int64_t epoch) {
+  const memory::Stats st = memory::stats();
+  nlohmann::json current = nlohmann::json::object(), peak = nlohmann::json::object();
+  for (int i = 0; i < memory::kNumCategories; ++i) {
+    const auto c = static_cast<memory::Category>(i);
+    current[memory::category_name(c)] = st[c].current_bytes;
+    peak[memory::category_name(c)] = st[c].peak_bytes;
+  }
+  return {{"type", "memory"}, {"epoch", epoch},           {"current", current},
+          {"peak", peak},     {"peak_total", st.peak_allocated_bytes}, {"cached", st.cached_bytes}};
+}
+
+int64_t peak_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
 // ---- evaluation ----
 
 struct Evaluation {
@@ -491,6 +520,29 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
     }
   };
 
+  // Memory (Note [Memory history]): with a run log, the first steps' allocation events become a
+  // timeline by category for the report; every epoch logs the bytes by category.
+  constexpr int64_t kTimelineSteps = 3;
+  bool recording = false;
+  if (log.enabled()) {
+    memory::record_history(true, 500000);
+    recording = true;
+  }
+  auto log_timeline = [&] {
+    memory::record_history(false);
+    recording = false;
+    const auto events = memory::history();
+    nlohmann::json points = nlohmann::json::array();
+    const size_t stride = std::max<size_t>(1, events.size() / 2000);  // at most ~2000 points
+    for (size_t i = 0; i < events.size(); i += stride) {
+      const auto& e = events[i];
+      points.push_back({{"seq", e.seq}, {"step", e.step}, {"op", e.op ? e.op : ""},
+                        {"totals", std::vector<int64_t>(e.totals.begin(), e.totals.end())}});
+    }
+    log.add({{"type", "memory_timeline"}, {"categories", memory_categories_json()}, {"events", events.size()},
+             {"points", points}});
+  };
+
   model->train();
   for (int64_t epoch = first_epoch; epoch < last_epoch; ++epoch) {
     const auto e0 = std::chrono::steady_clock::now();
@@ -504,6 +556,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
       opt->zero_grad();
       loss.backward();
       const int64_t step = epoch * loader.size() + batches;  // 0-based, counted over the whole run
+      memory::set_step(step);
       if (monitor) monitor->after_backward(step);
       opt->step();
       if (monitor) {
@@ -523,6 +576,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
       seen += n;
       ++batches;
       progress.batch_done(l, n);
+      if (recording && batches >= kTimelineSteps) log_timeline();
       if (log.enabled()) log.add({{"type", "step"}, {"step", step}, {"epoch", epoch + 1}, {"loss", number(l)}, {"lr", number(current_lr(*opt))}});
     }
     EpochRecord r;
@@ -541,6 +595,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
     log.add({{"type", "epoch"}, {"epoch", r.epoch}, {"last_step", (epoch + 1) * loader.size() - 1},
              {"train_loss", number(r.train_loss)}, {"train_accuracy", r.train_accuracy}, {"test_loss", number(r.test_loss)},
              {"test_accuracy", r.test_accuracy}, {"lr", number(r.lr)}, {"seconds", r.seconds}});
+    if (recording) log_timeline();
+    log.add(memory_record(epoch + 1));
     log.flush();
   }
 
@@ -555,12 +611,24 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
     result.test_loss = ev.loss;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  result.peak_memory_bytes = memory::stats().peak_allocated_bytes;
+  {
+    const memory::Stats st = memory::stats();
+    result.peak_memory_bytes = st.peak_allocated_bytes;
+    for (int i = 0; i < memory::kNumCategories; ++i) {
+      const auto c = static_cast<memory::Category>(i);
+      result.peak_memory_by_category[memory::category_name(c)] = st[c].peak_bytes;
+    }
+    result.peak_rss_bytes = peak_rss_bytes();
+  }
   char buf[160];
   std::snprintf(buf, sizeof buf, "test accuracy %.2f%% after %lld epochs (%.1f s, peak tensor memory %.1f MiB)",
                 100 * result.test_accuracy, static_cast<long long>(result.epochs), result.seconds,
                 static_cast<double>(result.peak_memory_bytes) / (1 << 20));
   progress.message(buf);
+  {
+    std::istringstream table(memory::memory_summary());  // where the bytes went (Note [Memory categories])
+    for (std::string line; std::getline(table, line);) progress.message(line);
+  }
   if (log.enabled()) {
     nlohmann::json res = nlohmann::json::parse(result_json(cfg, result));
     res["type"] = "result";
@@ -584,6 +652,8 @@ std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
                       {"epochs", r.epochs},
                       {"seconds", r.seconds},
                       {"peak_memory_bytes", r.peak_memory_bytes},
+                      {"peak_memory_by_category", r.peak_memory_by_category},
+                      {"peak_rss_bytes", r.peak_rss_bytes},
                       {"parameters", r.parameters},
                       {"model", cfg.model},
                       {"optimizer", cfg.optimizer},

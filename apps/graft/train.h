@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ struct TrainResult {
   int64_t epochs = 0;  // epochs finished in total, counting those before a resume
   double seconds = 0;  // of this process's training
   int64_t peak_memory_bytes = 0;  // graft's tensor memory (graft::memory::stats)
+  std::map<std::string, int64_t> peak_memory_by_category;  // memory::category_name -> peak bytes
+  int64_t peak_rss_bytes = 0;     // the process's peak resident set (getrusage), for comparison
   int64_t parameters = 0;
   std::vector<EpochRecord> history;  // epochs run by this process
 };

@@ -23,6 +23,7 @@
 #include "graft/autograd/node.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
+#include "graft/core/memory.h"
 #include "graft/ops/ops.h"
 
 namespace graft::autograd {
@@ -48,6 +49,13 @@ TensorList AccumulateGrad::apply(const Tensor& grad_in) {
   }
   if (!grad.defined()) return {};
   Tensor& acc = meta.grad;
+  // Note [Memory categories]: whatever storage ends up as .grad is counted as a gradient.
+  struct TagGradient {
+    Tensor& acc;
+    ~TagGradient() {
+      if (acc.defined()) memory::set_category(*acc.impl().storage, memory::Category::Gradients);
+    }
+  } tag{acc};
   if (!acc.defined()) {
     if (!GradMode::is_enabled() && sole && grad.impl().storage.use_count() == 1 &&
         grad.is_contiguous() && grad.storage_offset() == 0 && grad.impl().storage->nbytes == grad.nbytes()) {
@@ -238,6 +246,7 @@ void execute(GraphTask& task, const std::vector<std::pair<Node*, Tensor>>& roots
     const bool run = should_run(task, node);
     TensorList outs;
     if (run && g.defined()) {
+      memory::OpScope op_scope(node->name());  // allocations are the node's (OOM report, history)
       outs = node->apply(g);
       if (!task.keep_graph) node->release_saved();
       GRAFT_ASSERT(outs.empty() || outs.size() == node->num_inputs(),

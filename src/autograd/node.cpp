@@ -4,6 +4,9 @@
 #include <atomic>
 #include <cctype>
 
+#include "autograd/node_tracking.h"
+#include "core/memory_internal.h"
+#include "graft/autograd/saved_tensor_hooks.h"
 #include "graft/core/error.h"
 
 namespace graft::autograd {
@@ -19,9 +22,12 @@ std::atomic<unsigned> next_hook_id{1 << 30};
 thread_local std::vector<std::shared_ptr<Node>>* pending_deletes = nullptr;
 }  // namespace
 
-Node::Node(const char* name) : sequence_nr_(next_sequence_nr++), name_(name) {}
+Node::Node(const char* name) : sequence_nr_(next_sequence_nr++), name_(name) {
+  if (detail::g_track_nodes.load(std::memory_order_relaxed)) detail::track_node(this);
+}
 
 Node::~Node() {
+  if (tracked_) detail::untrack_node(this);
   const bool outermost = pending_deletes == nullptr;
   std::vector<std::shared_ptr<Node>> local;
   if (outermost) pending_deletes = &local;
@@ -41,9 +47,11 @@ Node::~Node() {
   }
 }
 
-std::string Node::forward_op_name() const {
+std::string Node::forward_op_name() const { return autograd::forward_op_name(name_); }
+
+std::string forward_op_name(const char* node_name) {
   // "LogSoftmaxBackward0" -> "log_softmax"
-  std::string_view n = name_;
+  std::string_view n = node_name;
   if (auto pos = n.find("Backward"); pos != std::string_view::npos) n = n.substr(0, pos);
   std::string out;
   for (size_t i = 0; i < n.size(); ++i) {
@@ -59,6 +67,13 @@ void Node::release_saved() {
   released_ = true;
 }
 
+std::vector<const Storage*> Node::saved_storages() const {
+  std::vector<const Storage*> out;
+  for (const auto& s : saved_)
+    if (const Storage* st = s.held_storage()) out.push_back(st);
+  return out;
+}
+
 unsigned Node::add_pre_hook(GradHook hook) {
   const unsigned id = next_hook_id++;
   pre_hooks_.emplace_back(id, std::move(hook));
@@ -71,13 +86,53 @@ void Node::remove_pre_hook(unsigned id) {
 
 // ---- SavedTensor ----
 
-SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
+// ---- SavedMark ----
+
+SavedMark::SavedMark(const Tensor& t, const char* produced_by, const char* saved_by) {
+  if (!t.defined()) return;
+  storage_ = t.impl().storage.get();
+  memory::detail::on_saved(*storage_, t.sizes(), t.dtype(), produced_by, saved_by);
+}
+
+SavedMark::SavedMark(const SavedMark& o) : storage_(o.storage_) {
+  // A copy holds the storage too (the registry keeps the first saver's description).
+  if (storage_) storage_->saved_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+void SavedMark::reset() noexcept {
+  if (storage_) memory::detail::on_unsaved(*storage_);
+  storage_ = nullptr;
+}
+
+// ---- SavedTensor ----
+
+SavedTensor::SavedTensor(const Tensor& t, bool is_output, const char* saved_by) : is_output_(is_output) {
   if (!t.defined()) return;
   version_ = t._version();
   // An output saved by its own node is differentiable through that node, whether it is saved
   // before or after set_history().
   requires_grad_ = is_output || t.requires_grad();
+  const auto& fn = t.grad_fn();
+  const char* produced_by = is_output ? saved_by : (fn ? fn->name() : nullptr);
+  if (auto hooks = SavedTensorsHooks::current()) {  // Note [Saved-tensor hooks]
+    Tensor packed;
+    {
+      NoGradGuard no_grad;
+      SavedTensorsHooks::Disable no_nested_hooks;
+      packed = hooks->pack(t.detach());
+    }
+    GRAFT_CHECK(packed.defined(), "saved tensor pack hook", "a defined tensor from the pack hook",
+                "an undefined tensor", "return the tensor itself, or something unpack can turn back into it");
+    original_ = t.impl().storage;
+    sizes_ = Shape(t.sizes());
+    dtype_ = t.dtype();
+    hooks_ = std::move(hooks);
+    data_ = std::move(packed);
+    mark_ = SavedMark(data_, produced_by, saved_by);
+    return;
+  }
   data_ = is_output ? t.detach() : t;  // Note [Saved tensors]
+  mark_ = SavedMark(data_, produced_by, saved_by);
 }
 
 Tensor SavedTensor::unpack(Node& owner) const {
@@ -89,9 +144,11 @@ Tensor SavedTensor::unpack(Node& owner) const {
                 "forward pass");
   }
   if (!data_.defined()) return data_;
-  const uint32_t now = data_._version();
+  // With hooks, the original's storage (if it still lives) carries the version to check.
+  std::shared_ptr<Storage> original = hooks_ ? original_.lock() : data_.impl().storage;
+  const uint32_t now = original ? original->version.load(std::memory_order_relaxed) : version_;
   if (now != version_) {
-    const char* writer = data_.impl().storage->last_writer;
+    const char* writer = original->last_writer;
     throw Error(owner.name(),
                 "one of the variables needed for gradient computation has been modified by an in-place "
                 "operation: the tensor of shape " + shape_str(data_.sizes()) + " (" + dtype_name(data_.dtype()) +
@@ -101,9 +158,28 @@ Tensor SavedTensor::unpack(Node& owner) const {
                 ". Hint: use the out-of-place version of that op (e.g. add instead of add_), or .clone() the "
                 "tensor before changing it");
   }
-  if (!is_output_) return data_;
+  Tensor value = data_;
+  if (hooks_) {
+    {
+      NoGradGuard no_grad;
+      value = hooks_->unpack(data_);
+    }
+    GRAFT_CHECK(value.defined() && value.sizes().equals(sizes_.ref()), "saved tensor unpack hook",
+                "a tensor of the saved tensor's shape " + shape_str(sizes_.ref()),
+                value.defined() ? shape_str(value.sizes()) : std::string("an undefined tensor"),
+                "unpack must return a tensor like the one pack received");
+    if (value.dtype() != dtype_) {  // e.g. kept in bfloat16: backward gets the original dtype back
+      NoGradGuard no_grad;
+      value = value.to(dtype_);
+    }
+    // A saved input: backward reads its value. (Double backward through a packed input sees a
+    // constant: the pack hook cut it from the graph, as in PyTorch.)
+    if (!is_output_) return value;
+  } else if (!is_output_) {
+    return data_;
+  }
   // Rebuild the output with its grad_fn, so that double backward differentiates through it.
-  Tensor alias = data_.detach();
+  Tensor alias = value.detach();
   if (requires_grad_) {
     auto& meta = alias.impl().autograd_meta();
     meta.grad_fn = owner.shared_from_this();
@@ -175,6 +251,7 @@ void set_history(Tensor& output, const std::shared_ptr<Node>& node) {
   auto& meta = output.impl().autograd_meta();
   meta.grad_fn = node;
   meta.requires_grad = false;  // requires_grad() is true through grad_fn
+  if (node->tracked_) detail::track_output(node.get(), output);
 }
 
 }  // namespace graft::autograd

@@ -6,6 +6,7 @@
 
 #include "../kernels/dispatch.h"
 #include "graft/autograd/grad_mode.h"
+#include "graft/core/memory.h"
 
 namespace graft {
 
@@ -51,12 +52,14 @@ Tensor tensor_from_nested(NestedData d, const TensorOptions& o) {
 
 Tensor empty(IntArrayRef size, const TensorOptions& o) {
   check_sizes(size, "empty");
+  memory::OpScope op_scope("empty");  // names the allocation in the memory report
   check_device(o, "empty");
   return finish(make_empty(size, o.dtype()), o);
 }
 
 Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
   check_sizes(size, "full");
+  memory::OpScope op_scope("full");  // names the allocation in the memory report
   check_device(o, "full");
   Tensor t = make_empty(size, o.dtype());
   kernels::dispatch_all_and_half(t.dtype(), "full", [&]<class T>() {
@@ -70,6 +73,7 @@ Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
 
 Tensor zeros(IntArrayRef size, const TensorOptions& o) {
   check_sizes(size, "zeros");
+  memory::OpScope op_scope("zeros");  // names the allocation in the memory report
   check_device(o, "zeros");
   Tensor t = make_empty(size, o.dtype());
   if (t.numel()) std::memset(t.data_ptr(), 0, t.nbytes());
@@ -78,6 +82,7 @@ Tensor zeros(IntArrayRef size, const TensorOptions& o) {
 
 Tensor ones(IntArrayRef size, const TensorOptions& o) {
   check_sizes(size, "ones");
+  memory::OpScope op_scope("ones");  // names the allocation in the memory report
   return full(size, 1, o);
 }
 
@@ -130,6 +135,7 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions& o) {
 
 Tensor rand(IntArrayRef size, const TensorOptions& o, Generator* gen) {
   check_sizes(size, "rand");
+  memory::OpScope op_scope("rand");  // names the allocation in the memory report
   check_device(o, "rand");
   Generator& g = gen ? *gen : default_generator();
   Tensor t = make_empty(size, o.dtype());
@@ -146,6 +152,7 @@ Tensor rand(IntArrayRef size, const TensorOptions& o, Generator* gen) {
 
 Tensor randn(IntArrayRef size, const TensorOptions& o, Generator* gen) {
   check_sizes(size, "randn");
+  memory::OpScope op_scope("randn");  // names the allocation in the memory report
   check_device(o, "randn");
   Generator& g = gen ? *gen : default_generator();
   Tensor t = make_empty(size, o.dtype());
@@ -159,6 +166,7 @@ Tensor randn(IntArrayRef size, const TensorOptions& o, Generator* gen) {
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, const TensorOptions& o, Generator* gen) {
   check_sizes(size, "randint");
+  memory::OpScope op_scope("randint");  // names the allocation in the memory report
   check_device(o, "randint");
   GRAFT_CHECK(high > low, "randint", "low < high", "low " + std::to_string(low) + ", high " + std::to_string(high),
               "the range is [low, high)");

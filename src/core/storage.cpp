@@ -9,20 +9,17 @@
 #include <new>
 
 #include "graft/core/error.h"
+#include "core/memory_internal.h"
 #include "graft/core/memory.h"
 
 namespace graft {
 
 namespace {
 
+// Null when the system refuses (Storage reports it as memory::OutOfMemoryError).
 void* system_allocate(size_t nbytes) {
   const size_t rounded = (nbytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) {
-    throw Error("allocate", std::to_string(nbytes) + " bytes of CPU memory", "an allocation failure",
-                "reduce the batch size or free tensors you no longer need");
-  }
-  return p;
+  return std::aligned_alloc(64, rounded);
 }
 
 // GRAFT_ALLOCATOR=system: every allocation straight from aligned_alloc, every free straight back
@@ -59,12 +56,9 @@ class CachingAllocator final : public Allocator {
         return p;
       }
     }
-    try {
-      return system_allocate(cls);
-    } catch (const Error&) {
-      release_all();  // give the cache back and try once more before failing
-      return system_allocate(cls);
-    }
+    if (void* p = system_allocate(cls)) return p;
+    release_all();  // give the cache back and try once more before failing
+    return system_allocate(cls);
   }
 
   void deallocate(void* ptr, size_t nbytes) noexcept override {
@@ -129,39 +123,25 @@ Allocator* cpu_allocator() {
   return alloc;
 }
 
-namespace {
-// Note [Memory counters]: updated on every allocation and free of an owned Storage; relaxed atomics,
-// since the counters order nothing. The peak is raised with a compare-exchange loop.
-std::atomic<int64_t> g_allocated{0}, g_peak{0}, g_count{0};
-
-void count_allocation(int64_t n) {
-  const int64_t now = g_allocated.fetch_add(n, std::memory_order_relaxed) + n;
-  g_count.fetch_add(1, std::memory_order_relaxed);
-  int64_t peak = g_peak.load(std::memory_order_relaxed);
-  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
+namespace memory::detail {
+int64_t allocator_cached_bytes() {
+  CachingAllocator* c = caching_allocator();
+  return c ? static_cast<int64_t>(c->cached_bytes()) : 0;
 }
-void count_free(int64_t n) {
-  g_allocated.fetch_sub(n, std::memory_order_relaxed);
-  g_count.fetch_sub(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-namespace memory {
-Stats stats() {
-  Stats st{g_allocated.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed),
-           g_count.load(std::memory_order_relaxed), 0};
-  if (CachingAllocator* c = caching_allocator()) st.cached_bytes = static_cast<int64_t>(c->cached_bytes());
-  return st;
-}
-void empty_cache() {
+void allocator_release_cache() {
   if (CachingAllocator* c = caching_allocator()) c->release_all();
 }
-void reset_peak_stats() { g_peak.store(g_allocated.load(std::memory_order_relaxed), std::memory_order_relaxed); }
-}  // namespace memory
+}  // namespace memory::detail
 
-Storage::Storage(size_t n, Allocator* alloc) : data(alloc->allocate(n)), nbytes(n), allocator(alloc) {
-  count_allocation(static_cast<int64_t>(n));
+// Note [Memory limit]: the limit is checked, and a refused allocation reported, before anything is
+// counted, so a failed allocation leaves every counter as it was.
+Storage::Storage(size_t n, Allocator* alloc) : nbytes(n), allocator(alloc) {
+  memory::detail::check_limit(n);
+  if (n > 0) {
+    data = alloc->allocate(n);
+    if (!data) memory::detail::throw_system_oom(n);
+  }
+  memory::detail::on_alloc(*this);
 }
 
 Storage::Storage(void* d, size_t n, void (*del)(void*, void*), void* ctx)
@@ -170,7 +150,7 @@ Storage::Storage(void* d, size_t n, void (*del)(void*, void*), void* ctx)
 Storage::~Storage() {
   if (allocator) {
     allocator->deallocate(data, nbytes);
-    count_free(static_cast<int64_t>(nbytes));
+    memory::detail::on_free(*this);
   }
   else if (deleter) deleter(data, deleter_ctx);
 }

@@ -11,6 +11,7 @@
 
 #include "graft/core/dtype.h"
 #include "graft/core/error.h"
+#include "graft/core/memory.h"
 #include "graft/core/half.h"
 
 namespace graft::kernels {
@@ -47,6 +48,7 @@ D convert(S v) {
 
 template <class F>
 decltype(auto) dispatch_floating(DType dt, const char* op, F&& f) {
+  memory::OpScope op_scope(op);  // names the op for the memory report
   switch (dt) {
     case DType::Float32: return f.template operator()<float>();
     case DType::Float64: return f.template operator()<double>();
@@ -57,6 +59,7 @@ decltype(auto) dispatch_floating(DType dt, const char* op, F&& f) {
 // float32, float64, int64
 template <class F>
 decltype(auto) dispatch_numeric(DType dt, const char* op, F&& f) {
+  memory::OpScope op_scope(op);  // names the op for the memory report
   switch (dt) {
     case DType::Float32: return f.template operator()<float>();
     case DType::Float64: return f.template operator()<double>();
@@ -68,6 +71,7 @@ decltype(auto) dispatch_numeric(DType dt, const char* op, F&& f) {
 // float32, float64, int64, bool
 template <class F>
 decltype(auto) dispatch_all(DType dt, const char* op, F&& f) {
+  memory::OpScope op_scope(op);  // names the op for the memory report
   switch (dt) {
     case DType::Float32: return f.template operator()<float>();
     case DType::Float64: return f.template operator()<double>();

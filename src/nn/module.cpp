@@ -13,6 +13,7 @@
 
 #include "graft/autograd/grad_mode.h"
 #include "graft/autograd/node.h"
+#include "graft/core/memory.h"
 #include "graft/core/shape.h"
 
 namespace graft::nn {
@@ -99,6 +100,7 @@ Tensor& Module::register_parameter(std::string name, Tensor tensor, bool require
                 std::string("a tensor computed by ") + tensor.grad_fn()->name(),
                 "register tensor.detach() (parameters are leaves that collect .grad)");
     tensor.set_requires_grad(requires_grad);
+    memory::set_category(*tensor.impl().storage, memory::Category::Parameters);
   }
   return parameters_.insert(std::move(name), std::move(tensor));
 }

@@ -73,6 +73,13 @@ Tensor mask(const Tensor& x, P&& pred) {
 
 enum class Saved { Input, Output };
 
+// Note [Fused backward passes]
+// Composite backward formulas (g * (1 - y * y)) allocate a temporary per operator: three buffers the
+// size of the activation for tanh, where the result alone is needed. When the backward is not itself
+// recorded (no create_graph), the common activations compute their input gradient in one pass that
+// allocates only the result; tests/nn/test_memory_accounting.cpp (EngineMemory) holds the engine to
+// that minimum.
+
 // A floating unary op: y = f(x) by float_map, recorded as `node_name` with x or y saved.
 template <class F, class B>
 Tensor unary_float_op(const Tensor& x, const char* op, const char* node_name, Saved what, F&& f, B&& backward) {
@@ -384,7 +391,11 @@ Tensor tanh(const Tensor& x) {
   return unary_float_op(x, "tanh", "TanhBackward0", Saved::Output, f,
                         [](Node& n, const Tensor& g) -> TensorList {
                           const Tensor y = n.saved(0);
-                          return {g * (1.0 - y * y)};  // d tanh(x)/dx = 1 - tanh(x)^2
+                          // d tanh(x)/dx = 1 - tanh(x)^2. Without create_graph, one fused pass that
+                          // allocates only the result (Note [Fused backward passes]).
+                          if (!GradMode::is_enabled() || !(g.requires_grad() || y.requires_grad()))
+                            return {const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * (1 - yv * yv); })};
+                          return {g * (1.0 - y * y)};
                         });
 }
 
@@ -392,7 +403,10 @@ Tensor sigmoid(const Tensor& x) {
   return unary_float_op(x, "sigmoid", "SigmoidBackward0", Saved::Output, [](auto v) { return sigmoid_fn(v); },
                         [](Node& n, const Tensor& g) -> TensorList {
                           const Tensor y = n.saved(0);
-                          return {g * (y * (1.0 - y))};  // d sigmoid(x)/dx = y (1 - y)
+                          // d sigmoid(x)/dx = y (1 - y); fused without create_graph, as tanh.
+                          if (!GradMode::is_enabled() || !(g.requires_grad() || y.requires_grad()))
+                            return {const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * (yv * (1 - yv)); })};
+                          return {g * (y * (1.0 - y))};
                         });
 }
 

@@ -11,6 +11,7 @@
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
+#include "graft/core/memory.h"
 
 namespace graft::optim {
 
@@ -136,6 +137,7 @@ class StateLoader : public ParamStateVisitor {
     GRAFT_CHECK(t->dtype() != DType::Bool, op_, prefix_ + name + " to hold numbers", "a bool tensor", "");
     NoGradGuard no_grad;
     v = t->detach().to(param_.dtype(), /*copy=*/true).contiguous();
+    memory::set_category(*v.impl().storage, memory::Category::OptimizerState);
   }
 
  private:
@@ -238,6 +240,8 @@ void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
   options->validate();
 
   check_new_params(param_groups_, param_group.params(), op);
+  for (const Tensor& p : param_group.params())  // Note [Memory categories]
+    if (p.defined()) memory::set_category(*p.impl().storage, memory::Category::Parameters);
   OptimizerParamGroup g(param_group.params(), std::move(options));
   g.initial_lr() = param_group.initial_lr();
   param_groups_.push_back(std::move(g));
@@ -247,6 +251,8 @@ void Optimizer::add_parameters(const std::vector<Tensor>& parameters) {
   const std::string op = std::string(name()) + ".add_parameters";
   GRAFT_CHECK(!param_groups_.empty(), op, "an optimiser with a group", "no groups", "");
   check_new_params(param_groups_, parameters, op);
+  for (const Tensor& p : parameters)
+    if (p.defined()) memory::set_category(*p.impl().storage, memory::Category::Parameters);
   auto& ps = param_groups_[0].params();
   ps.insert(ps.end(), parameters.begin(), parameters.end());
 }

@@ -18,6 +18,7 @@
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
+#include "graft/core/memory.h"
 #include "graft/core/tensor.h"
 #include "graft/optim/optimizer.h"
 
@@ -47,12 +48,16 @@ inline T nan_maximum(T a, T b) {
 inline Tensor make_buffer(const Tensor& like, double fill = 0.0) {
   Tensor t = make_empty(like.sizes(), like.dtype());
   t.fill_(fill);
+  memory::set_category(*t.impl().storage, memory::Category::OptimizerState);
   return t;
 }
 
 // A state buffer ready for a raw loop: contiguous (a user may have replaced it with a view).
 inline Tensor& contiguous_buffer(Tensor& buffer) {
-  if (!buffer.is_contiguous()) buffer = buffer.contiguous();
+  if (!buffer.is_contiguous()) {
+    buffer = buffer.contiguous();
+    memory::set_category(*buffer.impl().storage, memory::Category::OptimizerState);
+  }
   return buffer;
 }
 

@@ -94,6 +94,19 @@ std::vector<std::string> synthetic_log(int64_t& finite_positive_ratios) {
                   {"message", "NaN in 0.bias </script><script>document.title='pwned'</script>"}});
   recs.push_back({{"type", "flag"}, {"step", 24}, {"kind", "vanishing"}, {"param", "0.weight"}, {"value", 1e-9},
                   {"message", "0.weight: gradient norm 1e-09"}});
+  // Memory: a 7-event timeline over 5 categories, and one record of peaks by category.
+  const json cats = json::array({"parameters", "gradients", "optimizer_state", "saved_activations", "other"});
+  json points = json::array();
+  for (int i = 0; i < 7; ++i)
+    points.push_back({{"seq", i}, {"step", i / 3}, {"op", "tanh"}, {"totals", {1 << 20, i * 1000, 0, i * 5000, 300}}});
+  recs.push_back({{"type", "memory_timeline"}, {"categories", cats}, {"events", 7}, {"points", points}});
+  json peak = json::object(), current = json::object();
+  for (const auto& c : cats) {
+    peak[c.get<std::string>()] = 2 << 20;
+    current[c.get<std::string>()] = 1 << 20;
+  }
+  recs.push_back({{"type", "memory"}, {"epoch", 3}, {"peak", peak}, {"current", current}, {"peak_total", 10 << 20},
+                  {"cached", 0}});
   recs.push_back({{"type", "result"}, {"test_accuracy", 0.75}, {"epochs", 3}});
   std::vector<std::string> lines;
   for (const auto& r : recs) lines.push_back(r.dump());
@@ -120,6 +133,10 @@ TEST(Report, RendersInChromiumWithTheRunsData) {
   EXPECT_EQ(attribute(dom, "grad-heatmap", "data-cells"), "20");  // 2 parameters x 10 sampled steps
   EXPECT_EQ(attribute(dom, "update-ratio", "data-points"), std::to_string(ratios));
   EXPECT_EQ(attribute(dom, "flags", "data-rows"), "2");
+  EXPECT_EQ(attribute(dom, "memory-timeline", "data-points"), "7");
+  EXPECT_EQ(attribute(dom, "memory-table", "data-rows"), "5");  // one row per category
+  EXPECT_NE(dom.find("data-category=\"saved_activations\""), std::string::npos);
+  EXPECT_NE(dom.find("<td>saved activations</td><td>2.00</td><td>1.00</td>"), std::string::npos);
   // the hostile message is table text, not markup that ran
   EXPECT_NE(dom.find("<title>test run</title>"), std::string::npos);
   EXPECT_NE(dom.find("&lt;/script&gt;&lt;script&gt;document.title='pwned'"), std::string::npos);

@@ -12,6 +12,9 @@
 // points back to the node, so holding the output itself would be a reference cycle); unpacking
 // rebuilds an alias whose grad_fn is the node, so double backward sees the right graph.
 // release_saved() drops them as soon as the engine has run the node (unless retain_graph).
+// While a SavedTensorsHooks scope is active (graft/autograd/saved_tensor_hooks.h) the node keeps
+// what the pack hook returned instead, and unpack() hands the unpack hook's result to backward.
+// A saved storage counts as memory::Category::SavedActivations (Note [Memory categories]).
 #pragma once
 
 #include <cstdint>
@@ -38,20 +41,57 @@ struct InputMeta {
   DType dtype = DType::Float32;
 };
 
+// "LogSoftmaxBackward0" -> "log_softmax": the forward op a backward node belongs to.
+std::string forward_op_name(const char* node_name);
+
+struct SavedTensorHookPair;  // graft/autograd/saved_tensor_hooks.h
+
+// Marks a storage as held by the graph for the memory accounting, for as long as it lives
+// (copies mark again; moved-from marks do nothing).
+class SavedMark {
+ public:
+  SavedMark() = default;
+  SavedMark(const Tensor& t, const char* produced_by, const char* saved_by);
+  SavedMark(const SavedMark& o);
+  SavedMark(SavedMark&& o) noexcept : storage_(o.storage_) { o.storage_ = nullptr; }
+  SavedMark& operator=(SavedMark o) noexcept {
+    std::swap(storage_, o.storage_);
+    return *this;
+  }
+  ~SavedMark() { reset(); }
+  void reset() noexcept;
+
+ private:
+  Storage* storage_ = nullptr;
+};
+
 class SavedTensor {
  public:
   SavedTensor() = default;
-  SavedTensor(const Tensor& t, bool is_output);
+  // `saved_by`: the name of the node saving it (for the memory report).
+  SavedTensor(const Tensor& t, bool is_output, const char* saved_by = nullptr);
   // Throws when the graph was freed or the tensor was changed in place since it was saved.
   Tensor unpack(Node& owner) const;
-  void reset() { data_ = Tensor(); released_ = true; }
+  void reset() {
+    mark_.reset();
+    data_ = Tensor();
+    hooks_.reset();
+    released_ = true;
+  }
   bool defined() const { return data_.defined(); }
+  // The storage this saved tensor keeps alive (null when released).
+  const Storage* held_storage() const { return data_.defined() ? data_.impl().storage.get() : nullptr; }
   // For Note [Iterative graph destruction]: hands over the saved tensor's grad_fn when this is its
   // last owner, so the caller can destroy it without recursion.
   std::shared_ptr<Node> steal_grad_fn();
 
  private:
-  Tensor data_;
+  Tensor data_;     // the tensor, or what the pack hook made of it
+  SavedMark mark_;  // after data_: unmarks before the storage can go
+  std::shared_ptr<const SavedTensorHookPair> hooks_;  // set when data_ is packed
+  std::weak_ptr<Storage> original_;                   // packed: the original's storage, for the version check
+  Shape sizes_;                                       // packed: the original's shape and dtype
+  DType dtype_ = DType::Float32;
   uint32_t version_ = 0;
   bool is_output_ = false;
   bool requires_grad_ = false;
@@ -76,10 +116,12 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual TensorList apply(const Tensor& grad_output) = 0;
 
   // ---- saved tensors ----
-  void save(const Tensor& t, bool is_output = false) { saved_.emplace_back(t, is_output); }
+  void save(const Tensor& t, bool is_output = false) { saved_.emplace_back(t, is_output, name_); }
   Tensor saved(size_t i) { return saved_.at(i).unpack(*this); }
   void release_saved();
   bool released() const { return released_; }
+  // The storages this node's saved tensors keep alive (for the graph-leak detector).
+  std::vector<const Storage*> saved_storages() const;
 
   // ---- edges to the nodes of the inputs ----
   std::vector<Edge> next_edges;
@@ -97,6 +139,11 @@ class Node : public std::enable_shared_from_this<Node> {
  protected:
   uint64_t sequence_nr_;
   bool released_ = false;
+
+ public:
+  bool tracked_ = false;  // registered with the graph-leak detector (src/autograd/node_tracking.h)
+
+ protected:
 
  private:
   const char* name_;

@@ -16,6 +16,8 @@
 namespace graft {
 
 // Every byte of tensor memory is obtained through an Allocator (see docs/ARCHITECTURE.md).
+// allocate() returns null when the system has no memory left (Storage turns that into
+// memory::OutOfMemoryError); it is never called with 0 bytes.
 class Allocator {
  public:
   virtual ~Allocator() = default;
@@ -42,6 +44,11 @@ struct Storage {
   Device device;
   std::atomic<uint32_t> version{0};
   const char* last_writer = nullptr;  // name of the last in-place op ("add_"), for error messages
+  // Note [Memory categories] (graft/core/memory.h): what holds these bytes (a memory::Category),
+  // how many graph nodes hold them for backward, and the op that allocated them.
+  std::atomic<uint8_t> category{4};  // memory::Category::Other
+  std::atomic<int32_t> saved_count{0};
+  const char* allocated_by = nullptr;
 
   void bump_version(const char* op) {
     version.fetch_add(1, std::memory_order_relaxed);

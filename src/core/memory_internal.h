@@ -1,0 +1,33 @@
+// The memory accounting's entry points for Storage, SavedTensor and the allocator (not installed).
+// See Note [Memory categories] and Note [Memory limit] in graft/core/memory.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "graft/core/dtype.h"
+#include "graft/core/memory.h"
+#include "graft/core/shape.h"
+
+namespace graft::memory::detail {
+
+// Before an allocation of `nbytes`: throws OutOfMemoryError when it would pass the limit.
+void check_limit(size_t nbytes);
+// The allocator could not provide `nbytes`: throws OutOfMemoryError.
+[[noreturn]] void throw_system_oom(size_t nbytes);
+
+// An owned storage was allocated (counted as Other) / is being freed.
+void on_alloc(Storage& s);
+void on_free(Storage& s);
+
+// A graph node starts / stops holding `s` for backward. `sizes`/`dtype` describe the saved view;
+// `produced_by` is the backward node of the op that made it (null for inputs and leaves);
+// `saved_by` is the node saving it. Both are static node names.
+void on_saved(Storage& s, IntArrayRef sizes, DType dtype, const char* produced_by, const char* saved_by);
+void on_unsaved(Storage& s);
+
+// The caching allocator (storage.cpp).
+int64_t allocator_cached_bytes();
+void allocator_release_cache();
+
+}  // namespace graft::memory::detail

@@ -1,0 +1,273 @@
+// The memory planner (Note [Memory planner] in graft/diagnostics/memory_plan.h).
+#include "graft/diagnostics/memory_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "graft/autograd/grad_mode.h"
+#include "graft/core/factory.h"
+#include "graft/core/generator.h"
+#include "graft/core/storage.h"
+#include "graft/nn/functional.h"
+#include "graft/nn/module.h"
+#include "graft/nn/modules/container.h"
+#include "graft/optim/optimizer.h"
+
+namespace graft::memory {
+
+namespace {
+
+using Totals = std::array<int64_t, kNumCategories>;
+
+int64_t sum(const Totals& t) {
+  int64_t n = 0;
+  for (int64_t v : t) n += v;
+  return n;
+}
+
+// Everything the planned steps change, put back afterwards.
+struct SavedState {
+  std::vector<Tensor> params, param_values, grads, buffers, buffer_values;
+  OrderedDict<std::string, Tensor> optimizer_state;
+  Generator::State rng;
+  bool training = true;
+};
+
+SavedState save_state(nn::Module& model, optim::Optimizer* opt) {
+  NoGradGuard no_grad;
+  SavedState s;
+  s.params = model.parameters();
+  for (const Tensor& p : s.params) {
+    s.param_values.push_back(p.detach().clone());
+    s.grads.push_back(p.grad());
+  }
+  s.buffers = model.buffers();
+  for (const Tensor& b : s.buffers) s.buffer_values.push_back(b.defined() ? b.detach().clone() : Tensor());
+  if (opt) {
+    for (const auto& item : opt->state_dict()) s.optimizer_state.insert(item.key(), item.value().detach().clone());
+  }
+  s.rng = default_generator().get_state();
+  s.training = model.is_training();
+  return s;
+}
+
+void restore_state(nn::Module& model, optim::Optimizer* opt, SavedState& s) {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    Tensor p = s.params[i];
+    p.detach().copy_(s.param_values[i]);
+    p.mutable_grad() = s.grads[i];
+  }
+  for (size_t i = 0; i < s.buffers.size(); ++i)
+    if (s.buffers[i].defined()) s.buffers[i].detach().copy_(s.buffer_values[i]);
+  if (opt) opt->load_state_dict(s.optimizer_state);
+  default_generator().set_state(s.rng);
+  model.train(s.training);
+}
+
+// One training step at `batch`, its allocation events recorded.
+std::vector<Event> recorded_step(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* opt,
+                                 const PlanOptions& o, int64_t batch, bool record) {
+  std::vector<int64_t> shape(input_shape.begin(), input_shape.end());
+  shape[0] = batch;
+  if (record) record_history(true, 1 << 22);
+  {
+    // The order of graft train's loop: the previous step's gradients live through the forward.
+    Tensor x = randn(shape);
+    Tensor out;
+    if (o.forward) {
+      out = o.forward(x);
+    } else {
+      auto* seq = dynamic_cast<nn::SequentialImpl*>(&model);
+      GRAFT_CHECK(seq != nullptr, "memory::plan", "an nn::Sequential model, or PlanOptions::forward",
+                  "a module without a forward the planner can call", "pass options.forward = [&](x) { return model(x); }");
+      out = seq->forward(x);
+    }
+    Tensor loss;
+    if (o.loss == "mse") {
+      loss = nn::functional::mse_loss(out, zeros_like(out));
+    } else {
+      GRAFT_CHECK(out.dim() == 2, "memory::plan", "(batch, classes) logits for the cross_entropy loss",
+                  "an output of shape " + shape_str(out.sizes()), "set PlanOptions::loss = \"mse\"");
+      loss = nn::functional::cross_entropy(out, zeros({batch}, kInt64));
+    }
+    out = Tensor();
+    if (opt) opt->zero_grad();
+    else model.zero_grad();
+    loss.backward();
+    loss = Tensor();
+    if (opt) opt->step();
+  }
+  if (!record) return {};
+  record_history(false);
+  return history();
+}
+
+}  // namespace
+
+Plan plan(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* optimizer, const PlanOptions& options) {
+  const char* op = "memory::plan";
+  GRAFT_CHECK(input_shape.size() >= 1 && input_shape[0] >= 1, op, "an input shape whose first size is the batch size",
+              shape_str(input_shape), "pass e.g. {128, 1, 28, 28}");
+  GRAFT_CHECK(options.probe_batch_a >= 1 && options.probe_batch_b > options.probe_batch_a, op,
+              "probe batch sizes 1 <= a < b", std::to_string(options.probe_batch_a) + " and " + std::to_string(options.probe_batch_b),
+              "keep the defaults (2 and 4)");
+  GRAFT_CHECK(!is_recording_history(), op, "the memory history off (the planner records its own)",
+              "memory::record_history(true) in effect", "call memory::record_history(false) first");
+  GRAFT_CHECK(options.loss == "cross_entropy" || options.loss == "mse", op, "loss \"cross_entropy\" or \"mse\"",
+              "\"" + options.loss + "\"", "");
+
+  const Stats before = stats();
+  SavedState saved = save_state(model, optimizer);
+  // The copies kept for restoring are live during the probes; their bytes come off every event.
+  const Stats with_copies = stats();
+  Totals copies{};
+  for (int k = 0; k < kNumCategories; ++k)
+    copies[static_cast<size_t>(k)] = with_copies.by_category[static_cast<size_t>(k)].current_bytes -
+                                     before.by_category[static_cast<size_t>(k)].current_bytes;
+  // The gradients the model had are kept for restoring too, while the probes make their own.
+  {
+    std::vector<const Storage*> seen;
+    for (const Tensor& g : saved.grads) {
+      if (!g.defined()) continue;
+      const Storage* s = g.impl().storage.get();
+      if (std::find(seen.begin(), seen.end(), s) != seen.end() || !s->allocator) continue;
+      seen.push_back(s);
+      copies[static_cast<size_t>(category_of(*s))] += static_cast<int64_t>(s->nbytes);
+    }
+  }
+
+  std::vector<Event> a, b;
+  try {
+    model.train(true);
+    recorded_step(model, input_shape, optimizer, options, options.probe_batch_a, false);  // warm-up: optimiser state
+    a = recorded_step(model, input_shape, optimizer, options, options.probe_batch_a, true);
+    b = recorded_step(model, input_shape, optimizer, options, options.probe_batch_b, true);
+  } catch (...) {
+    record_history(false);
+    restore_state(model, optimizer, saved);
+    throw;
+  }
+  restore_state(model, optimizer, saved);
+
+  Plan p;
+  p.baseline_bytes = before.allocated_bytes;
+  const double ba = static_cast<double>(options.probe_batch_a), bb = static_cast<double>(options.probe_batch_b);
+  auto line_from = [&](const Event& ea, const Event& eb) {
+    Plan::Line l;
+    for (size_t k = 0; k < kNumCategories; ++k) {
+      const double va = static_cast<double>(ea.totals[k] - copies[k]), vb = static_cast<double>(eb.totals[k] - copies[k]);
+      l.slope[k] = (vb - va) / (bb - ba);
+      l.intercept[k] = va - l.slope[k] * ba;
+    }
+    l.op = ea.op;
+    return l;
+  };
+  bool aligned = a.size() == b.size() && !a.empty();
+  for (size_t i = 0; aligned && i < a.size(); ++i)
+    aligned = a[i].action == b[i].action && a[i].category == b[i].category && a[i].op == b[i].op;
+  if (aligned) {
+    for (size_t i = 0; i < a.size(); ++i) p.lines.push_back(line_from(a[i], b[i]));
+  } else {
+    // Data-dependent allocations: pair each probe's peak event instead (an extrapolation).
+    p.exact = false;
+    auto peak_of = [](const std::vector<Event>& ev) {
+      size_t best = 0;
+      for (size_t i = 1; i < ev.size(); ++i)
+        if (sum(ev[i].totals) > sum(ev[best].totals)) best = i;
+      return best;
+    };
+    GRAFT_CHECK(!a.empty() && !b.empty(), op, "allocation events in the planned step", "none", "");
+    p.lines.push_back(line_from(a[peak_of(a)], b[peak_of(b)]));
+  }
+  const Plan at = p.at_batch_size(input_shape[0]);
+  return at;
+}
+
+Plan Plan::at_batch_size(int64_t batch) const {
+  Plan p = *this;
+  p.batch_size = batch;
+  p.predicted_peak_bytes = 0;
+  p.category_peak.fill(0);
+  p.at_peak.fill(0);
+  const double B = static_cast<double>(batch);
+  double best = -1;
+  for (const Line& l : lines) {
+    double total = 0;
+    Totals t{};
+    for (size_t k = 0; k < kNumCategories; ++k) {
+      t[k] = std::llround(l.intercept[k] + l.slope[k] * B);
+      total += static_cast<double>(t[k]);
+      p.category_peak[k] = std::max(p.category_peak[k], t[k]);
+    }
+    if (total > best) {
+      best = total;
+      p.at_peak = t;
+      p.peak_op = l.op ? l.op : "";
+    }
+  }
+  p.predicted_peak_bytes = sum(p.at_peak);
+  return p;
+}
+
+int64_t Plan::max_batch_size(int64_t budget) const {
+  double limit = std::numeric_limits<double>::infinity();
+  for (const Line& l : lines) {
+    double intercept = 0, slope = 0;
+    for (size_t k = 0; k < kNumCategories; ++k) {
+      intercept += l.intercept[k];
+      slope += l.slope[k];
+    }
+    const double room = static_cast<double>(budget) - intercept;
+    if (slope <= 1e-9) {
+      if (room < -0.5) return 0;  // over the budget at any batch size
+      continue;
+    }
+    limit = std::min(limit, room / slope);
+  }
+  if (!std::isfinite(limit)) return std::numeric_limits<int64_t>::max();
+  int64_t b = std::max<int64_t>(0, static_cast<int64_t>(std::floor(limit + 1e-9)));
+  while (b > 0 && at_batch_size(b).predicted_peak_bytes > budget) --b;  // rounding of the bytes
+  return b;
+}
+
+std::string Plan::table() const {
+  std::string out;
+  char line[200];
+  std::snprintf(line, sizeof line, "predicted peak of one training step at batch %lld: %s (%lld bytes)%s\n",
+                static_cast<long long>(batch_size), format_bytes(predicted_peak_bytes).c_str(),
+                static_cast<long long>(predicted_peak_bytes), exact ? "" : "  [extrapolated: data-dependent allocations]");
+  out += line;
+  std::snprintf(line, sizeof line, "  %-18s %14s %14s\n", "category", "at the peak", "own peak");
+  out += line;
+  for (int k = 0; k < kNumCategories; ++k) {
+    const auto c = static_cast<Category>(k);
+    std::snprintf(line, sizeof line, "  %-18s %14s %14s\n", category_label(c),
+                  format_bytes(at_peak[static_cast<size_t>(k)]).c_str(), format_bytes(category_peak[static_cast<size_t>(k)]).c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "  reached while %s allocated; %s were live before the step\n",
+                peak_op.empty() ? "an unnamed op" : peak_op.c_str(), format_bytes(baseline_bytes).c_str());
+  out += line;
+  return out;
+}
+
+std::string Plan::json() const {
+  nlohmann::json at = nlohmann::json::object(), own = nlohmann::json::object();
+  for (int k = 0; k < kNumCategories; ++k) {
+    const auto c = static_cast<Category>(k);
+    at[category_name(c)] = at_peak[static_cast<size_t>(k)];
+    own[category_name(c)] = category_peak[static_cast<size_t>(k)];
+  }
+  return nlohmann::json{{"batch_size", batch_size},       {"predicted_peak_bytes", predicted_peak_bytes},
+                        {"at_peak", at},                  {"category_peak", own},
+                        {"peak_op", peak_op},             {"baseline_bytes", baseline_bytes},
+                        {"exact", exact}}
+      .dump();
+}
+
+}  // namespace graft::memory
