@@ -169,6 +169,46 @@ Tensor mm_kernel(const Tensor& a, const Tensor& b, const char* op, const Tensor&
 }
 
 // ---- lower precision products (Note [Autocast] in graft/amp/autocast.h) ----
+//
+// Note [Lower precision gemm in panels]
+// OpenBLAS has no bfloat16 gemm here, so the operands are rounded to h and widened to float32 for
+// sgemm (a product of two bfloat16 or float16 values is exact in float32: float32 accumulation).
+// Widening whole operands would put a float32 copy of every weight in memory during each product
+// (1.5 MiB for a 512 x 784 layer, more than the activations autocast saves), so lowp_gemm widens
+// one panel of at most kPanelFloats / (n + m) columns of A and rows of B at a time and accumulates
+// the panels' products into C with beta = 1.
+
+// x (rows, cols) rounded to h as a float32 tensor gemm can read; a transposed x is packed through
+// its transpose so that the reads are contiguous.
+Tensor pack(const Tensor& x, DType h) {
+  if (x.size(0) > 1 && x.size(1) > 1 && x.stride(0) == 1 && x.stride(1) != 1)
+    return detail::rounded_float32(x.t(), h).t();
+  return detail::rounded_float32(x, h);
+}
+
+// C (n, m) = beta * rnd(init) + alpha * rnd(a) @ rnd(b) in float32, rnd = rounding to h; a (n, k)
+// and b (k, m) float32 or half with any strides; init broadcasts to (n, m) or is undefined. Not
+// recorded.
+Tensor lowp_gemm(const Tensor& a_, const Tensor& b_, DType h, const Tensor& init, const Scalar& beta,
+                 const Scalar& alpha, const char* op) {
+  NoGradGuard ng;
+  const Tensor a = a_.detach(), b = b_.detach();
+  const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
+  Tensor c = make_empty({n, m}, kFloat32);
+  const bool use_init = init.defined() && beta.to_double() != 0.0;
+  if (use_init) detail::copy_into(c, detail::rounded_float32(init.detach(), h));
+  constexpr int64_t kPanelFloats = int64_t{1} << 16;  // 256 KiB of float32 panels at most
+  const int64_t panel = std::max<int64_t>(64, kPanelFloats / std::max<int64_t>(1, n + m)) / 16 * 16;
+  int64_t k0 = 0;
+  do {  // at least once: k == 0 scales C by beta
+    const int64_t kb = std::min(panel, k - k0);
+    const Tensor ap = pack(a.narrow(1, k0, kb), h), bp = pack(b.narrow(0, k0, kb), h);
+    const float panel_beta = k0 > 0 ? 1.0f : (use_init ? beta.to<float>() : 0.0f);
+    gemm<float>(1, n, m, kb, alpha.to<float>(), ap, bp, panel_beta, c.data_ptr<float>(), op);
+    k0 += kb;
+  } while (k0 < k);
+  return c;
+}
 
 // y = beta * bias + alpha * (a @ op(b)) in dtype h, where op(b) = b^T when trans_b (linear passes
 // its weight as it is, so that the weight itself is what gets saved), every operand rounded to h
@@ -179,19 +219,33 @@ Tensor lowp_addmm(const Tensor& bias, const Tensor& a, const Tensor& b, bool tra
   Tensor y;
   {
     NoGradGuard ng;
-    const Tensor ar = detail::rounded_float32(a, h), br = detail::rounded_float32(b, h);
-    const Tensor init = bias.defined() ? detail::rounded_float32(bias, h) : Tensor();
-    y = mm_kernel(ar, trans_b ? br.t() : br, op, init, bias.defined() ? beta : Scalar(0), alpha).to(h);
+    y = lowp_gemm(a, trans_b ? b.t() : b, h, bias, bias.defined() ? beta : Scalar(0), alpha, op).to(h);
   }
   if (auto node = make_node(node_name, {&bias, &a, &b}, [h, trans_b, beta, alpha](Node& n, const Tensor& g) -> TensorList {
         // In float32 on the rounded operands ar, br (op(br) = br^T when trans_b):
         //   d bias = beta * g,  d a = alpha * g @ op(br)^T,  d b = alpha * ar^T @ g (or its transpose)
         const bool need_in = n.next_edges[0].fn != nullptr, need_a = n.next_edges[1].fn != nullptr,
                    need_b = n.next_edges[2].fn != nullptr;
+        Tensor gi, ga, gb;
+        if (need_in) {
+          const Tensor g32 = g.to(kFloat32);
+          gi = beta.to_double() == 1.0 ? g32 : g32 * beta;  // the engine sums it to bias's shape
+        }
+        if (!GradMode::is_enabled()) {  // plain backward: panels, no float32 copy of the operands
+          if (need_a) {
+            const Tensor sb = n.saved(1);
+            ga = lowp_gemm(g, trans_b ? sb : sb.t(), h, Tensor(), 0, alpha, "mm");
+          }
+          if (need_b) {
+            const Tensor sa = n.saved(0);
+            // (m, k) = g^T @ ar when trans_b: laid out like the weight, so it is stolen into .grad
+            gb = trans_b ? lowp_gemm(g.t(), sa, h, Tensor(), 0, alpha, "mm") : lowp_gemm(sa.t(), g, h, Tensor(), 0, alpha, "mm");
+          }
+          return {gi, ga, gb};
+        }
+        // create_graph: the same formulas with recorded float32 ops, differentiable again
         const bool unit_alpha = alpha.to_double() == 1.0;
         const Tensor g32 = g.to(kFloat32);
-        Tensor gi, ga, gb;
-        if (need_in) gi = beta.to_double() == 1.0 ? g32 : g32 * beta;  // the engine sums it to bias's shape
         if (need_a) {
           const Tensor br = detail::rounded_float32(n.saved(1), h);
           ga = mm(g32, trans_b ? br : br.t());
@@ -199,7 +253,6 @@ Tensor lowp_addmm(const Tensor& bias, const Tensor& a, const Tensor& b, bool tra
         }
         if (need_b) {
           const Tensor ar = detail::rounded_float32(n.saved(0), h);
-          // (m, k) = g^T @ ar when trans_b: laid out like the weight, so it is stolen into .grad
           gb = trans_b ? mm(g32.t(), ar) : mm(ar.t(), g32);
           if (!unit_alpha) gb = gb * alpha;
         }
