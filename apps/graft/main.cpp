@@ -71,6 +71,28 @@ int main(int argc, char** argv) {
                     "with --log or --report: sample gradient health every N steps")
       ->capture_default_str();
 
+  // graft plan: graft train's model and batch flags, plus a budget.
+  graft::cli::PlanConfig plan_cfg;
+  CLI::App* plan = app.add_subcommand("plan", "Predict the peak memory of a training step (graft train's model and "
+                                              "flags) and what fits a budget");
+  plan->add_option("--model", plan_cfg.train.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
+  plan->add_option("--optimizer", plan_cfg.train.optimizer, "sgd, adam, adamw, rmsprop or adagrad")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad"}))
+      ->capture_default_str();
+  plan->add_option("--batch-size", plan_cfg.train.batch_size, "examples per batch (default: 128 for mlp, 64 for cnn)");
+  plan->add_flag("--batch-norm,!--no-batch-norm", plan_cfg.train.batch_norm, "batch normalisation after hidden layers");
+  plan->add_option("--dropout", plan_cfg.train.dropout, "dropout probability after hidden layers");
+  plan->add_option("--data", plan_cfg.train.data, "directory with the IDX files (default: Debian's Fashion-MNIST)");
+  plan->add_option("--train-limit", plan_cfg.train.train_limit, "use only the first N training images");
+  plan->add_option("--threads", plan_cfg.train.threads, "compute threads (0: every core)");
+  plan->add_option("--budget", plan_cfg.budget, "a memory budget such as 2GiB: print the largest batch that fits");
+  plan->add_option("--accumulate", plan_cfg.accumulate, "micro-batches per optimiser step (the batch is the micro-batch)")
+      ->capture_default_str();
+  plan->add_option("--checkpoint-segments", plan_cfg.checkpoint_segments,
+                   "plan the forward through checkpoint_sequential with this many segments (0: none)")
+      ->capture_default_str();
+  plan->add_flag("--json", plan_cfg.json, "end with one line of JSON: predicted_peak_bytes, at_peak, category_peak, ...");
+
   std::string report_log, report_out = "report.html";
   CLI::App* report = app.add_subcommand("report", "Turn a run log (graft train --log) into one self-contained HTML page");
   report->add_option("log", report_log, "the JSON Lines run log")->required();
@@ -79,6 +101,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (train->parsed()) graft::cli::train(cfg, std::cout);
+    if (plan->parsed()) graft::cli::plan(plan_cfg, std::cout);
     if (report->parsed()) {
       graft::cli::write_report(report_log, report_out);
       std::cout << "wrote " << report_out << '\n';

@@ -525,6 +525,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
   constexpr int64_t kTimelineSteps = 3;
   bool recording = false;
   if (log.enabled()) {
+    memory::set_step(first_epoch * loader.size());
     memory::record_history(true, 500000);
     recording = true;
   }
@@ -543,20 +544,23 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
              {"points", points}});
   };
 
+  // The peak of the training steps alone (what graft plan predicts), apart from evaluation's.
+  int64_t overall_peak = memory::stats().peak_allocated_bytes;
   model->train();
   for (int64_t epoch = first_epoch; epoch < last_epoch; ++epoch) {
+    memory::reset_peak_stats();
     const auto e0 = std::chrono::steady_clock::now();
     loader.set_epoch(epoch);
     progress.start_epoch(epoch + 1, cfg.epochs, loader.size());
     double loss_sum = 0;
     int64_t seen = 0, correct = 0, batches = 0;
     for (auto& batch : loader) {
+      const int64_t step = epoch * loader.size() + batches;  // 0-based, counted over the whole run
+      memory::set_step(step);
       const Tensor logits = model->forward(batch.data);
       const Tensor loss = F::cross_entropy(logits, batch.target);
       opt->zero_grad();
       loss.backward();
-      const int64_t step = epoch * loader.size() + batches;  // 0-based, counted over the whole run
-      memory::set_step(step);
       if (monitor) monitor->after_backward(step);
       opt->step();
       if (monitor) {
@@ -579,6 +583,8 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
       if (recording && batches >= kTimelineSteps) log_timeline();
       if (log.enabled()) log.add({{"type", "step"}, {"step", step}, {"epoch", epoch + 1}, {"loss", number(l)}, {"lr", number(current_lr(*opt))}});
     }
+    result.peak_train_memory_bytes = std::max(result.peak_train_memory_bytes, memory::stats().peak_allocated_bytes);
+    overall_peak = std::max(overall_peak, memory::stats().peak_allocated_bytes);
     EpochRecord r;
     r.epoch = epoch + 1;
     r.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(seen, 1));
@@ -589,6 +595,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
     r.test_accuracy = ev.accuracy;
     sched.after_epoch(r.train_loss);
     if (!cfg.save.empty()) save_run(cfg, model, *opt, sched, epoch + 1);
+    overall_peak = std::max(overall_peak, memory::stats().peak_allocated_bytes);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
     progress.end_epoch(epoch_line(r, cfg.epochs));
     result.history.push_back(r);
@@ -613,7 +620,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   {
     const memory::Stats st = memory::stats();
-    result.peak_memory_bytes = st.peak_allocated_bytes;
+    result.peak_memory_bytes = std::max(overall_peak, st.peak_allocated_bytes);
     for (int i = 0; i < memory::kNumCategories; ++i) {
       const auto c = static_cast<memory::Category>(i);
       result.peak_memory_by_category[memory::category_name(c)] = st[c].peak_bytes;
@@ -653,6 +660,7 @@ std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
                       {"seconds", r.seconds},
                       {"peak_memory_bytes", r.peak_memory_bytes},
                       {"peak_memory_by_category", r.peak_memory_by_category},
+                      {"peak_train_memory_bytes", r.peak_train_memory_bytes},
                       {"peak_rss_bytes", r.peak_rss_bytes},
                       {"parameters", r.parameters},
                       {"model", cfg.model},
@@ -662,4 +670,70 @@ std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
   return j.dump();
 }
 
+// ---- graft plan ----
+
+PlanResult plan(const PlanConfig& pc, std::ostream& out) {
+  const TrainConfig& cfg = pc.train;
+  validate(cfg);
+  GRAFT_CHECK(pc.accumulate >= 1 && pc.checkpoint_segments >= 0, "graft plan", "--accumulate >= 1 and --checkpoint-segments >= 0",
+              std::to_string(pc.accumulate) + " and " + std::to_string(pc.checkpoint_segments), "");
+  set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  manual_seed(cfg.seed);
+  const Data d = load_data(cfg);
+  nn::Sequential model = build_model(cfg, d.train_x.size(1), d.train_x.size(2), d.train_x.size(3), d.classes);
+  initialise(model, cfg.init);
+  auto opt = make_optimizer(cfg, model->parameters());
+  const int64_t batch = batch_size(cfg);
+  const std::vector<int64_t> shape{batch, d.train_x.size(1), d.train_x.size(2), d.train_x.size(3)};
+
+  auto plan_with = [&](int64_t segments) {
+    memory::PlanOptions o;
+    if (segments > 0) o.forward = [&, segments](const Tensor& x) { return checkpoint_sequential(model, segments, x); };
+    return memory::plan(*model.ptr(), shape, opt.get(), o);
+  };
+  const memory::Plan p = plan_with(pc.checkpoint_segments);
+  PlanResult r;
+  r.batch_size = batch;
+  r.predicted_peak_bytes = p.predicted_peak_bytes;
+  out << "graft plan: " << cfg.model << ", batch " << batch
+      << (pc.accumulate > 1 ? " per micro-batch (" + std::to_string(pc.accumulate) + " per step: effective batch " +
+                                  std::to_string(batch * pc.accumulate) + ")"
+                            : std::string())
+      << (pc.checkpoint_segments > 0 ? ", checkpoint_sequential with " + std::to_string(pc.checkpoint_segments) + " segments"
+                                     : std::string())
+      << ", " << cfg.optimizer << "\n"
+      << p.table();
+  nlohmann::json j = nlohmann::json::parse(p.json());
+  if (!pc.budget.empty()) {
+    r.budget_bytes = memory::parse_bytes(pc.budget);
+    r.max_batch_size = p.max_batch_size(r.budget_bytes);
+    const bool fits = p.predicted_peak_bytes <= r.budget_bytes;
+    out << "budget " << memory::format_bytes(r.budget_bytes) << ": batch " << batch << (fits ? " fits" : " does not fit")
+        << "; the largest " << (pc.accumulate > 1 ? "micro-batch" : "batch") << " that fits is " << r.max_batch_size;
+    if (pc.accumulate > 1) out << " (effective batch " << r.max_batch_size * pc.accumulate << " with --accumulate " << pc.accumulate << ")";
+    out << "\n";
+    if (!fits && pc.checkpoint_segments == 0) {
+      // Fewest checkpoint segments with which the requested batch fits.
+      const int64_t modules = static_cast<int64_t>(model->size());
+      for (int64_t s = 2; s <= modules && r.segments_to_fit == 0; ++s)
+        if (plan_with(s).predicted_peak_bytes <= r.budget_bytes) r.segments_to_fit = s;
+      out << (r.segments_to_fit ? "with checkpoint_sequential, " + std::to_string(r.segments_to_fit) +
+                                      " segments fit batch " + std::to_string(batch)
+                                : "checkpointing does not make batch " + std::to_string(batch) + " fit either")
+          << "\n";
+    }
+    j["budget_bytes"] = r.budget_bytes;
+    j["max_batch_size"] = r.max_batch_size;
+    j["segments_to_fit"] = r.segments_to_fit;
+  }
+  j["model"] = cfg.model;
+  j["accumulate"] = pc.accumulate;
+  j["checkpoint_segments"] = pc.checkpoint_segments;
+  r.plan_json = j.dump();
+  if (pc.json) out << r.plan_json << '\n';
+  out << std::flush;
+  return r;
+}
+
 }  // namespace graft::cli
+

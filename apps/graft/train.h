@@ -61,6 +61,8 @@ struct TrainResult {
   int64_t peak_memory_bytes = 0;  // graft's tensor memory (graft::memory::stats)
   std::map<std::string, int64_t> peak_memory_by_category;  // memory::category_name -> peak bytes
   int64_t peak_rss_bytes = 0;     // the process's peak resident set (getrusage), for comparison
+  int64_t peak_train_memory_bytes = 0;  // the peak during training steps alone (no evaluation):
+                                        // what `graft plan` predicts
   int64_t parameters = 0;
   std::vector<EpochRecord> history;  // epochs run by this process
 };
@@ -78,5 +80,28 @@ TrainResult train(const TrainConfig& config, std::ostream& out);
 
 // The last line `graft train --json` prints.
 std::string result_json(const TrainConfig& config, const TrainResult& result);
+
+// ---- `graft plan` (Note [Memory planner] in graft/diagnostics/memory_plan.h) ----
+struct PlanConfig {
+  TrainConfig train;              // --model, --batch-size, --batch-norm, --dropout, --optimizer, --data, ...
+  std::string budget;             // "2GiB": also find the largest batch (and checkpoint segments) that fit
+  int64_t accumulate = 1;         // micro-batches per optimiser step (optim::GradAccumulator)
+  int64_t checkpoint_segments = 0;  // plan the forward through checkpoint_sequential with this many segments
+  bool json = false;
+};
+
+struct PlanResult {
+  int64_t batch_size = 0;
+  int64_t predicted_peak_bytes = 0;
+  int64_t budget_bytes = 0;
+  int64_t max_batch_size = 0;          // with a budget
+  int64_t segments_to_fit = 0;         // with a budget: fewest checkpoint segments fitting batch_size (0: none)
+  std::string plan_json;               // memory::Plan::json() at batch_size
+};
+
+// Loads the data set (its bytes are part of the run's memory), builds graft train's model and
+// optimiser, and prints the predicted peak of one training step, its breakdown and, with a budget,
+// what fits. With json, the last line is one JSON object.
+PlanResult plan(const PlanConfig& config, std::ostream& out);
 
 }  // namespace graft::cli

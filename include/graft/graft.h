@@ -27,6 +27,7 @@
 #include "graft/data/mnist.h"
 #include "graft/diagnostics/grad_monitor.h"
 #include "graft/diagnostics/graph_leaks.h"
+#include "graft/diagnostics/memory_plan.h"
 #include "graft/io/safetensors.h"
 #include "graft/nn/functional.h"
 #include "graft/nn/init.h"

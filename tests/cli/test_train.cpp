@@ -185,6 +185,7 @@ TEST(Train, RunLogHoldsEveryStepAndEpoch) {
   std::ostringstream sink;
   const cli::TrainResult r = cli::train(c, sink);
   int64_t runs = 0, steps = 0, epochs = 0, results = 0, grads = 0, monitors = 0, next_step = 0;
+  int64_t memory_records = 0, timelines = 0;
   for (const std::string& line : cli::read_run_log(c.log)) {
     const auto j = nlohmann::json::parse(line);
     const std::string type = j["type"];
@@ -205,7 +206,26 @@ TEST(Train, RunLogHoldsEveryStepAndEpoch) {
     }
     monitors += type == "monitor";
     results += type == "result";
+    if (type == "memory") {
+      ++memory_records;
+      // The bytes by category: parameters are what the model holds, by hand.
+      const int64_t mlp_params = (144 * 512 + 512) + (512 * 256 + 256) + (256 * 3 + 3);
+      EXPECT_EQ(j["peak"]["parameters"].get<int64_t>(), 4 * mlp_params);
+      EXPECT_EQ(j["peak"]["optimizer_state"].get<int64_t>(), 4 * mlp_params);  // sgd momentum buffers
+      EXPECT_GT(j["peak"]["saved_activations"].get<int64_t>(), 0);
+    }
+    if (type == "memory_timeline") {
+      ++timelines;
+      EXPECT_EQ(j["categories"].size(), 5u);
+      ASSERT_GT(j["points"].size(), 10u);
+      // The timeline covers the first steps (0 to 3) and its totals are category bytes.
+      EXPECT_EQ(j["points"].front()["step"].get<int64_t>(), 0);
+      EXPECT_LE(j["points"].back()["step"].get<int64_t>(), 3);
+      EXPECT_EQ(j["points"].back()["totals"].size(), 5u);
+    }
   }
+  EXPECT_EQ(memory_records, 2);  // one per epoch
+  EXPECT_EQ(timelines, 1);
   EXPECT_EQ(runs, 1);
   EXPECT_EQ(steps, 30);
   EXPECT_EQ(epochs, 2);
@@ -213,6 +233,65 @@ TEST(Train, RunLogHoldsEveryStepAndEpoch) {
   EXPECT_EQ(monitors, 1);
   EXPECT_EQ(grads, 6);  // steps 0, 5, ..., 25
   EXPECT_TRUE(std::filesystem::exists(c.report));
+}
+
+// `graft plan` predicts the peak of graft train's training steps (peak_train_memory_bytes, measured by
+// the allocator) for both models; the budget search returns a batch whose predicted peak fits and
+// one more that does not.
+TEST(Plan, PredictsTheTrainingStepPeakOfGraftTrain) {
+  Squares data;
+  for (const char* model : {"mlp", "cnn"}) {
+    cli::PlanConfig pc;
+    pc.train = small_config(data.dir.path());
+    pc.train.model = model;
+    pc.train.epochs = 1;
+    pc.train.workers = 0;  // no batch prepared ahead: the planned step is the whole story
+    pc.json = true;
+    std::ostringstream plan_out;
+    const cli::PlanResult p = cli::plan(pc, plan_out);
+    std::ostringstream train_out;
+    const cli::TrainResult r = cli::train(pc.train, train_out);
+    const double error = std::abs(static_cast<double>(p.predicted_peak_bytes - r.peak_train_memory_bytes)) /
+                         static_cast<double>(r.peak_train_memory_bytes);
+    EXPECT_LE(error, 0.10) << model << ": predicted " << p.predicted_peak_bytes << ", measured "
+                           << r.peak_train_memory_bytes << "\n" << plan_out.str();
+    // The last line is the JSON object.
+    std::string last, line;
+    std::istringstream lines(plan_out.str());
+    while (std::getline(lines, line)) last = line;
+    const auto j = nlohmann::json::parse(last);
+    EXPECT_EQ(j["predicted_peak_bytes"].get<int64_t>(), p.predicted_peak_bytes);
+    for (const char* c : {"parameters", "gradients", "optimizer_state", "saved_activations", "other"})
+      EXPECT_TRUE(j["at_peak"].contains(c)) << c;
+  }
+}
+
+TEST(Plan, BudgetGivesTheLargestBatchAndTheSegmentsThatFit) {
+  Squares data;
+  cli::PlanConfig pc;
+  pc.train = small_config(data.dir.path());
+  pc.train.batch_size = 64;
+  std::ostringstream out;
+  const cli::PlanResult base = cli::plan(pc, out);
+  // A budget halfway between the batch-64 and batch-128 peaks.
+  cli::PlanConfig big = pc;
+  big.train.batch_size = 128;
+  std::ostringstream sink;
+  const cli::PlanResult p128 = cli::plan(big, sink);
+  ASSERT_GT(p128.predicted_peak_bytes, base.predicted_peak_bytes);
+  pc.budget = std::to_string((base.predicted_peak_bytes + p128.predicted_peak_bytes) / 2);
+  std::ostringstream out2;
+  const cli::PlanResult r = cli::plan(pc, out2);
+  EXPECT_GT(r.max_batch_size, 64);
+  EXPECT_LT(r.max_batch_size, 128);
+  cli::PlanConfig at = pc;
+  at.budget.clear();
+  at.train.batch_size = r.max_batch_size;
+  EXPECT_LE(cli::plan(at, sink).predicted_peak_bytes, r.budget_bytes);
+  at.train.batch_size = r.max_batch_size + 1;
+  EXPECT_GT(cli::plan(at, sink).predicted_peak_bytes, r.budget_bytes);
+  EXPECT_NE(out2.str().find("the largest batch that fits is " + std::to_string(r.max_batch_size)), std::string::npos)
+      << out2.str();
 }
 
 TEST(Train, BadFlagsAndMissingDataAreClearErrors) {
