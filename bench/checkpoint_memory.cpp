@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
       {"depth 16, width 1024, batch 256 (parameter-dominated)", 16, 1024, 256, 4, 0.0},
   };
   std::printf("tanh MLPs, float32, SGD (lr 0.01), loss = mean(out^2), 1 thread, median of %d steps\n\n", reps);
-  std::printf("| model | segments | peak (MiB) | plain / this | floor (MiB) | peak / floor | step (ms) | this / plain |\n");
+  std::printf("| model | segments | peak (MiB) | plain / this | floor (MiB) | peak / floor | step (ms) | "
+              "this / plain |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   std::vector<std::string> verdicts;
   for (const Config& c : configs) {
@@ -134,7 +135,8 @@ int main(int argc, char** argv) {
     }
     char line[256];
     if (c.peak_target > 0) {
-      std::snprintf(line, sizeof line, "%s, %lld segments: peak %.2fx lower (target >= %.0fx), time %.2fx (target <= 1.4x): %s",
+      std::snprintf(line, sizeof line,
+                    "%s, %lld segments: peak %.2fx lower (target >= %.0fx), time %.2fx (target <= 1.4x): %s",
                     c.name, static_cast<long long>(c.segments), peak_ratio, c.peak_target, time_ratio,
                     peak_ratio >= c.peak_target && time_ratio <= 1.4 ? "met" : "MISSED");
     } else {

@@ -262,7 +262,10 @@ TEST(Checkpoint, BatchNormRunningStatisticsMoveOnce) {
       double s = 0, ss = 0;
       for (int r = 0; r < 12; ++r) s += hv[static_cast<size_t>(r * 8 + c)];
       const double mean = s / 12;
-      for (int r = 0; r < 12; ++r) ss += (hv[static_cast<size_t>(r * 8 + c)] - mean) * (hv[static_cast<size_t>(r * 8 + c)] - mean);
+      for (int r = 0; r < 12; ++r) {
+        const double d = hv[static_cast<size_t>(r * 8 + c)] - mean;
+        ss += d * d;
+      }
       want_mean[static_cast<size_t>(c)] = m * mean;
       want_var[static_cast<size_t>(c)] = (1 - m) + m * ss / 11;
       largest_mean = std::max(largest_mean, std::abs(mean));
@@ -310,11 +313,11 @@ TEST(Checkpoint, InputsWithoutGradStillGiveParametersTheirGradients) {
   });
   ASSERT_EQ(got.grads.size(), ref.grads.size());
   EXPECT_FALSE(got.grads[0].defined()) << "x does not require grad";
-  expect_grads_equal(TensorList(got.grads.begin() + 1, got.grads.end()), TensorList(ref.grads.begin() + 1, ref.grads.end()));
+  const TensorList ref_params(ref.grads.begin() + 1, ref.grads.end());
+  expect_grads_equal(TensorList(got.grads.begin() + 1, got.grads.end()), ref_params);
   // Same through checkpoint_sequential, whose first segment takes the data.
   Step seq_got = run_step(seq, x, [&](const Tensor& in) { return checkpoint_sequential(seq, 3, in); });
-  expect_grads_equal(TensorList(seq_got.grads.begin() + 1, seq_got.grads.end()),
-                     TensorList(ref.grads.begin() + 1, ref.grads.end()));
+  expect_grads_equal(TensorList(seq_got.grads.begin() + 1, seq_got.grads.end()), ref_params);
 }
 
 TEST(Checkpoint, OutputsWithoutGradNoGradModeAndIntegers) {
@@ -403,12 +406,15 @@ TEST(CheckpointSequential, SegmentCountsGiveThePlainGradients) {
 TEST(CheckpointSequential, Errors) {
   nn::Sequential seq = mlp({3, 4, 2});  // 3 modules
   Tensor x = input64({2, 3}, 19, true);
-  EXPECT_TRUE(throws_error([&] { checkpoint_sequential(seq, 0, x); }, {"checkpoint_sequential", "segments = 0", "between 1 and"}));
-  EXPECT_TRUE(throws_error([&] { checkpoint_sequential(seq, 4, x); }, {"checkpoint_sequential", "segments = 4", "(3)"}));
+  EXPECT_TRUE(throws_error([&] { checkpoint_sequential(seq, 0, x); },
+                           {"checkpoint_sequential", "segments = 0", "between 1 and"}));
+  EXPECT_TRUE(throws_error([&] { checkpoint_sequential(seq, 4, x); },
+                           {"checkpoint_sequential", "segments = 4", "(3)"}));
   EXPECT_TRUE(throws_error([&] { checkpoint_sequential(seq, -1, x); }, {"segments = -1"}));
   nn::Sequential empty;
   EXPECT_TRUE(throws_error([&] { checkpoint_sequential(empty, 1, x); }, {"an empty Sequential"}));
-  EXPECT_TRUE(throws_error([&] { plan_checkpoint_sequential(seq, CheckpointBudget{0}, x); }, {"a positive byte budget"}));
+  EXPECT_TRUE(throws_error([&] { plan_checkpoint_sequential(seq, CheckpointBudget{0}, x); },
+                           {"a positive byte budget"}));
   EXPECT_TRUE(throws_error([&] { checkpoint_sequential(seq, CheckpointBudget{16}, x); },
                            {"plan_checkpoint_sequential", "smallest predicted peak", "raise the budget"}));
 }
