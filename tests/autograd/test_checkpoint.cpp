@@ -494,7 +494,7 @@ TEST(CheckpointSequential, BudgetPlanFitsAndIsAnUpperBound) {
   const int64_t measured =
       step_peak([&](const Tensor& in) { return checkpoint_sequential(seq, CheckpointBudget{budget}, in); }, x, seq);
   EXPECT_LE(measured, budget) << plan.str();
-  EXPECT_GE(measured, plan.predicted_peak_bytes * 8 / 10) << plan.str();
+  EXPECT_GE(measured, plan.predicted_peak_bytes * 85 / 100) << plan.str();
   EXPECT_EQ(values(seq->parameters()[0]), w0);
 }
 

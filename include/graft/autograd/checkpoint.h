@@ -27,10 +27,13 @@
 //   grad, because fn may use parameters that do (with PyTorch's reentrant checkpoint such
 //   parameters silently got no gradient). When the recompute finds nothing that requires grad, no
 //   gradient flows. An output of an integer dtype carries no gradient.
-// - Works with backward(), backward(inputs=...) (only the requested leaves are written, inside the
-//   segment too) and autograd::grad() with respect to the checkpoint's inputs (parameters used
-//   inside fn are not edges of the node, so grad() with respect to them reports them unused).
-//   Double backward (create_graph=true) through a checkpoint is refused with a graft::Error.
+// - Works with backward(); with backward(inputs=...) (only the requested leaves are written, inside
+//   fn too) and autograd::grad() (no .grad written) as long as what is requested is reached
+//   through the checkpoint's inputs. Parameters used inside fn are not edges of the node: grad()
+//   with respect to them reports them unused, and backward(inputs=...) naming only them does not
+//   run the checkpoint, so they get nothing (PyTorch's reentrant checkpoint refuses both; use plain
+//   backward() there). Double backward (create_graph=true) through a checkpoint is refused with a
+//   graft::Error.
 #pragma once
 
 #include <concepts>
@@ -106,7 +109,7 @@ struct CheckpointBudget {
 // and outgoing gradient, temporaries, and a simple loss's backward: mean(out^2) takes four outputs'
 // worth at the start of backward). Kept inputs are all counted though backward frees them as it
 // goes, and the gradients though they appear as activations are freed, so for chains of standard
-// layers it is an upper bound: for tanh MLPs within 10% of the measured peak (tests).
+// layers it is an upper bound: for tanh MLPs 3% to 12% above the measured peak (tests).
 struct CheckpointPlan {
   int64_t segments = 1;
   int64_t predicted_peak_bytes = 0;           // for `segments`
