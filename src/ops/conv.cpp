@@ -20,6 +20,7 @@
 #include "../kernels/dispatch.h"
 #include "../kernels/im2col.h"
 #include "amp/autocast_internal.h"
+#include "graft/core/memory.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -189,6 +190,7 @@ Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams& p
 Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams& p, int64_t kH, int64_t kW);
 
 Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
+  memory::OpScope op_scope("conv2d");  // names its allocations in the memory report
   Tensor y = conv_forward_kernel(x, w, b, p);
   const int64_t H = x.size(2), W = x.size(3), kH = w.size(2), kW = w.size(3);
   if (auto node = make_node("ConvolutionBackward0", {&x, &w, &b}, [p, H, W, kH, kW](Node& n, const Tensor& g) -> TensorList {

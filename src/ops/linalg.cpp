@@ -15,6 +15,7 @@
 
 #include "../kernels/dispatch.h"
 #include "amp/autocast_internal.h"
+#include "graft/core/memory.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -294,6 +295,7 @@ Tensor lowp_bmm(const Tensor& a, const Tensor& b, DType h) {
 
 // ---- mm: (n, k) @ (k, m) ----
 Tensor mm(const Tensor& a, const Tensor& b) {
+  memory::OpScope op_scope("mm");  // names its allocations in the memory report
   check_matrix(a, 2, "mm", "mat1");
   check_matrix(b, 2, "mm", "mat2");
   if (const auto h = detail::lowp_dtype({&a, &b})) {
@@ -317,6 +319,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 
 // ---- bmm: (B, n, k) @ (B, k, m) ----
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  memory::OpScope op_scope("bmm");  // names its allocations in the memory report
   check_matrix(a, 3, "bmm", "batch1");
   check_matrix(b, 3, "bmm", "batch2");
   const auto h = detail::lowp_dtype({&a, &b});
@@ -349,6 +352,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 
 // ---- addmm: beta * input + alpha * (mat1 @ mat2) ----
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  memory::OpScope op_scope("addmm");  // names its allocations in the memory report
   check_matrix(mat1, 2, "addmm", "mat1");
   check_matrix(mat2, 2, "addmm", "mat2");
   const auto h = detail::lowp_dtype({&input, &mat1, &mat2});
@@ -397,6 +401,7 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
 
 // ---- matmul: PyTorch's rules, composed of mm / bmm and views ----
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  memory::OpScope op_scope("matmul");  // names its allocations in the memory report
   const int64_t da = a.dim(), db = b.dim();
   GRAFT_CHECK(da >= 1 && db >= 1, "matmul", "both arguments to be at least 1-D",
               shape_str(a.sizes()) + " (" + std::to_string(da) + "-D) and " + shape_str(b.sizes()) + " (" +
@@ -458,6 +463,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 // ---- linear: input @ weight^T + bias ----
 Tensor nn::functional::linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  memory::OpScope op_scope("linear");  // names its allocations in the memory report
   GRAFT_CHECK(weight.dim() == 2, "linear", "weight to be a 2-D tensor (out_features, in_features)",
               "weight of shape " + shape_str(weight.sizes()), "");
   GRAFT_CHECK(input.dim() >= 1, "linear", "input of shape (*, in_features) with at least 1 dim",

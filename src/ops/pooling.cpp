@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "../kernels/dispatch.h"
+#include "graft/core/memory.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -389,6 +390,11 @@ std::tuple<Tensor, Tensor> F::max_pool2d_with_indices(const Tensor& input, const
 }
 
 Tensor F::max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options) {
+  // A half input (autocast's conv2d output): max is exact in any precision, so pool in float32 and
+  // round back, exactly; the float32 copy is not saved (max pooling saves only its indices).
+  if (input.dtype() == kFloat16 || input.dtype() == kBFloat16)
+    return max_pool2d(input.to(kFloat32), options).to(input.dtype());
+  memory::OpScope op_scope("max_pool2d");  // names its allocations in the memory report
   return std::get<0>(max_pool2d_with_indices(input, options));
 }
 
