@@ -10,6 +10,7 @@
 #include "../kernels/dispatch.h"
 #include "../kernels/loops.h"
 #include "../kernels/tanh_f32.h"
+#include "graft/core/memory.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -31,6 +32,7 @@ DType float_type(DType t) { return t == kInt64 || t == kBool ? kFloat32 : t; }
 // with it (tanh: Note [Fast float32 tanh]).
 template <class F>
 Tensor float_map(const Tensor& x, const char* op, F&& f) {
+  memory::OpScope op_scope(op);  // names the allocation in the memory report
   const DType dt = float_type(x.dtype());
   if constexpr (requires(const float* in, float* out) { std::decay_t<F>::bulk(in, out, int64_t{0}); }) {
     if (x.dtype() == kFloat32 && x.is_contiguous()) {

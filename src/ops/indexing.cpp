@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../kernels/dispatch.h"
+#include "graft/core/memory.h"
 #include "graft/autograd/node.h"
 #include "graft/core/factory.h"
 #include "graft/nn/functional.h"
@@ -335,6 +336,7 @@ Tensor pad_to(Tensor g, IntArrayRef shape) {
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  memory::OpScope op_scope("gather");
   const int64_t d = check_gather_like(x, dim, index, nullptr, "gather");
   const Tensor cx = as_1d(plain(x, x.dtype()));
   const int64_t n = cx.size(d);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../kernels/dispatch.h"
+#include "graft/core/memory.h"
 #include "graft/amp/autocast.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
@@ -70,6 +71,7 @@ void softmax_kernel(const T* in, T* out, int64_t outer, int64_t n, int64_t inner
 
 template <bool Log>
 Tensor softmax_forward(const Tensor& x, int64_t d, const char* op) {
+  memory::OpScope op_scope(op);  // names the allocation in the memory report
   NoGradGuard ng;
   const Tensor xc = x.detach().contiguous();
   Tensor y = make_empty(x.sizes(), x.dtype());
