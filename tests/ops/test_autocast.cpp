@@ -229,6 +229,34 @@ TEST(Autocast, ReluAndCrossEntropyOnHalfTensors) {
   EXPECT_TRUE(throws_error([&] { F::cross_entropy(logits.to(kBFloat16), target); }, {"bfloat16"}));
 }
 
+TEST(Autocast, SmallCnnStep) {
+  // conv2d -> relu -> max_pool2d -> flatten -> linear -> cross_entropy, all under the guard
+  manual_seed(0);
+  nn::Sequential model(nn::Conv2d(nn::Conv2dOptions(1, 4, 3)), nn::ReLU(), nn::MaxPool2d(nn::MaxPool2dOptions(2)),
+                       nn::Flatten(), nn::Linear(4 * 3 * 3, 3));
+  const Tensor x = rnd({5, 1, 8, 8}, 41);
+  const Tensor target = make({0, 1, 2, 1, 0}, {5}, kInt64);
+  Tensor loss, pooled;
+  {
+    AutocastGuard g(kBFloat16);
+    const Tensor c = model->forward(x);  // through every layer
+    EXPECT_EQ(c.dtype(), kBFloat16);
+    loss = F::cross_entropy(c, target);
+    pooled = F::max_pool2d(relu(F::conv2d(x, model->parameters()[0], model->parameters()[1])), 2);
+  }
+  EXPECT_EQ(pooled.dtype(), kBFloat16);
+  // pooling a bfloat16 tensor is exact: the same as pooling its float32 values
+  const Tensor conv32 = relu(F::conv2d(rounded64(x, kBFloat16), rounded64(model->parameters()[0], kBFloat16),
+                                       rounded64(model->parameters()[1], kBFloat16)));
+  EXPECT_TRUE(all_close(pooled.to(kFloat64), F::max_pool2d(conv32, 2).detach(), 1e-6, 1.0 / 128));
+  loss.backward();
+  for (const auto& p : model->parameters()) {
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_EQ(p.grad().dtype(), kFloat32);
+    EXPECT_GT(p.grad().abs().sum().item<double>(), 0.0);
+  }
+}
+
 TEST(Autocast, WhatIsNotAutocastAndErrors) {
   AutocastGuard g(kBFloat16);
   // float64 operands are not autocast

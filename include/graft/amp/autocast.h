@@ -17,7 +17,8 @@
 // An op with a float64 (or integer) operand is not autocast and runs as it would outside the guard.
 // Outside autocast these ops also take operands that are all H (the same kernel), as PyTorch does.
 // log_softmax, softmax and so cross_entropy are "float32 ops": under the guard an H input is
-// converted to float32 first (their output is float32). relu has an H kernel. Every other op has no
+// converted to float32 first (their output is float32). relu has an H kernel, and max_pool2d pools
+// H inputs exactly (through float32), so a ReLU CNN runs under the guard. Every other op has no
 // H kernel and throws graft::Error naming the op; mixing an H tensor with a float32 one promotes to
 // float32 (PyTorch's rule), so `h + bias_f32` works and `h + h` needs a .to(graft::kFloat32).
 //
