@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 
@@ -254,25 +255,32 @@ OutOfMemoryError::OutOfMemoryError(std::string op, int64_t requested, std::strin
       saved_(std::move(largest_saved)) {}
 
 std::vector<SavedActivation> largest_saved_activations(size_t max_count) {
-  std::vector<std::pair<const Storage*, SavedEntry>> all;
+  struct Item {
+    int64_t bytes;
+    const Storage* storage;
+    SavedEntry entry;
+  };
+  std::vector<Item> all;
   {
+    // Sizes are read under the lock: a storage leaves the registry before it can be freed.
     auto& r = saved_registry();
     std::lock_guard<std::mutex> lock(r.mutex);
-    for (const auto& entry : r.entries)  // a saved parameter (or gradient) is not an activation
-      if (category_of(*entry.first) == Category::SavedActivations) all.push_back(entry);
+    for (const auto& [storage, entry] : r.entries)  // a saved parameter (or gradient) is not an activation
+      if (category_of(*storage) == Category::SavedActivations)
+        all.push_back({static_cast<int64_t>(storage->nbytes), storage, entry});
   }
-  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    return a.first->nbytes != b.first->nbytes ? a.first->nbytes > b.first->nbytes : a.first < b.first;
+  std::sort(all.begin(), all.end(), [](const Item& a, const Item& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : std::less<const Storage*>()(a.storage, b.storage);
   });
   std::vector<SavedActivation> out;
   for (size_t i = 0; i < all.size() && i < max_count; ++i) {
-    const auto& [storage, e] = all[i];
+    const Item& it = all[i];
     SavedActivation a;
-    a.bytes = static_cast<int64_t>(storage->nbytes);
-    a.shape = shape_str(e.sizes);
-    a.dtype = dtype_name(e.dtype);
-    a.produced_by = e.produced_by ? autograd::forward_op_name(e.produced_by) : "an input (no grad_fn)";
-    a.saved_by = e.saved_by ? e.saved_by : "";
+    a.bytes = it.bytes;
+    a.shape = shape_str(it.entry.sizes.ref());
+    a.dtype = dtype_name(it.entry.dtype);
+    a.produced_by = it.entry.produced_by ? autograd::forward_op_name(it.entry.produced_by) : "an input (no grad_fn)";
+    a.saved_by = it.entry.saved_by ? it.entry.saved_by : "";
     out.push_back(std::move(a));
   }
   return out;
