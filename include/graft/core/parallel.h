@@ -1,15 +1,20 @@
-// Threads used by graft's compute kernels (today: the BLAS behind matmul, linear and conv2d).
+// Threads used by graft's compute kernels.
 //
-// graft never runs two thread pools that spin against each other: its matrix products use
-// OpenBLAS's pool only, sized by set_num_threads, and graft's element-wise kernels run on the
-// calling thread. DataLoader workers are separate and mostly sleep on their queues.
+// graft never runs two thread pools that spin against each other. Its kernels split large loops
+// with parallel_for (below) over graft's own pool, sized by set_num_threads; whose workers sleep on
+// a condition variable when idle (no spinning); small loops (under two grains) run on the calling
+// thread and never touch the pool. DataLoader workers are separate and mostly sleep on their queues.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace graft {
 
-// Like torch::set_num_threads: the number of threads a matrix product may use (>= 1).
+// Like torch::set_num_threads: the number of threads graft's kernels (matrix products included)
+// may use (>= 1).
 void set_num_threads(int n);
 int get_num_threads();
 
@@ -24,5 +29,42 @@ int get_num_threads();
 // OPENBLAS_CORETYPE back as it was). GRAFT_BLAS_CORETYPE=keep leaves OpenBLAS's choice alone;
 // GRAFT_BLAS_CORETYPE=<name> picks a family by OpenBLAS's name.
 std::string blas_core_name();
+
+namespace detail {
+// A non-owning reference to a callable void(int64_t begin, int64_t end): parallel_for's type-erased
+// body, without std::function's allocation.
+class RangeFn {
+ public:
+  template <class F>
+  RangeFn(F& f) : obj_(static_cast<void*>(&f)), call_([](void* o, int64_t b, int64_t e) { (*static_cast<F*>(o))(b, e); }) {}
+  void operator()(int64_t b, int64_t e) const { call_(obj_, b, e); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, int64_t, int64_t);
+};
+void parallel_for_impl(int64_t begin, int64_t end, int64_t grain, RangeFn f);
+}  // namespace detail
+
+// Calls f(b, e) on disjoint chunks [b, e) that cover [begin, end), each at least `grain` long
+// (except possibly the last), from up to get_num_threads() threads, the caller included; returns
+// when all are done. A range shorter than 2 * grain, a call from inside another parallel_for, or a
+// pool of one thread runs f(begin, end) on the calling thread. The first exception a chunk throws
+// is rethrown on the calling thread after every chunk has finished.
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
+  if (end <= begin) return;
+  if (grain < 1) grain = 1;
+  if (end - begin < 2 * grain) {
+    f(begin, end);
+    return;
+  }
+  std::remove_reference_t<F>& body = f;
+  detail::parallel_for_impl(begin, end, grain, detail::RangeFn(body));
+}
+
+// Elements per chunk for cheap element-wise kernels (a few cycles per element): below 2 * this,
+// a loop runs on the calling thread, since waking a sleeping worker costs a few microseconds.
+inline constexpr int64_t kElementwiseGrain = 32768;
 
 }  // namespace graft
