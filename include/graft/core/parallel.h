@@ -35,7 +35,10 @@ namespace detail {
 // body, without std::function's allocation.
 class RangeFn {
  public:
+  // (Constrained: without it this template, not the copy constructor, would take a non-const
+  // RangeFn lvalue and wrap a pointer to it.)
   template <class F>
+    requires(!std::is_same_v<std::remove_cv_t<F>, RangeFn>)
   RangeFn(F& f) : obj_(static_cast<void*>(&f)), call_([](void* o, int64_t b, int64_t e) { (*static_cast<F*>(o))(b, e); }) {}
   void operator()(int64_t b, int64_t e) const { call_(obj_, b, e); }
 
