@@ -3,6 +3,7 @@
 // sums them down (Note [The engine validates gradients]).
 #include "../kernels/dispatch.h"
 #include "../kernels/loops.h"
+#include "../kernels/vec_f32.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -31,12 +32,50 @@ Tensor scalar_kernel(const Tensor& a, DType dt, const char* op, F&& f) {
   });
 }
 DType true_div_type(DType t) { return is_floating_point(t) ? t : kFloat32; }
+
+// float32 fast paths (Note [Fast float32 kernels] in kernels/vec_f32.h), the same bits as the
+// generic loops: contiguous a and b of one shape, b a 0-dim tensor, or b a row [C] (or [1, C], ...)
+// broadcast over a [..., C] (a bias). An undefined tensor when the case is not one of these.
+using kernels::BinaryOp;
+Tensor binary_f32(const Tensor& a, const Tensor& b, BinaryOp op, float alpha) {
+  if (a.dtype() != kFloat32 || b.dtype() != kFloat32 || !a.is_contiguous() || !b.is_contiguous()) return {};
+  const float* pa = a.data_ptr<float>();
+  const float* pb = b.data_ptr<float>();
+  if (a.sizes().equals(b.sizes())) {
+    Tensor y = make_empty(a.sizes(), kFloat32);
+    kernels::binary_f32(op, pa, pb, alpha, y.data_ptr<float>(), a.numel());
+    return y;
+  }
+  if (b.dim() == 0) {  // x op alpha * v, rounded as the generic loop rounds it
+    const bool scaled = op == BinaryOp::Add || op == BinaryOp::Sub;
+    const float v = scaled ? alpha * pb[0] : pb[0];
+    Tensor y = make_empty(a.sizes(), kFloat32);
+    kernels::binary_scalar_f32(op, pa, v, y.data_ptr<float>(), a.numel());
+    return y;
+  }
+  if (a.dim() >= 1 && b.dim() <= a.dim() && b.size(b.dim() - 1) == a.size(a.dim() - 1) &&
+      b.numel() == b.size(b.dim() - 1)) {
+    const int64_t cols = a.size(a.dim() - 1);
+    Tensor y = make_empty(a.sizes(), kFloat32);
+    kernels::binary_row_f32(op, pa, pb, alpha, y.data_ptr<float>(), cols == 0 ? 0 : a.numel() / cols, cols);
+    return y;
+  }
+  return {};
+}
+// a op s for a contiguous float32 a (undefined otherwise).
+Tensor scalar_f32(const Tensor& a, DType dt, BinaryOp op, float s) {
+  if (dt != kFloat32 || a.dtype() != kFloat32 || !a.is_contiguous()) return {};
+  Tensor y = make_empty(a.sizes(), kFloat32);
+  kernels::binary_scalar_f32(op, a.data_ptr<float>(), s, y.data_ptr<float>(), a.numel());
+  return y;
+}
 }  // namespace
 
 // ---- add: y = a + alpha * b ----
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   const DType dt = detail::result_type(a, b);
-  Tensor y = kernels::dispatch_numeric(dt, "add", [&]<class T>() {
+  Tensor y = binary_f32(a, b, BinaryOp::Add, alpha.to<float>());
+  if (!y.defined()) y = kernels::dispatch_numeric(dt, "add", [&]<class T>() {
     const T al = alpha.to<T>();
     return binary_kernel(a, b, dt, "add", [al](T x, T z) { return static_cast<T>(x + al * z); });
   });
@@ -49,7 +88,8 @@ Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
 
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   const DType dt = detail::result_type(a, b);
-  Tensor y = kernels::dispatch_numeric(dt, "add", [&]<class T>() {
+  Tensor y = scalar_f32(a, dt, BinaryOp::Add, b.to<float>() * alpha.to<float>());
+  if (!y.defined()) y = kernels::dispatch_numeric(dt, "add", [&]<class T>() {
     const T v = static_cast<T>(b.to<T>() * alpha.to<T>());
     return scalar_kernel(a, dt, "add", [v](T x) { return static_cast<T>(x + v); });
   });
@@ -63,7 +103,8 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   GRAFT_CHECK(a.dtype() != kBool || b.dtype() != kBool, "sub", "numeric tensors", "two bool tensors",
               "use graft::logical_xor-style ops (a != b) for bools");
   const DType dt = detail::result_type(a, b);
-  Tensor y = kernels::dispatch_numeric(dt, "sub", [&]<class T>() {
+  Tensor y = binary_f32(a, b, BinaryOp::Sub, alpha.to<float>());
+  if (!y.defined()) y = kernels::dispatch_numeric(dt, "sub", [&]<class T>() {
     const T al = alpha.to<T>();
     return binary_kernel(a, b, dt, "sub", [al](T x, T z) { return static_cast<T>(x - al * z); });
   });
@@ -92,7 +133,9 @@ Tensor rsub(const Tensor& a, const Scalar& b) {  // b - a
 // ---- mul: y = a * b ----
 Tensor mul(const Tensor& a, const Tensor& b) {
   const DType dt = detail::result_type(a, b);
-  Tensor y = dt == kBool ? logical_and(a, b)
+  Tensor y = binary_f32(a, b, BinaryOp::Mul, 1.0f);
+  if (!y.defined())
+    y = dt == kBool ? logical_and(a, b)
                          : kernels::dispatch_numeric(dt, "mul", [&]<class T>() {
                              return binary_kernel(a, b, dt, "mul", [](T x, T z) { return static_cast<T>(x * z); });
                            });
@@ -111,7 +154,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Scalar& b) {
   const DType dt = detail::result_type(a, b);
-  Tensor y = kernels::dispatch_numeric(dt, "mul", [&]<class T>() {
+  Tensor y = scalar_f32(a, dt, BinaryOp::Mul, b.to<float>());
+  if (!y.defined()) y = kernels::dispatch_numeric(dt, "mul", [&]<class T>() {
     const T v = b.to<T>();
     return scalar_kernel(a, dt, "mul", [v](T x) { return static_cast<T>(x * v); });
   });
@@ -123,7 +167,8 @@ Tensor mul(const Tensor& a, const Scalar& b) {
 // ---- div: y = a / b (true division: integers give float32) ----
 Tensor div(const Tensor& a, const Tensor& b) {
   const DType dt = true_div_type(detail::result_type(a, b));
-  Tensor y = kernels::dispatch_floating(dt, "div", [&]<class T>() {
+  Tensor y = binary_f32(a, b, BinaryOp::Div, 1.0f);
+  if (!y.defined()) y = kernels::dispatch_floating(dt, "div", [&]<class T>() {
     return binary_kernel(a, b, dt, "div", [](T x, T z) { return x / z; });
   });
   if (auto node = make_node("DivBackward0", {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
@@ -141,7 +186,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
 
 Tensor div(const Tensor& a, const Scalar& b) {
   const DType dt = true_div_type(detail::result_type(a, b));
-  Tensor y = kernels::dispatch_floating(dt, "div", [&]<class T>() {
+  Tensor y = scalar_f32(a, dt, BinaryOp::Div, b.to<float>());
+  if (!y.defined()) y = kernels::dispatch_floating(dt, "div", [&]<class T>() {
     const T v = b.to<T>();
     return scalar_kernel(a, dt, "div", [v](T x) { return x / v; });
   });

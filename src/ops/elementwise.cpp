@@ -10,6 +10,7 @@
 #include "../kernels/dispatch.h"
 #include "../kernels/loops.h"
 #include "../kernels/tanh_f32.h"
+#include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
@@ -84,6 +85,18 @@ Tensor mask(const Tensor& x, P&& pred) {
 
 enum class Saved { Input, Output };
 
+// out = k(g, v) by a float32 array kernel when g and v are contiguous float32 tensors of one shape
+// (the fused backward passes of Note [Fused backward passes]); undefined otherwise.
+template <class K>
+Tensor fused_f32(const Tensor& g, const Tensor& v, K&& kernel) {
+  if (g.dtype() != kFloat32 || v.dtype() != kFloat32 || !g.is_contiguous() || !v.is_contiguous() ||
+      !g.sizes().equals(v.sizes()))
+    return {};
+  Tensor out = make_empty(g.sizes(), kFloat32);
+  kernel(g.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(), g.numel());
+  return out;
+}
+
 // Note [Fused backward passes]
 // Composite backward formulas (g * (1 - y * y)) allocate a temporary per operator: three buffers the
 // size of the activation for tanh, where the result alone is needed. When the backward is not itself
@@ -130,6 +143,8 @@ constexpr double kGeluC = 0.044715;
 
 template <class T> T relu_fn(T v) { return v < T(0) ? T(0) : v; }  // NaN passes through
 template <class T> T sigmoid_fn(T v) { return T(1) / (T(1) + std::exp(-v)); }
+// float32: the vectorisable formula (Note [Fast float32 sigmoid]), so that every path gives its bits.
+template <> float sigmoid_fn(float v) { return kernels::sigmoid_f32(v); }
 
 // Bounds of clamp as optional doubles (cast to the kernel type at use).
 struct Bounds {
@@ -308,7 +323,13 @@ Tensor reciprocal(const Tensor& a) {
 
 // ---- unary math ----
 Tensor exp(const Tensor& x) {
-  return unary_float_op(x, "exp", "ExpBackward0", Saved::Output, [](auto v) { return std::exp(v); },
+  // float32: vectorised at the processor's width (Note [Fast float32 exp] in kernels/vec_f32.h).
+  struct Exp {
+    static void bulk(const float* in, float* out, int64_t n) { kernels::exp_f32(in, out, n); }
+    float operator()(float v) const { return kernels::exp_f32(v); }
+    double operator()(double v) const { return std::exp(v); }
+  };
+  return unary_float_op(x, "exp", "ExpBackward0", Saved::Output, Exp{},
                         [](Node& n, const Tensor& g) -> TensorList {
                           return {g * n.saved(0)};  // d exp(x)/dx = exp(x)
                         });
@@ -412,12 +433,24 @@ Tensor tanh(const Tensor& x) {
 }
 
 Tensor sigmoid(const Tensor& x) {
-  return unary_float_op(x, "sigmoid", "SigmoidBackward0", Saved::Output, [](auto v) { return sigmoid_fn(v); },
+  // float32: vectorised at the processor's width (Note [Fast float32 sigmoid] in kernels/vec_f32.h).
+  struct Sigmoid {
+    static void bulk(const float* in, float* out, int64_t n) { kernels::sigmoid_f32(in, out, n); }
+    float operator()(float v) const { return kernels::sigmoid_f32(v); }
+    double operator()(double v) const { return sigmoid_fn(v); }
+  };
+  return unary_float_op(x, "sigmoid", "SigmoidBackward0", Saved::Output, Sigmoid{},
                         [](Node& n, const Tensor& g) -> TensorList {
                           const Tensor y = n.saved(0);
                           // d sigmoid(x)/dx = y (1 - y); fused without create_graph, as tanh.
-                          if (!GradMode::is_enabled() || !(g.requires_grad() || y.requires_grad()))
+                          if (!GradMode::is_enabled() || !(g.requires_grad() || y.requires_grad())) {
+                            if (Tensor fast = fused_f32(g, y, [](const float* gp, const float* yp, float* out, int64_t cnt) {
+                                  kernels::sigmoid_backward_f32(gp, yp, out, cnt);
+                                });
+                                fast.defined())
+                              return {fast};
                             return {const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * (yv * (1 - yv)); })};
+                          }
                           return {g * (y * (1.0 - y))};
                         });
 }
@@ -555,16 +588,34 @@ Tensor nn::functional::gelu(const Tensor& x, const GELUFuncOptions& options) {
   GRAFT_CHECK(approx == "none" || approx == "tanh", "gelu", "approximate \"none\" or \"tanh\"",
               "approximate \"" + approx + "\"", "use GELUFuncOptions().approximate(\"tanh\") or leave the default");
   const bool use_tanh = approx == "tanh";
-  Tensor y = floating_only_map(x, "gelu", [use_tanh](auto v) {
+  // float32 (Note [Fast float32 gelu] in kernels/vec_f32.h): contiguous tensors by the array kernels,
+  // others by the same scalar formulas.
+  auto gelu_fn = [use_tanh](auto v) {
     using T = decltype(v);
+    if constexpr (std::is_same_v<T, float>) return use_tanh ? kernels::gelu_tanh_f32(v) : kernels::gelu_f32(v);
     if (use_tanh) {
       const T u = static_cast<T>(kSqrt2OverPi) * (v + static_cast<T>(kGeluC) * v * v * v);
       return static_cast<T>(T(0.5) * v * (T(1) + std::tanh(u)));
     }
     return static_cast<T>(T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(kInvSqrt2))));
-  });
+  };
+  Tensor y;
+  if (x.dtype() == kFloat32 && x.is_contiguous()) {
+    y = make_empty(x.sizes(), kFloat32);
+    if (use_tanh) kernels::gelu_tanh_f32(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    else kernels::gelu_f32(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+  } else {
+    y = floating_only_map(x, "gelu", gelu_fn);
+  }
   if (auto node = make_node("GeluBackward0", {&x}, [use_tanh](Node& n, const Tensor& g) -> TensorList {
         const Tensor s = n.saved(0);
+        // Without create_graph, float32: one fused pass (Note [Fused backward passes]).
+        if (!GradMode::is_enabled() || !(g.requires_grad() || s.requires_grad())) {
+          auto kernel = [use_tanh](const float* gp, const float* xp, float* out, int64_t cnt) {
+            kernels::gelu_backward_f32(gp, xp, out, cnt, use_tanh);
+          };
+          if (Tensor fast = fused_f32(g, s, kernel); fast.defined()) return {fast};
+        }
         if (use_tanh) {
           // y = x/2 (1 + tanh(u)), u = k (x + c x^3): dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3c x^2)
           const Tensor x2 = s * s;

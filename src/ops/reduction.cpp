@@ -6,6 +6,7 @@
 
 #include "../kernels/dispatch.h"
 #include "../kernels/reduce.h"
+#include "../kernels/vec_f32.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -88,6 +89,24 @@ Tensor sum_leading_dims(const Tensor& xc, const std::vector<int64_t>& dims, cons
   return y;
 }
 
+// Fast path of sum for float32: a contiguous tensor summed over all its dims or over trailing dims
+// (rows of `cols` values; Note [Fast float32 sum] in kernels/vec_f32.h). Undefined otherwise.
+static Tensor sum_trailing_f32(const Tensor& xc, const std::vector<int64_t>& dims, const Shape& out_shape) {
+  if (xc.dtype() != kFloat32 || !xc.is_contiguous()) return {};
+  const int64_t k = static_cast<int64_t>(dims.size());
+  for (int64_t i = 0; i < k; ++i)
+    if (dims[static_cast<size_t>(i)] != xc.dim() - k + i) return {};
+  int64_t cols = 1;
+  for (int64_t d : dims) cols *= xc.size(d);
+  Tensor y = make_empty(out_shape, kFloat32);
+  if (k == xc.dim()) {
+    y.data_ptr<float>()[0] = kernels::sum_f32(xc.data_ptr<float>(), xc.numel());
+  } else if (y.numel() > 0) {
+    kernels::sum_rows_f32(xc.data_ptr<float>(), y.data_ptr<float>(), y.numel(), cols);
+  }
+  return y;
+}
+
 Tensor sum(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
   const auto dims = detail::reduction_dims(x, dim, "sum");
   const DType out_dt = dtype.value_or(is_floating_point(x.dtype()) ? x.dtype() : kInt64);
@@ -96,6 +115,7 @@ Tensor sum(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType> 
   Tensor y = kernels::dispatch_numeric(out_dt, "sum", [&]<class T>() {
     if constexpr (std::is_floating_point_v<T>) {
       if (Tensor fast = sum_leading_dims<T>(xc, dims, out_shape); fast.defined()) return fast;
+      if (Tensor fast = sum_trailing_f32(xc, dims, out_shape); fast.defined()) return fast;
     }
     return kernels::reduce<T, T>(
         xc, dims, out_shape, out_dt, [] { return SumAcc<T>{}; },

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../kernels/dispatch.h"
+#include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
 #include "graft/amp/autocast.h"
 #include "graft/nn/functional.h"
@@ -80,6 +81,10 @@ Tensor softmax_forward(const Tensor& x, int64_t d, const char* op) {
   for (int64_t i = 0; i < d; ++i) outer *= x.size(i);
   for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.size(i);
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);
+  if (x.dtype() == kFloat32 && inner == 1) {  // rows of n values (Note [Fast float32 softmax])
+    kernels::softmax_rows_f32(xc.data_ptr<float>(), y.data_ptr<float>(), outer, n, Log);
+    return y;
+  }
   kernels::dispatch_floating(x.dtype(), op, [&]<class T>() {
     softmax_kernel<T, Log>(static_cast<const T*>(xc.data_ptr()), y.data_ptr<T>(), outer, n, inner);
   });

@@ -1,0 +1,266 @@
+// The array forms of the float32 fast paths (Note [Fast float32 kernels] in vec_f32.h): each loop is
+// a function compiled once per vector width (GCC target_clones), called on chunks by parallel_for.
+#include "vec_f32.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "graft/core/parallel.h"
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// optimize("fp-contract=off"): a*b+c stays two roundings in the AVX2/AVX-512 clones, as at SSE2
+// (which has no FMA), so the result does not depend on the processor.
+#define GRAFT_VEC_CLONES __attribute__((target_clones("default", "avx2", "avx512f"), optimize("fp-contract=off")))
+#else
+#define GRAFT_VEC_CLONES
+#endif
+
+#if defined(__clang__)
+#define GRAFT_VEC_NO_CONTRACT _Pragma("clang fp contract(off)")
+#else
+#define GRAFT_VEC_NO_CONTRACT
+#endif
+
+namespace graft::kernels {
+
+namespace vec_detail {
+
+// Transcendental element costs a few ns at SSE2 width: smaller chunks than plain arithmetic.
+constexpr int64_t kTranscendentalGrain = kElementwiseGrain / 4;
+
+enum class Unary { Exp, Sigmoid, Gelu, GeluTanh };
+
+GRAFT_VEC_CLONES
+void unary_block(Unary op, const float* __restrict in, float* __restrict out, int64_t n) {
+  GRAFT_VEC_NO_CONTRACT
+  switch (op) {
+    case Unary::Exp:
+      for (int64_t i = 0; i < n; ++i) out[i] = exp_f32(in[i]);
+      break;
+    case Unary::Sigmoid:
+      for (int64_t i = 0; i < n; ++i) out[i] = sigmoid_f32(in[i]);
+      break;
+    case Unary::Gelu:
+      for (int64_t i = 0; i < n; ++i) out[i] = gelu_f32(in[i]);
+      break;
+    case Unary::GeluTanh:
+      for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh_f32(in[i]);
+      break;
+  }
+}
+
+void unary(Unary op, const float* in, float* out, int64_t n) {
+  parallel_for(0, n, kTranscendentalGrain, [&](int64_t b, int64_t e) { unary_block(op, in + b, out + b, e - b); });
+}
+
+enum class Backward { Sigmoid, Gelu, GeluTanh };
+
+GRAFT_VEC_CLONES
+void backward_block(Backward op, const float* __restrict g, const float* __restrict v, float* __restrict out,
+                    int64_t n) {
+  GRAFT_VEC_NO_CONTRACT
+  switch (op) {
+    case Backward::Sigmoid:  // v = y
+      for (int64_t i = 0; i < n; ++i) out[i] = g[i] * (v[i] * (1.0f - v[i]));
+      break;
+    case Backward::Gelu:  // v = x
+      for (int64_t i = 0; i < n; ++i) out[i] = g[i] * gelu_grad_f32(v[i]);
+      break;
+    case Backward::GeluTanh:
+      for (int64_t i = 0; i < n; ++i) out[i] = g[i] * gelu_tanh_grad_f32(v[i]);
+      break;
+  }
+}
+
+void backward(Backward op, const float* g, const float* v, float* out, int64_t n, int64_t grain) {
+  parallel_for(0, n, grain, [&](int64_t b, int64_t e) { backward_block(op, g + b, v + b, out + b, e - b); });
+}
+
+GRAFT_VEC_CLONES
+void binary_block(BinaryOp op, const float* __restrict a, const float* __restrict b, float alpha,
+                  float* __restrict out, int64_t n) {
+  GRAFT_VEC_NO_CONTRACT
+  switch (op) {
+    case BinaryOp::Add:
+      if (alpha == 1.0f) {
+        for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];  // 1 * b == b exactly
+      } else {
+        for (int64_t i = 0; i < n; ++i) out[i] = a[i] + alpha * b[i];
+      }
+      break;
+    case BinaryOp::Sub:
+      if (alpha == 1.0f) {
+        for (int64_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) out[i] = a[i] - alpha * b[i];
+      }
+      break;
+    case BinaryOp::Mul:
+      for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
+      break;
+    case BinaryOp::Div:
+      for (int64_t i = 0; i < n; ++i) out[i] = a[i] / b[i];
+      break;
+  }
+}
+
+GRAFT_VEC_CLONES
+void scalar_block(BinaryOp op, const float* __restrict a, float s, float* __restrict out, int64_t n) {
+  GRAFT_VEC_NO_CONTRACT
+  switch (op) {
+    case BinaryOp::Add:
+      for (int64_t i = 0; i < n; ++i) out[i] = a[i] + s;
+      break;
+    case BinaryOp::Sub:
+      for (int64_t i = 0; i < n; ++i) out[i] = a[i] - s;
+      break;
+    case BinaryOp::Mul:
+      for (int64_t i = 0; i < n; ++i) out[i] = a[i] * s;
+      break;
+    case BinaryOp::Div:
+      for (int64_t i = 0; i < n; ++i) out[i] = a[i] / s;
+      break;
+  }
+}
+
+// 64 lanes, then pairwise (Note [Fast float32 sum]); n <= kSumBlock.
+constexpr int kSumLanes = 64;
+
+GRAFT_VEC_CLONES
+float sum_block(const float* __restrict x, int64_t n) {
+  float acc[kSumLanes] = {};
+  int64_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes)
+    for (int j = 0; j < kSumLanes; ++j) acc[j] += x[i + j];
+  for (int j = 0; i + j < n; ++j) acc[j] += x[i + j];
+  for (int w = kSumLanes / 2; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  return acc[0];
+}
+
+int64_t num_blocks(int64_t n) { return (n + kSumBlock - 1) / kSumBlock; }
+
+// The blocks in order, combined in double: what sum_f32 computes, on one thread.
+float sum_serial(const float* x, int64_t n) {
+  if (n <= kSumBlock) return sum_block(x, n);
+  double s = 0;
+  for (int64_t b = 0; b < n; b += kSumBlock) s += static_cast<double>(sum_block(x + b, std::min(kSumBlock, n - b)));
+  return static_cast<float>(s);
+}
+
+// One row of softmax / log_softmax (Note [Fast float32 softmax]).
+constexpr int kRowLanes = 16;
+
+GRAFT_VEC_CLONES
+void softmax_row(const float* __restrict x, float* __restrict y, int64_t n, bool log) {
+  GRAFT_VEC_NO_CONTRACT
+  float mx[kRowLanes];
+  for (int j = 0; j < kRowLanes; ++j) mx[j] = -INFINITY;
+  int64_t i = 0;
+  for (; i + kRowLanes <= n; i += kRowLanes)
+    for (int j = 0; j < kRowLanes; ++j) mx[j] = select(x[i + j] > mx[j], x[i + j], mx[j]);
+  for (int j = 0; i + j < n; ++j) mx[j] = select(x[i + j] > mx[j], x[i + j], mx[j]);
+  float m = mx[0];
+  for (int j = 1; j < kRowLanes; ++j) m = select(mx[j] > m, mx[j], m);
+
+  // e^(x - max) summed in 16 lanes over blocks of kSumBlock values, the block totals in double (as
+  // sum_f32), so long rows keep the accuracy of a sum.
+  double total = 0;
+  for (int64_t b = 0; b < n; b += kSumBlock) {
+    const float* xb = x + b;
+    float* yb = y + b;
+    const int64_t nb = std::min(kSumBlock, n - b);
+    float acc[kRowLanes] = {};
+    i = 0;
+    if (log) {
+      for (; i + kRowLanes <= nb; i += kRowLanes)
+        for (int j = 0; j < kRowLanes; ++j) acc[j] += exp_f32(xb[i + j] - m);
+      for (int j = 0; i + j < nb; ++j) acc[j] += exp_f32(xb[i + j] - m);
+    } else {
+      for (; i + kRowLanes <= nb; i += kRowLanes)
+        for (int j = 0; j < kRowLanes; ++j) {
+          const float e = exp_f32(xb[i + j] - m);
+          yb[i + j] = e;
+          acc[j] += e;
+        }
+      for (int j = 0; i + j < nb; ++j) {
+        const float e = exp_f32(xb[i + j] - m);
+        yb[i + j] = e;
+        acc[j] += e;
+      }
+    }
+    for (int w = kRowLanes / 2; w >= 1; w /= 2)
+      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+    total += static_cast<double>(acc[0]);
+  }
+  const float sum = static_cast<float>(total);
+  if (log) {
+    const float ls = std::log(sum);
+    for (int64_t k = 0; k < n; ++k) y[k] = (x[k] - m) - ls;
+  } else {
+    const float inv = 1.0f / sum;
+    for (int64_t k = 0; k < n; ++k) y[k] *= inv;
+  }
+}
+
+// Rows per chunk so that a chunk holds about `elems` elements.
+int64_t row_grain(int64_t cols, int64_t elems) { return std::max<int64_t>(1, elems / std::max<int64_t>(cols, 1)); }
+
+}  // namespace vec_detail
+
+using namespace vec_detail;
+
+void exp_f32(const float* in, float* out, int64_t n) { unary(Unary::Exp, in, out, n); }
+void sigmoid_f32(const float* in, float* out, int64_t n) { unary(Unary::Sigmoid, in, out, n); }
+void gelu_f32(const float* in, float* out, int64_t n) { unary(Unary::Gelu, in, out, n); }
+void gelu_tanh_f32(const float* in, float* out, int64_t n) { unary(Unary::GeluTanh, in, out, n); }
+
+void sigmoid_backward_f32(const float* g, const float* y, float* out, int64_t n) {
+  backward(Backward::Sigmoid, g, y, out, n, kElementwiseGrain);
+}
+void gelu_backward_f32(const float* g, const float* x, float* out, int64_t n, bool tanh_form) {
+  backward(tanh_form ? Backward::GeluTanh : Backward::Gelu, g, x, out, n, kTranscendentalGrain);
+}
+
+void binary_f32(BinaryOp op, const float* a, const float* b, float alpha, float* out, int64_t n) {
+  parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    binary_block(op, a + lo, b + lo, alpha, out + lo, hi - lo);
+  });
+}
+
+void binary_scalar_f32(BinaryOp op, const float* a, float s, float* out, int64_t n) {
+  parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) { scalar_block(op, a + lo, s, out + lo, hi - lo); });
+}
+
+void binary_row_f32(BinaryOp op, const float* a, const float* b, float alpha, float* out, int64_t rows, int64_t cols) {
+  parallel_for(0, rows, row_grain(cols, kElementwiseGrain), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) binary_block(op, a + r * cols, b, alpha, out + r * cols, cols);
+  });
+}
+
+float sum_f32(const float* x, int64_t n) {
+  const int64_t nb = num_blocks(n);
+  if (nb <= 2 * (kElementwiseGrain / kSumBlock)) return sum_serial(x, n);  // one thread would run it anyway
+  std::vector<float> partial(static_cast<size_t>(nb));
+  parallel_for(0, nb, kElementwiseGrain / kSumBlock, [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b)
+      partial[static_cast<size_t>(b)] = sum_block(x + b * kSumBlock, std::min(kSumBlock, n - b * kSumBlock));
+  });
+  double s = 0;
+  for (float p : partial) s += static_cast<double>(p);  // block order, as sum_serial
+  return static_cast<float>(s);
+}
+
+void sum_rows_f32(const float* x, float* out, int64_t rows, int64_t cols) {
+  parallel_for(0, rows, row_grain(cols, kElementwiseGrain), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) out[r] = sum_serial(x + r * cols, cols);
+  });
+}
+
+void softmax_rows_f32(const float* x, float* y, int64_t rows, int64_t cols, bool log) {
+  parallel_for(0, rows, row_grain(cols, kTranscendentalGrain), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) softmax_row(x + r * cols, y + r * cols, cols, log);
+  });
+}
+
+}  // namespace graft::kernels
