@@ -2,7 +2,10 @@
 // peak memory (see BENCHMARKS.md and bench/run_train_step.sh).
 //
 //   graft_train_step [--reps=15] [--steps=20] [--warmup=3] [--mem_reps=3] [--mem_steps=20]
-//                    [--markdown=FILE]
+//                    [--markdown=FILE] [--json=FILE]
+//
+// --json writes every configuration's raw repetitions (ms per step, peak memory) for
+// bench/suite_report.py, which merges them into the suite's table (bench/run_suite.sh).
 //
 // Every measurement runs in a child process of its own (this program re-executed with --child=...),
 // so that neither library's thread pools, caches or allocator state leak from one measurement into
@@ -326,6 +329,28 @@ int parent(const std::map<std::string, std::string>& a) {
   md << "\nSpread of the per-process medians:\n\n" << spread.str();
 
   std::printf("\n%s", md.str().c_str());
+  const std::string json = arg_str(a, "json", "");
+  if (!json.empty()) {
+    std::ofstream js(json);
+    auto list = [](const std::vector<double>& v) {
+      std::string s = "[";
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + fmt(v[i], 4);
+      return s + "]";
+    };
+    js << "[\n";
+    for (size_t ci = 0; ci < configs.size(); ++ci) {
+      const Config& c = configs[ci];
+      js << (ci ? ",\n" : "") << "  {\"model\": \"" << model_name(c.model) << "\", \"threads\": " << c.threads;
+      for (const std::string& lib : libs) {
+        const Measured& m = results[{static_cast<int>(ci), lib}];
+        std::vector<double> net;  // peak RSS growth per memory repetition, KiB
+        for (size_t i = 0; i < m.hwm_kb.size() && i < m.base_kb.size(); ++i) net.push_back(m.hwm_kb[i] - m.base_kb[i]);
+        js << ", \"" << lib << "_ms\": " << list(m.ms) << ", \"" << lib << "_peak_kib\": " << list(net);
+      }
+      js << "}";
+    }
+    js << "\n]\n";
+  }
   const std::string out = arg_str(a, "markdown", "");
   if (!out.empty()) std::ofstream(out) << md.str();
   return 0;

@@ -100,15 +100,13 @@ void record(Event::Action action, int64_t bytes, Category cat, Category from) {
 }
 
 // ---- the storages held by graph nodes, for the out-of-memory report ----
-struct SavedEntry {
-  Shape sizes;
-  DType dtype = DType::Float32;
-  const char* produced_by = nullptr;
-  const char* saved_by = nullptr;
-};
+// An intrusive doubly-linked list through Storage::saved_link: linking and unlinking allocate
+// nothing and cost a few stores under an uncontended lock (a hash map here cost a heap node per
+// saved tensor on every recorded op).
+using SavedEntry = Storage::SavedLink;
 struct SavedRegistry {
   std::mutex mutex;
-  std::unordered_map<const Storage*, SavedEntry> entries;
+  Storage* head = nullptr;
 };
 SavedRegistry& saved_registry() {
   static SavedRegistry* r = new SavedRegistry;
@@ -265,9 +263,8 @@ std::vector<SavedActivation> largest_saved_activations(size_t max_count) {
     // Sizes are read under the lock: a storage leaves the registry before it can be freed.
     auto& r = saved_registry();
     std::lock_guard<std::mutex> lock(r.mutex);
-    for (const auto& [storage, entry] : r.entries)  // a saved parameter (or gradient) is not an activation
-      if (category_of(*storage) == Category::SavedActivations)
-        all.push_back({static_cast<int64_t>(storage->nbytes), storage, entry});
+    for (const Storage* s = r.head; s; s = s->saved_link.next)  // a saved parameter (or gradient) is not an activation
+      if (category_of(*s) == Category::SavedActivations) all.push_back({static_cast<int64_t>(s->nbytes), s, s->saved_link});
   }
   std::sort(all.begin(), all.end(), [](const Item& a, const Item& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : std::less<const Storage*>()(a.storage, b.storage);
@@ -440,7 +437,15 @@ void on_saved(Storage& s, IntArrayRef sizes, DType dtype, const char* produced_b
   if (category_of(s) == Category::Other) set_category(s, Category::SavedActivations);
   auto& r = saved_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.entries[&s] = SavedEntry{Shape(sizes), dtype, produced_by, saved_by};
+  SavedEntry& e = s.saved_link;
+  e.sizes = Shape(sizes);
+  e.dtype = dtype;
+  e.produced_by = produced_by;
+  e.saved_by = saved_by;
+  e.prev = nullptr;
+  e.next = r.head;
+  if (r.head) r.head->saved_link.prev = &s;
+  r.head = &s;
 }
 
 void on_unsaved(Storage& s) {
@@ -449,7 +454,11 @@ void on_unsaved(Storage& s) {
   if (category_of(s) == Category::SavedActivations) set_category(s, Category::Other);
   auto& r = saved_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.entries.erase(&s);
+  SavedEntry& e = s.saved_link;
+  if (e.prev) e.prev->saved_link.next = e.next;
+  else r.head = e.next;
+  if (e.next) e.next->saved_link.prev = e.prev;
+  e.prev = e.next = nullptr;
 }
 
 }  // namespace detail

@@ -293,3 +293,59 @@ TEST(WeightDecay, AdamCoupledDecayIsRescaledAdamWDecoupledIsNot) {
 
 }  // namespace
 }  // namespace graft::test
+
+
+namespace graft::test {
+namespace {
+
+// The 2-norm's fast path (Note [Fast gradient norms] in src/nn/utils.cpp) against a plain loop in
+// double: gradients longer than one block (2^15 elements) and of odd lengths, one of them
+// non-contiguous; the norm must not depend on the thread count, and every gradient must be
+// scaled exactly as g * float(coef).
+TEST(ClipGradNormFastPath, MatchesAPlainDoubleLoopAtOneAndTwoThreads) {
+  const int threads_before = get_num_threads();
+  manual_seed(7);
+  const std::vector<int64_t> sizes = {1, 17, 32768, 32769, 300007};
+  std::vector<Tensor> params;
+  for (int64_t n : sizes) params.push_back(zeros({n}).requires_grad_());
+  params.push_back(zeros({301, 7}).requires_grad_());
+  std::vector<Tensor> originals;
+  for (Tensor& p : params) {
+    Tensor g = randn(p.sizes());
+    if (p.dim() == 2) g = randn({7, 301}).t();  // a transposed (non-contiguous) gradient
+    originals.push_back(g.clone());
+  }
+  // Reference: per gradient the norm in double rounded to float, then the norm of the norms.
+  double total_sq = 0;
+  for (const Tensor& g : originals) {
+    const Tensor c = g.contiguous();
+    double s = 0;
+    for (int64_t i = 0; i < c.numel(); ++i) s += static_cast<double>(c.data_ptr<float>()[i]) * c.data_ptr<float>()[i];
+    const float norm = static_cast<float>(std::sqrt(s));
+    total_sq += static_cast<double>(norm) * norm;
+  }
+  const float total = static_cast<float>(std::sqrt(total_sq));
+  const float coef = std::min(1.0f, (1.0f / (total + 1e-6f)) * 0.5f);
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (size_t k = 0; k < params.size(); ++k) params[k].mutable_grad() = originals[k].clone();
+    const Tensor norm = nn::utils::clip_grad_norm_(params, 0.5);
+    EXPECT_EQ(norm.item<float>(), total) << "threads " << threads;
+    for (size_t k = 0; k < params.size(); ++k) {
+      const Tensor want = originals[k].contiguous();
+      const Tensor got = params[k].grad().contiguous();
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_EQ(got.data_ptr<float>()[i], want.data_ptr<float>()[i] * coef) << "gradient " << k << " element " << i;
+    }
+  }
+  // NaN and infinity reach the norm (and, with error_if_nonfinite, the error).
+  params[2].mutable_grad().data_ptr<float>()[5] = INFINITY;
+  EXPECT_TRUE(std::isinf(nn::utils::clip_grad_norm_(params, 0.5).item<float>()));
+  params[3].mutable_grad().data_ptr<float>()[32768] = NAN;
+  EXPECT_TRUE(std::isnan(nn::utils::clip_grad_norm_(params, 0.5).item<float>()));
+  EXPECT_THROW(nn::utils::clip_grad_norm_(params, 0.5, 2.0, true), Error);
+  set_num_threads(threads_before);
+}
+
+}  // namespace
+}  // namespace graft::test

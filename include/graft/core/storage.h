@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "graft/core/dtype.h"
+#include "graft/core/shape.h"
 
 namespace graft {
 
@@ -49,6 +50,17 @@ struct Storage {
   std::atomic<uint8_t> category{4};  // memory::Category::Other
   std::atomic<int32_t> saved_count{0};
   const char* allocated_by = nullptr;
+  // While saved_count > 0: how the first saver described these bytes, for
+  // memory::largest_saved_activations, and the links of the registry's intrusive list (so that
+  // saving a tensor allocates nothing; all five are guarded by the registry's lock).
+  struct SavedLink {
+    Storage* prev = nullptr;
+    Storage* next = nullptr;
+    Shape sizes;
+    DType dtype = DType::Float32;
+    const char* produced_by = nullptr;
+    const char* saved_by = nullptr;
+  } saved_link;
 
   void bump_version(const char* op) {
     version.fetch_add(1, std::memory_order_relaxed);
