@@ -18,10 +18,14 @@
 //     max(x (1 - x), 1e-12)); the values do not.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "../kernels/dispatch.h"
+#include "graft/autograd/grad_mode.h"
+#include "graft/core/factory.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -39,6 +43,9 @@ const char* reduction_name(Reduction r) {
 
 namespace {
 
+using autograd::make_node;
+using autograd::Node;
+using autograd::set_history;
 using detail::cast;
 
 std::string str(const char* s) { return s; }
@@ -246,6 +253,102 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOpti
   return nll_reduce(p, target, options.reduction());
 }
 
+// Note [Fused cross-entropy]
+// cross_entropy of (N, C) float logits against class indices, without class weights or label
+// smoothing (the common case, and the MLP's and CNN's loss), runs as one op instead of the
+// composite's ten (log_softmax, gather, where, ...), each recorded and each allocating:
+//   forward, one pass per row:  lse_i = m_i + log sum_c exp(x_ic - m_i), m_i = max_c x_ic;
+//                               loss_i = lse_i - x_{i, t_i}, 0 where t_i = ignore_index;
+//                               mean = sum_i loss_i / #counted rows (0 / 0 = nan, as PyTorch);
+//   backward, one pass:         dx_ic = g_i (exp(x_ic - lse_i) - [c = t_i]) / D, 0 on ignored
+//                               rows; D = #counted rows for mean, else 1; g_i = g for mean/sum.
+// It saves the logits and lse (N values), where the composite saves log_softmax's (N, C) output.
+// The node is named NllLossBackward0, as loss.grad_fn is in PyTorch (whose next function is
+// LogSoftmaxBackward0; here it is the logits' own grad_fn). Under create_graph the backward is
+// built from graft ops instead, (softmax(x) - one_hot(t)) * mask * g / D, so that it is itself
+// differentiable. Tested against the composite route and PyTorch's fixtures (tests/ops).
+namespace {
+
+bool fused_cross_entropy_applies(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& o) {
+  return input.dim() == 2 && (input.dtype() == kFloat32 || input.dtype() == kFloat64) && target.dim() == 1 &&
+         target.dtype() == kInt64 && target.size(0) == input.size(0) && !o.weight().defined() &&
+         o.label_smoothing() == 0.0;
+}
+
+Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ignore_index, Reduction red) {
+  const Tensor x = input.is_contiguous() ? input : input.contiguous();
+  const Tensor t = target.is_contiguous() ? target : target.contiguous();
+  const int64_t N = x.size(0), C = x.size(1);
+  Tensor lse = make_empty({N}, x.dtype());
+  Tensor out = make_empty(red == Reduction::None ? Shape{N} : Shape{}, x.dtype());
+  int64_t counted = 0;
+  kernels::dispatch_floating(x.dtype(), "cross_entropy", [&]<class T>() {
+    const T* px = x.data_ptr<T>();
+    const int64_t* pt = t.data_ptr<int64_t>();
+    T* pl = lse.data_ptr<T>();
+    T* po = out.data_ptr<T>();
+    double total = 0;
+    for (int64_t i = 0; i < N; ++i) {
+      const T* row = px + i * C;
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t c = 0; c < C; ++c) m = std::isnan(row[c]) || row[c] > m ? row[c] : m;  // NaN wins
+      T sum = 0;
+      for (int64_t c = 0; c < C; ++c) sum += std::exp(row[c] - m);
+      // A row of -inf (m = -inf) gives lse = -inf - nan = nan, as log_softmax does.
+      pl[i] = std::isinf(m) && m < 0 ? std::numeric_limits<T>::quiet_NaN() : m + std::log(sum);
+      const bool ignored = pt[i] == ignore_index;
+      const T loss = ignored ? T(0) : pl[i] - row[pt[i]];
+      counted += ignored ? 0 : 1;
+      if (red == Reduction::None) po[i] = loss;
+      else total += static_cast<double>(loss);
+    }
+    if (red == Reduction::Sum) po[0] = static_cast<T>(total);
+    if (red == Reduction::Mean) po[0] = static_cast<T>(total / static_cast<double>(counted));  // 0 / 0 = nan
+  });
+  if (auto node = make_node("NllLossBackward0", {&input}, [ignore_index, red, counted](Node& n, const Tensor& g)
+                                                               -> TensorList {
+        const Tensor xs = n.saved(0), ts = n.saved(1), ls = n.saved(2);
+        const int64_t rows = xs.size(0), cols = xs.size(1);
+        const double denom = red == Reduction::Mean ? static_cast<double>(counted) : 1.0;
+        if (GradMode::is_enabled()) {  // create_graph: differentiable ops
+          const Tensor mask = ne(ts, Scalar(ignore_index));
+          const Tensor safe = where(mask, ts, Scalar(int64_t{0}));
+          const Tensor onehot = nn::functional::one_hot(safe, cols).to(xs.dtype());
+          const Tensor gi = red == Reduction::None ? g.unsqueeze(1) : g / denom;
+          return {(softmax(xs, 1) - onehot) * mask.to(xs.dtype()).unsqueeze(1) * gi};
+        }
+        Tensor dx = make_empty({rows, cols}, xs.dtype());
+        const Tensor gc = g.is_contiguous() ? g : g.contiguous();
+        kernels::dispatch_floating(xs.dtype(), "NllLossBackward0", [&]<class T>() {
+          const T* px = xs.data_ptr<T>();
+          const int64_t* pt = ts.data_ptr<int64_t>();
+          const T* pl = ls.data_ptr<T>();
+          const T* pg = gc.data_ptr<T>();
+          T* pd = dx.data_ptr<T>();
+          for (int64_t i = 0; i < rows; ++i) {
+            T* drow = pd + i * cols;
+            if (pt[i] == ignore_index) {
+              std::fill(drow, drow + cols, T(0));
+              continue;
+            }
+            const T gi = (red == Reduction::None ? pg[i] : pg[0]) / static_cast<T>(denom);
+            const T* row = px + i * cols;
+            for (int64_t c = 0; c < cols; ++c) drow[c] = gi * std::exp(row[c] - pl[i]);
+            drow[pt[i]] -= gi;
+          }
+        });
+        return {dx};
+      })) {
+    node->save(x);
+    node->save(t);
+    node->save(lse);
+    set_history(out, node);
+  }
+  return out;
+}
+
+}  // namespace
+
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options) {
   const char* op = "cross_entropy";
   check_reduction(options.reduction(), op);
@@ -285,6 +388,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   }
 
   check_class_target(input, target, options.ignore_index(), op);
+  if (fused_cross_entropy_applies(input, target, options))  // Note [Fused cross-entropy]
+    return fused_cross_entropy(input, target, options.ignore_index(), red);
   const Tensor logp = log_softmax(input, cdim);
   const NllParts p = nll_parts(logp, target, weight, options.ignore_index());
   const Tensor nll = nll_reduce(p, target, red);
