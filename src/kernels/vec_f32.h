@@ -189,10 +189,9 @@ void sum_rows_f32(const float* x, float* out, int64_t rows, int64_t cols);
 // Note [Fast float32 softmax]
 // Each row of [rows, cols]: max in 16 lanes (a NaN is skipped there, but reaches the sum and so
 // makes the whole row NaN, as in PyTorch; an all -inf row gives NaN from -inf - -inf), then
-// e = exp_f32(x - max) stored (softmax) and summed in 16 lanes added pairwise per block of kSumBlock
-// values (block totals in double, as in sum_f32), then one scaling pass:
-// y = e * (1 / sum), or y = (x - max) - log(sum) for log_softmax (std::log once per row). Three passes
-// over a row that normally sits in L1. Rows run in parallel.
+// e = exp_f32(x - max) stored, summed as sum_f32 sums (Note [Fast float32 sum]), then one pass:
+// y = e * (1 / sum), or y = (x - max) - log(sum) for log_softmax (std::log once per row). Four flat
+// passes over a row that normally sits in L1, each vectorised on its own. Rows run in parallel.
 void softmax_rows_f32(const float* x, float* y, int64_t rows, int64_t cols, bool log);
 
 }  // namespace graft::kernels
