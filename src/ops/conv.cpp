@@ -12,6 +12,7 @@
 // (from <Bx(g, w), h> = <g, conv(h, w)> and <Bw(g, x), k> = <g, conv(x, k)>), so derivatives of
 // any order come from the same three kernels.
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <string>
@@ -21,6 +22,7 @@
 #include "../kernels/im2col.h"
 #include "amp/autocast_internal.h"
 #include "graft/core/memory.h"
+#include "graft/core/parallel.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -47,6 +49,19 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
           int64_t ldb, T beta, T* c, int64_t ldc) {
   runtime::gemm<T>("conv2d", trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc);
 }
+
+// Note [Convolution over threads]
+// The forward kernel and the input gradient run their samples independently: parallel_for over the
+// batch, each chunk with its own im2col buffer, so a sample's bits never depend on the thread
+// count. The weight gradient sums over the batch, in blocks (Note [Convolution weight gradient in
+// blocks]). Each gemm inside a chunk is a nested call, so it runs single-threaded on its thread.
+// A chunk holds at least kConvChunkWork multiply-adds (a few tens of microseconds), so a small
+// convolution stays on the calling thread.
+constexpr int64_t kConvChunkWork = int64_t{1} << 19;
+constexpr int64_t kWeightBlocks = 8;  // at most this many weight-gradient partials
+
+// Samples per chunk for a per-sample cost of `work` multiply-adds.
+int64_t sample_grain(int64_t work) { return std::max<int64_t>(1, kConvChunkWork / std::max<int64_t>(work, 1)); }
 
 int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
   return (in + 2 * p - d * (k - 1) - 1) / s + 1;
@@ -80,22 +95,24 @@ Tensor conv_forward_kernel(const Tensor& x_, const Tensor& w_, const Tensor& b_,
     const T* pw = static_cast<const T*>(w.data_ptr());
     T* py = y.data_ptr<T>();
     const bool direct = cols_are_image(geo);
-    std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));
-    for (int64_t n = 0; n < N; ++n) {
-      const T* cols = px + n * image;
-      if (!direct) {
-        kernels::im2col(cols, geo, buf.data());
-        cols = buf.data();
+    parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
+      std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));  // this chunk's columns
+      for (int64_t n = n0; n < n1; ++n) {
+        const T* cols = px + n * image;
+        if (!direct) {
+          kernels::im2col(cols, geo, buf.data());
+          cols = buf.data();
+        }
+        T* yn = py + n * O * L;
+        for (int64_t gi = 0; gi < G; ++gi)
+          gemm<T>(false, false, Og, L, K, pw + gi * Og * K, K, cols + gi * K * L, L, T(0), yn + gi * Og * L, L);
+        if (b.defined()) {
+          const T* pb = static_cast<const T*>(b.data_ptr());
+          for (int64_t o = 0; o < O; ++o)
+            for (int64_t l = 0; l < L; ++l) yn[o * L + l] += pb[o];
+        }
       }
-      T* yn = py + n * O * L;
-      for (int64_t gi = 0; gi < G; ++gi)
-        gemm<T>(false, false, Og, L, K, pw + gi * Og * K, K, cols + gi * K * L, L, T(0), yn + gi * Og * L, L);
-      if (b.defined()) {
-        const T* pb = static_cast<const T*>(b.data_ptr());
-        for (int64_t o = 0; o < O; ++o)
-          for (int64_t l = 0; l < L; ++l) yn[o * L + l] += pb[o];
-      }
-    }
+    });
   });
   return y;
 }
@@ -114,18 +131,20 @@ Tensor conv_input_backward_kernel(const Tensor& g_, const Tensor& w_, const Conv
     const T* pw = static_cast<const T*>(w.data_ptr());
     T* px = gx.data_ptr<T>();
     const bool direct = cols_are_image(geo);
-    std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));
-    for (int64_t n = 0; n < N; ++n) {
-      T* xn = px + n * image;
-      T* cols = direct ? xn : buf.data();
-      const T* gn = pg + n * O * L;
-      for (int64_t gi = 0; gi < G; ++gi)  // cols_g (K, L) = w_g^T (K, Og) @ g_g (Og, L)
-        gemm<T>(true, false, K, L, Og, pw + gi * Og * K, K, gn + gi * Og * L, L, T(0), cols + gi * K * L, L);
-      if (!direct) {
-        std::fill(xn, xn + image, T(0));
-        kernels::col2im(buf.data(), geo, xn);
+    parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
+      std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));  // this chunk's columns
+      for (int64_t n = n0; n < n1; ++n) {
+        T* xn = px + n * image;
+        T* cols = direct ? xn : buf.data();
+        const T* gn = pg + n * O * L;
+        for (int64_t gi = 0; gi < G; ++gi)  // cols_g (K, L) = w_g^T (K, Og) @ g_g (Og, L)
+          gemm<T>(true, false, K, L, Og, pw + gi * Og * K, K, gn + gi * Og * L, L, T(0), cols + gi * K * L, L);
+        if (!direct) {
+          std::fill(xn, xn + image, T(0));
+          kernels::col2im(buf.data(), geo, xn);
+        }
       }
-    }
+    });
   });
   return gx;
 }
@@ -139,21 +158,39 @@ Tensor conv_weight_backward_kernel(const Tensor& g_, const Tensor& x_, const Con
   const int64_t L = geo.out_h * geo.out_w, K = (C / G) * kH * kW, Og = O / G;
   const int64_t image = C * geo.height * geo.width;
   Tensor gw = zeros({O, C / G, kH, kW}, g.dtype());
+  if (N == 0) return gw;
+  // Note [Convolution weight gradient in blocks]: the batch is cut into `blocks` runs of samples
+  // that depend on the sizes only; block i sums its samples into partial i (in sample order, by
+  // gemm with beta = 1), and gw = partial 0 + partial 1 + ... in block order. parallel_for hands
+  // whole blocks to threads, so the bits of gw do not depend on the thread count.
+  const int64_t blocks = std::clamp<int64_t>(N * O * K * L / kConvChunkWork, 1, std::min<int64_t>(N, kWeightBlocks));
+  const int64_t wsize = O * K;
   kernels::dispatch_floating(g.dtype(), "conv2d", [&]<class T>() {
     const T* pg = static_cast<const T*>(g.data_ptr());
     const T* px = static_cast<const T*>(x.data_ptr());
     T* pw = gw.data_ptr<T>();
     const bool direct = cols_are_image(geo);
-    std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));
-    for (int64_t n = 0; n < N; ++n) {
-      const T* cols = px + n * image;
-      if (!direct) {
-        kernels::im2col(cols, geo, buf.data());
-        cols = buf.data();
+    // Partial 0 is gw itself; partials 1.. live here.
+    std::vector<T> partials(static_cast<size_t>((blocks - 1) * wsize));
+    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));  // this chunk's columns
+      for (int64_t bi = b0; bi < b1; ++bi) {
+        T* acc = bi == 0 ? pw : partials.data() + (bi - 1) * wsize;
+        for (int64_t n = bi * N / blocks; n < (bi + 1) * N / blocks; ++n) {
+          const T* cols = px + n * image;
+          if (!direct) {
+            kernels::im2col(cols, geo, buf.data());
+            cols = buf.data();
+          }
+          const T* gn = pg + n * O * L;
+          for (int64_t gi = 0; gi < G; ++gi)  // w_g (Og, K) += g_g (Og, L) @ cols_g^T (L, K)
+            gemm<T>(false, true, Og, K, L, gn + gi * Og * L, L, cols + gi * K * L, L, T(1), acc + gi * Og * K, K);
+        }
       }
-      const T* gn = pg + n * O * L;
-      for (int64_t gi = 0; gi < G; ++gi)  // w_g (Og, K) += g_g (Og, L) @ cols_g^T (L, K)
-        gemm<T>(false, true, Og, K, L, gn + gi * Og * L, L, cols + gi * K * L, L, T(1), pw + gi * Og * K, K);
+    });
+    for (int64_t bi = 1; bi < blocks; ++bi) {
+      const T* part = partials.data() + (bi - 1) * wsize;
+      for (int64_t i = 0; i < wsize; ++i) pw[i] += part[i];
     }
   });
   return gw;

@@ -107,17 +107,10 @@ void gemm(int64_t batch, int64_t n, int64_t m, int64_t k, T alpha, const Tensor&
     for (int64_t v : {n, m, k, oa.ld, ob.ld}) check_blas_size(v, opname);
     const T* pa = static_cast<const T*>(oa.t.data_ptr());
     const T* pb = static_cast<const T*>(ob.t.data_ptr());
-    const auto N = static_cast<blasint>(n), M = static_cast<blasint>(m), K = static_cast<blasint>(k);
-    const auto lda = static_cast<blasint>(oa.ld), ldb = static_cast<blasint>(ob.ld), ldc = static_cast<blasint>(m);
-    for (int64_t b = 0; b < batch; ++b) {
-      const T* A = pa + b * oa.batch_stride;
-      const T* B = pb + b * ob.batch_stride;
-      T* C = c + b * n * m;
-      if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, oa.trans, ob.trans, N, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
-      else
-        cblas_dgemm(CblasRowMajor, oa.trans, ob.trans, N, M, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    }
+    // runtime::gemm splits a large product over graft's threads (Note [Splitting a matrix product]).
+    for (int64_t b = 0; b < batch; ++b)
+      runtime::gemm<T>(opname, oa.trans == CblasTrans, ob.trans == CblasTrans, n, m, k, alpha, pa + b * oa.batch_stride,
+                       oa.ld, pb + b * ob.batch_stride, ob.ld, beta, c + b * n * m, m);
   }
 }
 

@@ -10,6 +10,11 @@ namespace graft::runtime {
 // Runs the one-time OpenBLAS set-up; cheap after the first call.
 void ensure_blas_ready();
 
+// OpenBLAS's thread count at start-up (it honours OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS, then
+// the core count): graft's default get_num_threads(). After the set-up OpenBLAS itself runs
+// single-threaded (Note [Splitting a matrix product] in blas.cpp).
+int blas_startup_threads();
+
 // C (m, n) = alpha * op(A) @ op(B) + beta * C, row-major; op(A) is (m, k), op(B) is (k, n).
 // Sizes must fit a 32-bit BLAS integer (checked, naming `op`). k == 0 scales C by beta.
 template <class T>

@@ -14,7 +14,9 @@
 namespace graft {
 
 // Like torch::set_num_threads: the number of threads graft's kernels (matrix products included)
-// may use (>= 1).
+// may use (>= 1): the calling thread plus n - 1 pool workers. The default is OpenBLAS's start-up
+// count (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else the cores); OpenBLAS itself then runs
+// single-threaded and graft splits large matrix products over its own pool.
 void set_num_threads(int n);
 int get_num_threads();
 
@@ -52,8 +54,10 @@ void parallel_for_impl(int64_t begin, int64_t end, int64_t grain, RangeFn f);
 // Calls f(b, e) on disjoint chunks [b, e) that cover [begin, end), each at least `grain` long
 // (except possibly the last), from up to get_num_threads() threads, the caller included; returns
 // when all are done. A range shorter than 2 * grain, a call from inside another parallel_for, or a
-// pool of one thread runs f(begin, end) on the calling thread. The first exception a chunk throws
-// is rethrown on the calling thread after every chunk has finished.
+// pool of one thread runs f(begin, end) on the calling thread; so does a call made while another
+// user thread's parallel_for holds the pool (it does not wait for it). Chunks are near-equal and
+// depend only on (begin, end, grain, get_num_threads()). The first exception a chunk throws is
+// rethrown on the calling thread after every chunk has finished (the others still run).
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
   if (end <= begin) return;
