@@ -1,6 +1,8 @@
 // Tensor factories.
 #include "graft/core/factory.h"
 
+#include "graft/core/small_object_pool.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -37,8 +39,11 @@ void fill_with(Tensor& t, F&& value_at) {
 
 Tensor make_empty(IntArrayRef sizes, DType dtype) {
   const int64_t n = numel_of(sizes);
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(n) * element_size(dtype), cpu_allocator());
-  return Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, sizes, contiguous_strides(sizes), dtype));
+  // Note [Small-object pool]: both bookkeeping blocks come from the per-thread cache.
+  auto storage = std::allocate_shared<Storage>(graft::detail::PoolAllocator<Storage>(),
+                                               static_cast<size_t>(n) * element_size(dtype), cpu_allocator());
+  return Tensor(std::allocate_shared<TensorImpl>(graft::detail::PoolAllocator<TensorImpl>(), std::move(storage), 0, sizes,
+                                                 contiguous_strides(sizes), dtype));
 }
 
 namespace detail {

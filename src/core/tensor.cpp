@@ -1,4 +1,5 @@
 // TensorImpl and the Tensor handle's metadata and autograd accessors.
+#include "graft/core/small_object_pool.h"
 #include "graft/core/tensor.h"
 
 #include <atomic>
@@ -157,7 +158,7 @@ bool Tensor::retains_grad() const {
 
 Tensor Tensor::detach() const {
   auto& i = impl();
-  auto out = std::make_shared<TensorImpl>(i.storage, i.offset, i.sizes, i.strides, i.dtype);
+  auto out = std::allocate_shared<TensorImpl>(graft::detail::PoolAllocator<TensorImpl>(), i.storage, i.offset, i.sizes, i.strides, i.dtype);
   out->is_view = true;
   return Tensor(std::move(out));
 }

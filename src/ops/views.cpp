@@ -2,6 +2,7 @@
 // forward and backward sit together. Backward of a view maps the gradient back to the input's shape.
 #include <numeric>
 
+#include "graft/core/small_object_pool.h"
 #include "graft/autograd/node.h"
 #include "graft/core/factory.h"
 #include "graft/ops/ops.h"
@@ -15,7 +16,7 @@ using autograd::set_history;
 
 Tensor make_view(const Tensor& x, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   auto& i = x.impl();
-  auto impl = std::make_shared<TensorImpl>(i.storage, offset, sizes, strides, i.dtype);
+  auto impl = std::allocate_shared<TensorImpl>(graft::detail::PoolAllocator<TensorImpl>(), i.storage, offset, sizes, strides, i.dtype);
   impl->is_view = true;
   return Tensor(std::move(impl));
 }

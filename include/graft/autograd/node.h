@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "graft/autograd/grad_mode.h"
+#include "graft/core/small_object_pool.h"
 #include "graft/core/tensor.h"
 
 namespace graft::autograd {
@@ -207,7 +208,8 @@ inline bool should_record(std::initializer_list<const Tensor*> inputs) {
 template <class F>
 std::shared_ptr<Node> make_node(const char* name, std::initializer_list<const Tensor*> inputs, F&& fn) {
   if (!should_record(inputs)) return nullptr;
-  auto node = std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::forward<F>(fn));
+  auto node = std::allocate_shared<LambdaNode<std::decay_t<F>>>(graft::detail::PoolAllocator<LambdaNode<std::decay_t<F>>>(), name,
+                                                                 std::forward<F>(fn));  // Note [Small-object pool]
   collect_edges(*node, inputs);
   return node;
 }
@@ -218,7 +220,8 @@ std::shared_ptr<Node> make_node(const char* name, const TensorList& inputs, F&& 
   bool any = false;
   for (const auto& t : inputs) any = any || (t.defined() && t.requires_grad());
   if (!any) return nullptr;
-  auto node = std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::forward<F>(fn));
+  auto node = std::allocate_shared<LambdaNode<std::decay_t<F>>>(graft::detail::PoolAllocator<LambdaNode<std::decay_t<F>>>(), name,
+                                                                 std::forward<F>(fn));  // Note [Small-object pool]
   collect_edges(*node, inputs);
   return node;
 }
