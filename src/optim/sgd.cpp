@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "graft/core/parallel.h"
 #include "update.h"
 
 namespace graft::optim {
@@ -153,12 +154,27 @@ template <class T>
 #endif
 
 template <class T>
-void sgd_update(const SgdUpdate<T>& u) {
+void sgd_update_serial(const SgdUpdate<T>& u) {
 #if defined(__x86_64__)
   static const bool has_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (has_fma) return sgd_update_fma(u);
 #endif
   sgd_update_portable(u);
+}
+
+// Split over graft's threads by index (an element-wise update: the same bits at any thread
+// count); with statistics, one thread, so that the sums keep their order.
+template <class T>
+void sgd_update(const SgdUpdate<T>& u) {
+  if (u.stats) return sgd_update_serial(u);
+  parallel_for(0, u.n, int64_t{1} << 16, [&](int64_t b, int64_t e) {
+    SgdUpdate<T> part = u;
+    part.p += b;
+    part.g += b;
+    if (part.buf) part.buf += b;
+    part.n = e - b;
+    sgd_update_serial(part);
+  });
 }
 
 }  // namespace

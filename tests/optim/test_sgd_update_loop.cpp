@@ -36,12 +36,12 @@ bool same_bits(const Tensor& t, const std::vector<float>& v) {
 TEST(SgdUpdateLoop, EveryPathMatchesTheScalarFormulaBitForBit) {
   for (const Case c : {Case{false, false, false}, Case{true, false, false}, Case{false, true, false},
                        Case{false, false, true}}) {
-    for (int64_t n : {1, 7, 515, 100003}) {
+    for (int64_t n : {1, 7, 515, 100003, 300007}) {  // 300007: split over threads
       manual_seed(static_cast<uint64_t>(n));
       Tensor w = randn({n}).requires_grad_();
       optim::SGD opt({w}, optim::SGDOptions(0.05).momentum(0.9).nesterov(c.nesterov).weight_decay(c.decay ? 0.01 : 0)
                               .maximize(c.maximize));
-      opt.record_update_stats(n == 100003);
+      opt.record_update_stats(n == 100003);  // (statistics run on one thread)
       std::vector<float> p(static_cast<size_t>(n)), buf(static_cast<size_t>(n)), g(static_cast<size_t>(n));
       std::memcpy(p.data(), w.data_ptr<float>(), p.size() * sizeof(float));
       for (int step = 0; step < 4; ++step) {

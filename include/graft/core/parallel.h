@@ -71,7 +71,10 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
 }
 
 // Elements per chunk for cheap element-wise kernels (a few cycles per element): below 2 * this,
-// a loop runs on the calling thread, since waking a sleeping worker costs a few microseconds.
-inline constexpr int64_t kElementwiseGrain = 32768;
+// a loop runs on the calling thread. Waking a sleeping worker costs 10 to 20 us on the 2-core VM of
+// BENCHMARKS.md: with LibTorch's grain (32768), a 64K-element add took 15 us at 2 threads against
+// 6 us at 1, exp 39 against 22 us, and the MLP step (activations of 64K elements) was no faster at
+// 2 threads than at 1. At 2^18 a split happens only where each half is worth tens of microseconds.
+inline constexpr int64_t kElementwiseGrain = int64_t{1} << 18;
 
 }  // namespace graft
