@@ -56,7 +56,7 @@ UPDATE=()
 [[ "${NO_UPDATE:-0}" == 1 ]] || UPDATE=(--update "$ROOT/BENCHMARKS.md" --svg "$ROOT/bench/suite_ratios.svg")
 python3 "$ROOT/bench/suite_report.py" --overhead "$BUILD/suite_overhead.json" --kernels "$BUILD/suite_kernels.json" \
   --train-step "$BUILD/suite_train_step.json" \
-  --context "- date: $DATE" \
+  --context "- date: $DATE${SKIP:+ (results of an earlier run reused for: $SKIP)}" \
   --context "- machine: $MODEL (lscpu model name), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2 " GiB"}') RAM, $(uname -sr); load average $LOAD_START when the run started, $(cut -d' ' -f1-3 /proc/loadavg) when it ended" \
   --context "- build: graft $GRAFT_REV; $("$CXX" --version | head -1), CMAKE_BUILD_TYPE=Release (graft as a static library); LibTorch from Debian's libtorch-dev $TORCH_PKG" \
   --context "- libraries: $CORE" \

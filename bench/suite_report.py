@@ -77,8 +77,9 @@ def overhead_rows(path):
     rows = []
     order = {"fwd_grad": 0, "fwd_bwd": 1, "no_grad": 2}
     for case in sorted({c for c, _ in samples}, key=lambda c: (order.get(c.split("/")[0], 9), c)):
-        if (case, "graft") in samples and (case, "torch") in samples:
-            rows.append(Row("per-op overhead", case, 1, "ns/op", samples[(case, "graft")], samples[(case, "torch")], 0.3))
+        torch = samples.get((case, "libtorch"), samples.get((case, "torch")))  # graft_overhead names it "libtorch"
+        if (case, "graft") in samples and torch:
+            rows.append(Row("per-op overhead", case, 1, "ns/op", samples[(case, "graft")], torch, 0.3))
     return rows
 
 
