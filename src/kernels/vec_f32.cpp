@@ -7,19 +7,7 @@
 
 #include "graft/core/parallel.h"
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-// optimize("fp-contract=off"): a*b+c stays two roundings in the AVX2/AVX-512 clones, as at SSE2
-// (which has no FMA), so the result does not depend on the processor.
-#define GRAFT_VEC_CLONES __attribute__((target_clones("default", "avx2", "avx512f"), optimize("fp-contract=off")))
-#else
-#define GRAFT_VEC_CLONES
-#endif
-
-#if defined(__clang__)
-#define GRAFT_VEC_NO_CONTRACT _Pragma("clang fp contract(off)")
-#else
-#define GRAFT_VEC_NO_CONTRACT
-#endif
+#include "vector_clones.h"
 
 namespace graft::kernels {
 
