@@ -25,27 +25,15 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "kernels_common.h"
 
 namespace {
 
 using namespace kbench;
 
-std::map<std::string, std::string> parse_args(int argc, char** argv) {
-  std::map<std::string, std::string> a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    if (s.rfind("--", 0) != 0) continue;
-    auto eq = s.find('=');
-    if (eq == std::string::npos) a[s.substr(2)] = "1";
-    else a[s.substr(2, eq - 2)] = s.substr(eq + 1);
-  }
-  return a;
-}
-std::string arg(const std::map<std::string, std::string>& a, const std::string& k, const std::string& fallback) {
-  auto it = a.find(k);
-  return it == a.end() ? fallback : it->second;
-}
+using bench::arg_str;
+using bench::parse_args;
 
 // C = A B by cblas_sgemm on OpenBLAS's own threads: the best a matrix product can do with this BLAS.
 class OpenBlasMatmul : public Runner {
@@ -101,12 +89,12 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   const auto a = parse_args(argc, argv);
-  const int reps = std::atoi(arg(a, "reps", "9").c_str());
-  const double min_time = std::atof(arg(a, "min_time", "0.05").c_str());
-  const std::string filter = arg(a, "filter", "");
+  const int reps = std::atoi(arg_str(a, "reps", "9").c_str());
+  const double min_time = std::atof(arg_str(a, "min_time", "0.05").c_str());
+  const std::string filter = arg_str(a, "filter", "");
   std::vector<int> thread_counts;
   {
-    std::istringstream in(arg(a, "threads", "1,2"));
+    std::istringstream in(arg_str(a, "threads", "1,2"));
     std::string tok;
     while (std::getline(in, tok, ',')) thread_counts.push_back(std::atoi(tok.c_str()));
   }
@@ -180,7 +168,7 @@ int main(int argc, char** argv) {
     }
   }
   js << "\n]}\n";
-  const std::string out = arg(a, "json", "");
+  const std::string out = arg_str(a, "json", "");
   if (!out.empty()) std::ofstream(out) << js.str();
   if (mismatches) std::fprintf(stderr, "%d case(s) computed different results in graft and LibTorch\n", mismatches);
   return mismatches ? 1 : 0;

@@ -31,33 +31,17 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "train_step_common.h"
 
 namespace {
 
 using namespace trainstep;
 
-// ---------------------------------------------------------------------------------------------
-// Command line: --key=value pairs.
-std::map<std::string, std::string> parse_args(int argc, char** argv) {
-  std::map<std::string, std::string> a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    if (s.rfind("--", 0) != 0) continue;
-    auto eq = s.find('=');
-    if (eq == std::string::npos) a[s.substr(2)] = std::string(1, '1');  // a bare --flag
-    else a[s.substr(2, eq - 2)] = s.substr(eq + 1);
-  }
-  return a;
-}
-int arg_int(const std::map<std::string, std::string>& a, const std::string& k, int fallback) {
-  auto it = a.find(k);
-  return it == a.end() ? fallback : std::atoi(it->second.c_str());
-}
-std::string arg_str(const std::map<std::string, std::string>& a, const std::string& k, const std::string& fallback) {
-  auto it = a.find(k);
-  return it == a.end() ? fallback : it->second;
-}
+using bench::arg_int;
+using bench::arg_str;
+using bench::parse_args;
+
 const char* env_or(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v ? v : fallback;
