@@ -423,12 +423,7 @@ Tensor tanh(const Tensor& x) {
   };
   return unary_float_op(x, "tanh", "TanhBackward0", Saved::Output, Tanh{},
                         [](Node& n, const Tensor& g) -> TensorList {
-                          const Tensor y = n.saved(0);
-                          // d tanh(x)/dx = 1 - tanh(x)^2. Without create_graph, one fused pass that
-                          // allocates only the result (Note [Fused backward passes]).
-                          if (!GradMode::is_enabled() || !(g.requires_grad() || y.requires_grad()))
-                            return {const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * (1 - yv * yv); })};
-                          return {g * (1.0 - y * y)};
+                          return {detail::tanh_backward(g, n.saved(0))};
                         });
 }
 
@@ -441,17 +436,7 @@ Tensor sigmoid(const Tensor& x) {
   };
   return unary_float_op(x, "sigmoid", "SigmoidBackward0", Saved::Output, Sigmoid{},
                         [](Node& n, const Tensor& g) -> TensorList {
-                          const Tensor y = n.saved(0);
-                          // d sigmoid(x)/dx = y (1 - y); fused without create_graph, as tanh.
-                          if (!GradMode::is_enabled() || !(g.requires_grad() || y.requires_grad())) {
-                            if (Tensor fast = fused_f32(g, y, [](const float* gp, const float* yp, float* out, int64_t cnt) {
-                                  kernels::sigmoid_backward_f32(gp, yp, out, cnt);
-                                });
-                                fast.defined())
-                              return {fast};
-                            return {const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * (yv * (1 - yv)); })};
-                          }
-                          return {g * (y * (1.0 - y))};
+                          return {detail::sigmoid_backward(g, n.saved(0))};
                         });
 }
 
@@ -489,6 +474,63 @@ Tensor relu_half(const Tensor& x) {
 }
 }  // namespace
 
+// ---- the activations' input gradients (declared in ops_common.h) ----
+// Without create_graph: one fused pass that allocates only the result (Note [Fused backward
+// passes]). With it: graft ops, so that the gradient is recorded and differentiable again.
+namespace detail {
+namespace {
+bool recorded(const Tensor& g, const Tensor& s) {
+  return GradMode::is_enabled() && (g.requires_grad() || s.requires_grad());
+}
+}  // namespace
+
+Tensor relu_backward(const Tensor& g, const Tensor& y) {
+  // d relu(x)/dx = 1 where y > 0: g where y > 0, else 0.
+  if (!recorded(g, y))
+    return const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return yv > 0 ? gv : decltype(gv)(0); });
+  return g * mask(y, [](auto v) { return v > 0; });
+}
+
+Tensor tanh_backward(const Tensor& g, const Tensor& y) {
+  // d tanh(x)/dx = 1 - tanh(x)^2
+  if (!recorded(g, y)) return const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * (1 - yv * yv); });
+  return g * (1.0 - y * y);
+}
+
+Tensor sigmoid_backward(const Tensor& g, const Tensor& y) {
+  // d sigmoid(x)/dx = y (1 - y)
+  if (!recorded(g, y)) {
+    if (Tensor fast = fused_f32(g, y, [](const float* gp, const float* yp, float* out, int64_t cnt) {
+          kernels::sigmoid_backward_f32(gp, yp, out, cnt);
+        });
+        fast.defined())
+      return fast;
+    return const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * (yv * (1 - yv)); });
+  }
+  return g * (y * (1.0 - y));
+}
+
+Tensor gelu_backward(const Tensor& g, const Tensor& s, bool use_tanh) {
+  if (!recorded(g, s)) {  // float32: the array kernel
+    auto kernel = [use_tanh](const float* gp, const float* xp, float* out, int64_t cnt) {
+      kernels::gelu_backward_f32(gp, xp, out, cnt, use_tanh);
+    };
+    if (Tensor fast = fused_f32(g, s, kernel); fast.defined()) return fast;
+  }
+  if (use_tanh) {
+    // y = x/2 (1 + tanh(u)), u = k (x + c x^3): dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3c x^2)
+    const Tensor x2 = s * s;
+    const Tensor t = graft::tanh((s + x2 * s * kGeluC) * kSqrt2OverPi);
+    const Tensor du = (x2 * (3.0 * kGeluC) + 1.0) * kSqrt2OverPi;
+    return g * ((t + 1.0) * 0.5 + s * 0.5 * (1.0 - t * t) * du);
+  }
+  // y = x Phi(x): dy/dx = Phi(x) + x phi(x), Phi(x) = (1 + erf(x/sqrt2))/2, phi(x) = exp(-x^2/2)/sqrt(2 pi)
+  const Tensor cdf = (graft::erf(s * kInvSqrt2) + 1.0) * 0.5;
+  const Tensor pdf = graft::exp(s * s * -0.5) * (kInvSqrt2 * std::numbers::inv_sqrtpi);
+  return g * (cdf + s * pdf);
+}
+}  // namespace detail
+
 Tensor relu(const Tensor& x) {
   GRAFT_CHECK(x.dtype() != kBool, "relu", "a numeric tensor", "a bool tensor", "convert it with .to(graft::kFloat32)");
   if (x.dtype() == kFloat16 || x.dtype() == kBFloat16) return relu_half(x);
@@ -496,12 +538,7 @@ Tensor relu(const Tensor& x) {
     return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return relu_fn(v); }, x);
   });
   if (auto node = make_node("ReluBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
-        // d relu(x)/dx = 1 where y > 0. Without create_graph, one fused pass (g where y > 0, else 0);
-        // with it, g * mask so that the product is recorded and differentiable again.
-        const Tensor y = n.saved(0);
-        if (!GradMode::is_enabled() || !(g.requires_grad() || y.requires_grad()))
-          return {const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return yv > 0 ? gv : decltype(gv)(0); })};
-        return {g * mask(y, [](auto v) { return v > 0; })};
+        return {detail::relu_backward(g, n.saved(0))};
       })) {
     set_history(y, node);
     node->save(y, /*is_output=*/true);
@@ -608,25 +645,7 @@ Tensor nn::functional::gelu(const Tensor& x, const GELUFuncOptions& options) {
     y = floating_only_map(x, "gelu", gelu_fn);
   }
   if (auto node = make_node("GeluBackward0", {&x}, [use_tanh](Node& n, const Tensor& g) -> TensorList {
-        const Tensor s = n.saved(0);
-        // Without create_graph, float32: one fused pass (Note [Fused backward passes]).
-        if (!GradMode::is_enabled() || !(g.requires_grad() || s.requires_grad())) {
-          auto kernel = [use_tanh](const float* gp, const float* xp, float* out, int64_t cnt) {
-            kernels::gelu_backward_f32(gp, xp, out, cnt, use_tanh);
-          };
-          if (Tensor fast = fused_f32(g, s, kernel); fast.defined()) return {fast};
-        }
-        if (use_tanh) {
-          // y = x/2 (1 + tanh(u)), u = k (x + c x^3): dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3c x^2)
-          const Tensor x2 = s * s;
-          const Tensor t = graft::tanh((s + x2 * s * kGeluC) * kSqrt2OverPi);
-          const Tensor du = (x2 * (3.0 * kGeluC) + 1.0) * kSqrt2OverPi;
-          return {g * ((t + 1.0) * 0.5 + s * 0.5 * (1.0 - t * t) * du)};
-        }
-        // y = x Phi(x): dy/dx = Phi(x) + x phi(x), Phi(x) = (1 + erf(x/sqrt2))/2, phi(x) = exp(-x^2/2)/sqrt(2 pi)
-        const Tensor cdf = (graft::erf(s * kInvSqrt2) + 1.0) * 0.5;
-        const Tensor pdf = graft::exp(s * s * -0.5) * (kInvSqrt2 * std::numbers::inv_sqrtpi);
-        return {g * (cdf + s * pdf)};
+        return {detail::gelu_backward(g, n.saved(0), use_tanh)};
       })) {
     node->save(x);
     set_history(y, node);

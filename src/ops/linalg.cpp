@@ -14,6 +14,7 @@
 #include <climits>
 
 #include "../kernels/dispatch.h"
+#include "../kernels/linear_epilogue.h"
 #include "amp/autocast_internal.h"
 #include "graft/core/memory.h"
 #include "graft/nn/functional.h"
@@ -455,20 +456,25 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 // ---- linear: input @ weight^T + bias ----
-Tensor nn::functional::linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  memory::OpScope op_scope("linear");  // names its allocations in the memory report
-  GRAFT_CHECK(weight.dim() == 2, "linear", "weight to be a 2-D tensor (out_features, in_features)",
+namespace {
+void check_linear_args(const Tensor& input, const Tensor& weight, const Tensor& bias, const char* op) {
+  GRAFT_CHECK(weight.dim() == 2, op, "weight to be a 2-D tensor (out_features, in_features)",
               "weight of shape " + shape_str(weight.sizes()), "");
-  GRAFT_CHECK(input.dim() >= 1, "linear", "input of shape (*, in_features) with at least 1 dim",
-              "a 0-dim input", "");
-  GRAFT_CHECK(input.size(-1) == weight.size(1), "linear",
+  GRAFT_CHECK(input.dim() >= 1, op, "input of shape (*, in_features) with at least 1 dim", "a 0-dim input", "");
+  GRAFT_CHECK(input.size(-1) == weight.size(1), op,
               "input's last dim to equal weight's in_features (weight is (out_features, in_features))",
               "input " + shape_str(input.sizes()) + " and weight " + shape_str(weight.sizes()), "");
   if (bias.defined()) {
-    GRAFT_CHECK(bias.dim() <= 1 && (bias.dim() == 0 || bias.size(0) == weight.size(0) || bias.size(0) == 1), "linear",
+    GRAFT_CHECK(bias.dim() <= 1 && (bias.dim() == 0 || bias.size(0) == weight.size(0) || bias.size(0) == 1), op,
                 "bias of shape [" + std::to_string(weight.size(0)) + "] (out_features)",
                 "bias " + shape_str(bias.sizes()) + " with weight " + shape_str(weight.sizes()), "");
   }
+}
+}  // namespace
+
+Tensor nn::functional::linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  memory::OpScope op_scope("linear");  // names its allocations in the memory report
+  check_linear_args(input, weight, bias, "linear");
   if (const auto h = detail::lowp_dtype({&input, &weight, &bias})) {
     // One lower precision product with the weight as it is (saved without a copy, Note [Autocast]);
     // any leading dims fold into the rows.
@@ -486,6 +492,144 @@ Tensor nn::functional::linear(const Tensor& input, const Tensor& weight, const T
     return matmul(input, weight.t()) + bias;
   }
   return matmul(input, weight.t());
+}
+
+// ---- fused_linear: activation(input @ weight^T + bias) ----
+//
+// Note [Fused linear + activation]
+// Eager act(linear(x)) passes over its (rows, out) output four times besides the product: addmm
+// copies the bias into it, the product accumulates onto it (beta = 1), the activation reads it and
+// writes a second tensor; and in the backward the activation's gradient is written, then read again
+// by the engine to sum the bias gradient over the rows. Fused:
+//   forward   y = x W^T by gemm (beta = 0); then one pass, row by row while the row is in cache:
+//             z = y + b, y = act(z) in place (gelu also keeps z, which its derivative needs);
+//   backward  one pass: gz = g * act'(s) and gb[c] = sum_r gz[r, c] (in double); then
+//             gx = gz W and gW = gz^T x, contiguous (out, in) like the weight.
+// One node, FusedLinear<Act>Backward0, saves x, W and s: y for relu / sigmoid / tanh (their
+// derivatives are functions of the output, as those ops save it) and z for gelu; the unfused pair
+// saves the same bytes (addmm: x and W; the activation: y, or its input z for gelu).
+// Values: the epilogue uses the activation ops' own formulas (kernels/linear_epilogue.cpp), and the
+// product plus the bias rounds once either way, so y has the unfused pair's bits; gb differs from
+// sum(0) by summation order only. Under create_graph the backward is built from graft ops
+// (detail::relu_backward and its siblings, sum, mm), so it is differentiable again; for gelu z is
+// then recomputed from the saved x, W and b, so that second derivatives reach them through z.
+// Everything that is not float32 or float64 with a bias of shape (out) (autocast's lower precision
+// products, integer tensors, a broadcast bias) takes the two ops instead.
+namespace {
+struct FusedKind {
+  kernels::EpilogueActivation kernel;
+  const char* node;
+};
+
+FusedKind fused_kind(nn::functional::FusedActivation a) {
+  using A = nn::functional::FusedActivation;
+  using K = kernels::EpilogueActivation;
+  switch (a) {
+    case A::ReLU: return {K::ReLU, "FusedLinearReluBackward0"};
+    case A::GELU: return {K::Gelu, "FusedLinearGeluBackward0"};
+    case A::GELUTanh: return {K::GeluTanh, "FusedLinearGeluBackward0"};
+    case A::Sigmoid: return {K::Sigmoid, "FusedLinearSigmoidBackward0"};
+    case A::Tanh: return {K::Tanh, "FusedLinearTanhBackward0"};
+  }
+  GRAFT_CHECK(false, "fused_linear", "a FusedActivation (ReLU, GELU, GELUTanh, Sigmoid or Tanh)",
+              "the value " + std::to_string(static_cast<int>(a)), "");
+  return {K::ReLU, ""};
+}
+
+Tensor unfused_activation(const Tensor& y, nn::functional::FusedActivation a) {
+  using A = nn::functional::FusedActivation;
+  switch (a) {
+    case A::ReLU: return relu(y);
+    case A::GELU: return nn::functional::gelu(y);
+    case A::GELUTanh: return nn::functional::gelu(y, nn::functional::GELUFuncOptions().approximate("tanh"));
+    case A::Sigmoid: return sigmoid(y);
+    case A::Tanh: return graft::tanh(y);
+  }
+  return y;
+}
+
+// f.template operator()<T>() for float32 or float64.
+template <class F>
+void float_or_double(DType dt, F&& f) {
+  if (dt == kFloat32) f.template operator()<float>();
+  else f.template operator()<double>();
+}
+}  // namespace
+
+Tensor nn::functional::fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                                    FusedActivation activation) {
+  memory::OpScope op_scope("fused_linear");  // names its allocations in the memory report
+  check_linear_args(input, weight, bias, "fused_linear");
+  const FusedKind kind = fused_kind(activation);
+  const DType dt = input.dtype();
+  const bool fusable = (dt == kFloat32 || dt == kFloat64) && weight.dtype() == dt &&
+                       (!bias.defined() || (bias.dtype() == dt && bias.dim() == 1 && bias.size(0) == weight.size(0))) &&
+                       !detail::lowp_dtype({&input, &weight, &bias});
+  if (!fusable) return unfused_activation(linear(input, weight, bias), activation);
+
+  const int64_t in = weight.size(1), out = weight.size(0);
+  const Tensor x = input.dim() == 2 ? input : input.reshape({-1, in});  // leading dims fold into rows
+  const int64_t rows = x.size(0);
+  const bool records = autograd::should_record({&x, &weight, &bias});
+  const bool keep_z = records && kernels::epilogue_saves_preactivation(kind.kernel);
+  Tensor y = make_empty({rows, out}, dt);
+  Tensor z = keep_z ? make_empty({rows, out}, dt) : Tensor();
+  {
+    NoGradGuard ng;
+    const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
+    float_or_double(dt, [&]<class T>() {
+      gemm<T>(1, rows, out, in, T(1), x.detach(), weight.detach().t(), T(0), y.data_ptr<T>(), "fused_linear");
+      kernels::bias_activation<T>(kind.kernel, y.data_ptr<T>(), b.defined() ? b.data_ptr<T>() : nullptr,
+                                  z.defined() ? z.data_ptr<T>() : nullptr, rows, out);
+    });
+  }
+  if (records) {
+    const bool has_bias = bias.defined();
+    auto node = make_node(kind.node, {&x, &weight, &bias}, [kind, has_bias](Node& n, const Tensor& g) -> TensorList {
+      const Tensor xs = n.saved(0), w = n.saved(1), s = n.saved(2);
+      const bool need_x = n.next_edges[0].fn != nullptr, need_w = n.next_edges[1].fn != nullptr;
+      const bool need_b = has_bias && n.next_edges[2].fn != nullptr;
+      Tensor gz, gb;
+      if (GradMode::is_enabled()) {  // create_graph: differentiable ops
+        using K = kernels::EpilogueActivation;
+        switch (kind.kernel) {
+          case K::ReLU: gz = detail::relu_backward(g, s); break;
+          case K::Sigmoid: gz = detail::sigmoid_backward(g, s); break;
+          case K::Tanh: gz = detail::tanh_backward(g, s); break;
+          case K::Gelu:
+          case K::GeluTanh: {
+            const Tensor zr = nn::functional::linear(xs, w, has_bias ? n.saved(3) : Tensor());
+            gz = detail::gelu_backward(g, zr, kind.kernel == K::GeluTanh);
+            break;
+          }
+        }
+        if (need_b) gb = gz.sum(0);
+      } else {
+        const Tensor gc = g.is_contiguous() ? g : g.contiguous();
+        const int64_t r = s.size(0), c = s.size(1);
+        gz = make_empty({r, c}, s.dtype());
+        if (need_b) gb = make_empty({c}, s.dtype());
+        float_or_double(s.dtype(), [&]<class T>() {
+          kernels::activation_backward<T>(kind.kernel, gc.data_ptr<T>(), s.data_ptr<T>(), gz.data_ptr<T>(),
+                                          gb.defined() ? gb.data_ptr<T>() : nullptr, r, c);
+        });
+      }
+      return {need_x ? mm(gz, w) : Tensor(), need_w ? mm(gz.t(), xs) : Tensor(), gb};  // an undefined bias has an empty edge
+    });
+    node->save(x);
+    node->save(weight);
+    set_history(y, node);  // before saving y: a saved output carries its grad_fn (Note [Saved tensors])
+    if (keep_z) {
+      node->save(z);
+      if (has_bias) node->save(bias);
+    } else {
+      node->save(y, /*is_output=*/true);
+    }
+  }
+  if (input.dim() == 2) return y;
+  Shape shape(input.sizes());
+  shape[shape.size() - 1] = out;
+  return y.reshape(shape);
 }
 
 }  // namespace graft

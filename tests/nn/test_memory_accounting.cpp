@@ -186,8 +186,10 @@ TEST(OutOfMemory, TheReportNamesTheLargestSavedActivationsAndTrainingGoesOnWithA
   nn::Sequential model(nn::Linear(64, 256), nn::Tanh(), nn::Linear(256, 256), nn::Tanh(), nn::Linear(256, 10));
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.01));
   const int64_t base = memory::stats().allocated_bytes;
-  // Batch 1024: the input (256 KiB), the first tanh's output (1 MiB, saved), the second linear's
-  // output (1 MiB): the second tanh's output (1 MiB more) passes a limit of 3 MiB over the model.
+  // Batch 1024: the input (256 KiB) and the outputs of the two Linear + Tanh layers (1 MiB each,
+  // saved; Sequential fuses each pair, so the tanh writes over the product and no separate
+  // pre-activation exists) fit under a limit of 3 MiB over the model; the backward's first 1 MiB
+  // gradient (the last Linear's input gradient) does not.
   LimitScope limit(base + (3 << 20));
   auto step = [&](int64_t batch) {
     Tensor x = randn({batch, 64});
@@ -206,10 +208,11 @@ TEST(OutOfMemory, TheReportNamesTheLargestSavedActivationsAndTrainingGoesOnWithA
     const auto& top = e.largest_saved().front();
     EXPECT_EQ(top.bytes, 1024 * 256 * 4);
     EXPECT_EQ(top.shape, "[1024, 256]");
-    EXPECT_EQ(top.produced_by, "tanh");
-    EXPECT_EQ(top.saved_by, "TanhBackward0");
+    EXPECT_EQ(top.produced_by, "fused_linear_tanh");
+    EXPECT_EQ(top.saved_by, "FusedLinearTanhBackward0");
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("[1024, 256] float32, produced by tanh"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("AddmmBackward0 asked for 1.00 MiB"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[1024, 256] float32, produced by fused_linear_tanh"), std::string::npos) << msg;
   }
   ASSERT_TRUE(failed);
   EXPECT_EQ(memory::stats()[Category::SavedActivations].current_bytes, 0);  // the failed graph is gone

@@ -158,6 +158,13 @@ Tensor log_softmax(const Tensor& x, const LogSoftmaxFuncOptions& options);
 // ---- layers ----
 // y = x @ weight^T + bias; x (*, in), weight (out, in), bias (out) or undefined.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
+// act(linear(input, weight, bias)) as one op: the bias and the activation are applied in one pass
+// over the product, and the backward computes the activation's derivative and the bias gradient in
+// one pass (Note [Fused linear + activation] in src/ops/linalg.cpp). The values are those of the
+// two ops; the graph has one node (FusedLinear<Act>Backward0) instead of two. nn::Sequential calls
+// it for a Linear followed by one of these activations (SequentialImpl::set_fusion).
+enum class FusedActivation { ReLU, GELU, GELUTanh, Sigmoid, Tanh };
+Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bias, FusedActivation activation);
 // Rows of `weight` (num, dim) picked by int64 `input` of any shape: result input.shape + [dim].
 Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options = {});
 // int64 (*,) -> int64 (*, num_classes); num_classes = -1 means max(input) + 1.

@@ -1,6 +1,11 @@
 // Sequential, ModuleList, ModuleDict, Functional.
 #include "graft/nn/modules/container.h"
 
+#include <typeinfo>
+
+#include "graft/nn/modules/activation.h"
+#include "graft/nn/modules/linear.h"
+
 namespace graft::nn {
 
 namespace {
@@ -33,9 +38,34 @@ void SequentialImpl::extend(const SequentialImpl& other) {
   for (const auto& e : more) add(std::to_string(entries_.size()), e);
 }
 
+namespace {
+// The activation `next` fuses into a preceding Linear as, if any: exact module types only (a
+// subclass may override forward), and no hooks on either (they must see two calls).
+std::optional<functional::FusedActivation> fused_activation(const Module& first, const Module& next) {
+  if (typeid(first) != typeid(LinearImpl) || first.has_hooks() || next.has_hooks()) return std::nullopt;
+  if (typeid(next) == typeid(ReLUImpl)) return functional::FusedActivation::ReLU;
+  if (typeid(next) == typeid(SigmoidImpl)) return functional::FusedActivation::Sigmoid;
+  if (typeid(next) == typeid(TanhImpl)) return functional::FusedActivation::Tanh;
+  if (typeid(next) == typeid(GELUImpl))
+    return static_cast<const GELUImpl&>(next).options.approximate() == "tanh" ? functional::FusedActivation::GELUTanh
+                                                                                : functional::FusedActivation::GELU;
+  return std::nullopt;
+}
+}  // namespace
+
 Tensor SequentialImpl::forward(const Tensor& input) {
   Tensor x = input;
-  for (const auto& e : entries_) x = e.forward(x);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (fusion_ && i + 1 < entries_.size()) {
+      if (const auto act = fused_activation(*entries_[i].module(), *entries_[i + 1].module())) {
+        const auto& linear = static_cast<const LinearImpl&>(*entries_[i].module());
+        x = functional::fused_linear(x, linear.weight, linear.bias, *act);
+        ++i;
+        continue;
+      }
+    }
+    x = entries_[i].forward(x);
+  }
   return x;
 }
 
@@ -49,6 +79,7 @@ std::shared_ptr<Module> SequentialImpl::clone(const std::optional<Device>& devic
   const auto names = children_.keys();
   for (size_t i = 0; i < entries_.size(); ++i)
     copy->add(names[i], entries_[i].rebind(entries_[i].module()->clone(device)));
+  copy->set_fusion(fusion_);
   if (!is_training()) copy->train(false);
   return copy;
 }

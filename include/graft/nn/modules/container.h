@@ -11,6 +11,13 @@
 // Tensor (a compile error says so otherwise). Plain functions and lambdas of that shape may be
 // pushed too (Sequential(Linear(2, 3), graft::relu)); they are wrapped in a Functional. Each entry
 // is called through Module::call, so its hooks run (Note [Module hooks] in graft/nn/module.h).
+//
+// Fusion: Sequential runs a Linear followed by a ReLU, GELU, Sigmoid or Tanh as one op,
+// nn::functional::fused_linear (Note [Fused linear + activation] in src/ops/linalg.cpp): the same
+// values, one pass less each way, one graph node (FusedLinearReluBackward0 where the pair records
+// AddmmBackward0 and ReluBackward0). Only exact LinearImpl and activation modules without hooks are
+// fused (a hook, or a subclass, sees the pair run as two modules). set_fusion(false) turns it off,
+// e.g. to compare a graph with PyTorch's node by node.
 #pragma once
 
 #include <concepts>
@@ -163,6 +170,10 @@ class SequentialImpl : public Cloneable<SequentialImpl> {
   // Runs the modules in order; an empty Sequential returns its input.
   Tensor forward(const Tensor& input);
 
+  // Whether forward fuses Linear + activation pairs (see the top of this file); on by default.
+  void set_fusion(bool enabled) noexcept { fusion_ = enabled; }
+  bool fusion() const noexcept { return fusion_; }
+
   size_t size() const noexcept { return entries_.size(); }
   bool is_empty() const noexcept { return entries_.empty(); }
   std::shared_ptr<Module> ptr(size_t index) const;
@@ -189,6 +200,7 @@ class SequentialImpl : public Cloneable<SequentialImpl> {
     return p;
   }
   std::vector<SequentialEntry> entries_;
+  bool fusion_ = true;
 };
 
 class Sequential : public ModuleHolder<SequentialImpl> {
