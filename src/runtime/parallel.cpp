@@ -4,12 +4,17 @@
 // Note [graft's thread pool]
 // One pool per process, of get_num_threads() - 1 workers; the thread that calls parallel_for runs a
 // share too. Design, and why:
-//  - Passive. An idle worker sleeps on a condition variable; there is no spinning at all. The host
-//    is often shared (CI runners, a 2-core laptop, another library's pool), and a spinning pool
-//    steals the core that the other one wants: the MLP training step at 2 threads used to run at
-//    1.14x of 1 thread because OpenBLAS's spinning threads and the caller fought for two cores
-//    (BENCHMARKS.md). Waking a sleeping worker costs a few microseconds, which is why
-//    parallel_for runs ranges under two grains inline, and why the grains are sized so that one
+//  - Passive, after a short spin. An idle worker sleeps on a condition variable. The host is often
+//    shared (CI runners, a 2-core laptop, another library's pool), and a pool that spins without
+//    bound steals the core that the other one wants: the MLP training step at 2 threads used to
+//    run at 1.14x of 1 thread because OpenBLAS's spinning threads and the caller fought for two
+//    cores (BENCHMARKS.md). But waking a sleeping thread costs 10 to 20 us on a shared VM, once to
+//    start a worker and once more when the caller, done with its own chunks, sleeps until the
+//    worker finishes; a training step runs a split matrix product every few hundred microseconds.
+//    So a worker that finishes a job polls for the next one for a while (100 us; GRAFT_SPIN_US,
+//    Note [Bounded spin]) before it sleeps, and the caller polls for its workers' last chunk for
+//    as long before it sleeps. Between jobs further apart than that, and after the last one, nothing spins.
+//    parallel_for still runs ranges under two grains inline, and the grains are sized so that one
 //    chunk is tens of microseconds of work at least.
 //  - Lazy. No thread exists until the first parallel_for that needs one; set_num_threads only
 //    records the count, and the next dispatch that sees a different count joins the old workers
@@ -39,7 +44,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -54,6 +61,48 @@
 namespace graft {
 namespace {
 
+// Note [Bounded spin]
+// How long a worker keeps polling for the next job after one, and how long the caller polls for
+// the workers' last chunk before sleeping on a condition variable. Long enough to bridge the serial
+// stretch between two split products of a training step (tens of microseconds: the small ops and
+// the graph bookkeeping between them), short enough that an idle pool costs nothing measurable:
+// at most this much CPU per job on each worker. Spinning executes `pause`, which on an SMT core
+// hands the issue slots to the sibling thread. GRAFT_SPIN_US in the environment sets it (0: sleep
+// at once, a fully passive pool), read once when the pool starts.
+std::chrono::microseconds spin_time() {
+  static const std::chrono::microseconds t = [] {
+    const char* env = std::getenv("GRAFT_SPIN_US");
+    if (!env || !*env) return std::chrono::microseconds(100);
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    return std::chrono::microseconds(end && *end == '\0' && v >= 0 && v <= 1000000 ? v : 100);
+  }();
+  return t;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Polls `ready` until it returns true or spin_time() has passed; returns its last answer.
+template <class P>
+bool spin_until(P&& ready) {
+  const auto spin = spin_time();
+  if (spin.count() == 0) return ready();
+  const auto deadline = std::chrono::steady_clock::now() + spin;
+  for (;;) {
+    for (int i = 0; i < 32; ++i) {
+      if (ready()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return ready();
+  }
+}
+
 // True on pool workers always, and on a caller while it runs a job: a parallel_for there is nested.
 thread_local bool t_in_parallel = false;
 
@@ -67,7 +116,9 @@ struct Job {
   std::atomic<int64_t> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;  // written once, by the thread that set `failed`
-  int attached = 0;          // workers inside this job; guarded by Pool::mutex
+  // Workers inside this job. Changed under Pool::mutex; the caller also polls it without the lock
+  // (Note [Bounded spin]) and then confirms it under the lock.
+  std::atomic<int> attached{0};
 
   Job(detail::RangeFn f, int64_t b, int64_t n, int64_t c) : fn(f), begin(b), base(n / c), extra(n % c), chunks(c) {}
 
@@ -98,7 +149,7 @@ class Pool {
     {
       std::lock_guard<std::mutex> lk(mutex_);
       job_ = &job;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
     const int64_t helpers = std::min<int64_t>(job.chunks - 1, static_cast<int64_t>(workers_.size()));
     if (helpers == static_cast<int64_t>(workers_.size())) wake_.notify_all();
@@ -107,8 +158,12 @@ class Pool {
     t_in_parallel = true;
     job.run_chunks();
     t_in_parallel = false;
+    // Every chunk has been taken; poll briefly for the workers still running one, then sleep. A
+    // worker may still attach after this saw 0 (it woke late and finds the job under the lock):
+    // the check under the lock below is the one that counts, and such a worker runs no chunk.
+    spin_until([&] { return job.attached.load(std::memory_order_acquire) == 0; });
     std::unique_lock<std::mutex> lk(mutex_);
-    done_.wait(lk, [&] { return job.attached == 0; });
+    done_.wait(lk, [&] { return job.attached.load(std::memory_order_relaxed) == 0; });
     job_ = nullptr;  // a worker that wakes from now on finds no job
   }
 
@@ -129,44 +184,50 @@ class Pool {
     if (!workers_.empty()) {
       {
         std::lock_guard<std::mutex> lk(mutex_);
-        stop_ = true;
+        stop_.store(true, std::memory_order_relaxed);
       }
       wake_.notify_all();
       for (std::thread& t : workers_) t.join();
       workers_.clear();
-      stop_ = false;  // every worker has exited, so no lock is needed
+      stop_.store(false, std::memory_order_relaxed);  // every worker has exited
     }
     workers_.reserve(static_cast<size_t>(n));
     uint64_t gen;
     {
       std::lock_guard<std::mutex> lk(mutex_);
-      gen = generation_;
+      gen = generation_.load(std::memory_order_relaxed);
     }
     for (int i = 0; i < n; ++i) workers_.emplace_back([this, gen] { worker_loop(gen); });
   }
 
   void worker_loop(uint64_t seen) {
     t_in_parallel = true;
-    std::unique_lock<std::mutex> lk(mutex_);
     for (;;) {
-      wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      // The next job is often a few microseconds away: poll for it before sleeping (Note [Bounded spin]).
+      spin_until([&] {
+        return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen;
+      });
+      std::unique_lock<std::mutex> lk(mutex_);
+      wake_.wait(lk, [&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_relaxed) != seen; });
+      if (stop_.load(std::memory_order_relaxed)) return;
+      seen = generation_.load(std::memory_order_relaxed);
       Job* job = job_;
       if (!job) continue;  // woke after that job had finished
-      ++job->attached;
+      job->attached.fetch_add(1, std::memory_order_relaxed);
       lk.unlock();
       job->run_chunks();
       lk.lock();
-      if (--job->attached == 0) done_.notify_one();
+      if (job->attached.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_one();
     }
   }
 
-  std::mutex mutex_;  // guards job_, generation_, stop_ and Job::attached
+  // mutex_ guards job_ and every change of generation_, stop_ and Job::attached; the atomics let
+  // the spinning threads read them without it.
+  std::mutex mutex_;
   std::condition_variable wake_, done_;
   Job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
   bool stopped_ = false;  // guarded by dispatch_mutex
   std::vector<std::thread> workers_;
 };
