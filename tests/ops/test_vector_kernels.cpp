@@ -175,6 +175,31 @@ TEST(VectorKernels, Gelu) {
               });
 }
 
+// The exact gelu's own region boundaries (Note [Fast float32 gelu]): every float around each point
+// where the exp's reduction step m = round(a^2 / (2 ln 2)) changes (|rho| is largest there), the
+// end of the rational fit (a = 13.25, results turning denormal near -13.2), the clamp at 14.8 and
+// the small |x| where y ~ x/2 (the largest errors of the sweep), on both signs.
+TEST(VectorKernels, GeluBoundaries) {
+  std::vector<float> xs;
+  auto around = [&](double c, int n) {
+    float v = static_cast<float>(c);
+    for (int i = 0; i < n; ++i) v = std::nextafter(v, -kInf);
+    for (int i = 0; i < 2 * n; ++i, v = std::nextafter(v, kInf)) xs.push_back(v), xs.push_back(-v);
+  };
+  for (int m = 1; m <= 160; ++m) around(std::sqrt((m - 0.5) * 2.0 * std::log(2.0)), 2000);
+  for (double c : {13.25, 13.2, 14.8}) around(c, 20000);
+  for (float v = 1e-4f; v < 2e-3f; v *= 1.0001f) xs.push_back(v), xs.push_back(-v);
+  expect_ulps(xs, floats(F::gelu(f32(xs))), ref_gelu, 6, "gelu boundaries");
+  for (float v : floats(F::gelu(f32({-14.8f, -14.81f, -20.0f, -1e30f})))) EXPECT_EQ(std::bit_cast<uint32_t>(v), 0x80000000u);
+  const std::vector<float> sp = floats(F::gelu(f32({kInf, -kInf, kNaN, 14.8f, 20.0f, 0.0f})));
+  EXPECT_EQ(sp[0], kInf);
+  EXPECT_TRUE(std::isnan(sp[1]));
+  EXPECT_TRUE(std::isnan(sp[2]));
+  EXPECT_EQ(sp[3], 14.8f);
+  EXPECT_EQ(sp[4], 20.0f);
+  EXPECT_EQ(sp[5], 0.0f);
+}
+
 TEST(VectorKernels, FusedBackward) {
   // Without create_graph the float32 backward of sigmoid and gelu runs the fused array kernels.
   const std::vector<float> xs = randoms(100003, -12.0f, 12.0f, 7);
