@@ -7,7 +7,7 @@
 // Tolerances: the transcendental kernels are compared in ulps of the correctly rounded float32
 // value (the distance on the ordered integer line, so a denormal's ulp is 2^-149): exp 2 ulp (the
 // float Horner evaluation, Note [Fast float32 exp]), sigmoid 4, gelu 6 (its error terms add up:
-// exp, the erfc fit at 2e-7, the products), backward 8. Arithmetic must be bit-exact (it is one
+// the rational fits, the Horner roundings, the products and the division; measured 5), backward 8. Arithmetic must be bit-exact (it is one
 // IEEE operation, and a double computation of it rounded to float is the same value). Sums use a
 // relative tolerance against the exact sum, chosen so that a naive sequential float loop fails it
 // (checked below).
@@ -173,6 +173,32 @@ TEST(VectorKernels, Gelu) {
                 const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
                 return std::isfinite(u) && x < 0 ? 3.0 * std::abs(2.0 * u) : 0.0;
               });
+}
+
+// The exact gelu's own region boundaries (Note [Fast float32 gelu]): every float around each point
+// where the exp's reduction step m = round(a^2 / (2 ln 2)) changes (|rho| is largest there), the
+// end of the rational fit (a = 13.25, results turning denormal near -13.2), the clamp at 14.8 and
+// the small |x| where y ~ x/2 (the largest errors of the sweep), on both signs.
+TEST(VectorKernels, GeluBoundaries) {
+  std::vector<float> xs;
+  auto around = [&](double c, int n) {
+    float v = static_cast<float>(c);
+    for (int i = 0; i < n; ++i) v = std::nextafter(v, -kInf);
+    for (int i = 0; i < 2 * n; ++i, v = std::nextafter(v, kInf)) xs.push_back(v), xs.push_back(-v);
+  };
+  for (int m = 1; m <= 160; ++m) around(std::sqrt((m - 0.5) * 2.0 * std::log(2.0)), 2000);
+  for (double c : {13.25, 13.2, 14.8}) around(c, 20000);
+  for (float v = 1e-4f; v < 2e-3f; v *= 1.0001f) xs.push_back(v), xs.push_back(-v);
+  expect_ulps(xs, floats(F::gelu(f32(xs))), ref_gelu, 6, "gelu boundaries");
+  for (float v : floats(F::gelu(f32({-14.8f, -14.81f, -20.0f, -1e30f}))))
+    EXPECT_EQ(std::bit_cast<uint32_t>(v), 0x80000000u);  // -0
+  const std::vector<float> sp = floats(F::gelu(f32({kInf, -kInf, kNaN, 14.8f, 20.0f, 0.0f})));
+  EXPECT_EQ(sp[0], kInf);
+  EXPECT_TRUE(std::isnan(sp[1]));
+  EXPECT_TRUE(std::isnan(sp[2]));
+  EXPECT_EQ(sp[3], 14.8f);
+  EXPECT_EQ(sp[4], 20.0f);
+  EXPECT_EQ(sp[5], 0.0f);
 }
 
 TEST(VectorKernels, FusedBackward) {
