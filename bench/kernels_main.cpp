@@ -3,7 +3,8 @@
 // matmul, OpenBLAS's cblas_sgemm called directly) in one process. Part of the suite that
 // bench/run_suite.sh runs; the cases are listed in kernels_common.h.
 //
-//   graft_kernels [--threads=1,2] [--reps=9] [--min_time=0.05] [--filter=SUBSTRING] [--json=FILE]
+//   graft_kernels [--threads=1,2] [--reps=9] [--min_time=0.05] [--settle_ms=150] [--filter=SUBSTRING]
+//                 [--json=FILE]
 //
 // For each thread count and case: every library builds its inputs (the same values), runs the
 // case once and the results are compared (a wrong set-up would otherwise go unnoticed); then, after
@@ -12,6 +13,11 @@
 // count before its block: graft::set_num_threads, torch::set_num_threads plus
 // openblas_set_num_threads (LibTorch's matrix products run on OpenBLAS's own pool), and
 // openblas_set_num_threads for the direct calls. The JSON holds every repetition's ms per run.
+// At more than one thread, each block starts after a pause of settle_ms: OpenBLAS's own threads
+// (which LibTorch's products and the direct calls use) spin for about 0.1 s after a call before
+// they sleep (OPENBLAS_THREAD_TIMEOUT), so without the pause a block that follows theirs runs
+// against two spinning threads on two cores. The pause gives every block, of every library, idle
+// cores to start on; each library's own threads start or wake inside its block, and are timed.
 #include <cblas.h>
 
 #include <algorithm>
@@ -23,6 +29,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_args.h"
@@ -91,6 +98,7 @@ int main(int argc, char** argv) {
   const auto a = parse_args(argc, argv);
   const int reps = std::atoi(arg_str(a, "reps", "9").c_str());
   const double min_time = std::atof(arg_str(a, "min_time", "0.05").c_str());
+  const int settle_ms = std::atoi(arg_str(a, "settle_ms", "150").c_str());
   const std::string filter = arg_str(a, "filter", "");
   std::vector<int> thread_counts;
   {
@@ -151,6 +159,7 @@ int main(int argc, char** argv) {
           const size_t i = (k + static_cast<size_t>(r)) % libs.size();
           Lib& l = libs[i];
           l.set_threads(threads);
+          if (threads > 1 && settle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
           const auto t0 = std::chrono::steady_clock::now();
           for (int it = 0; it < iters[i]; ++it) l.runner->run();
           ms[i].push_back(1e3 * seconds_since(t0) / iters[i]);

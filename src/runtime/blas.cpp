@@ -135,6 +135,13 @@ constexpr int64_t kBlockAlign = 16;
 
 void ensure_blas_ready() { std::call_once(blas_once, setup_blas); }
 
+void keep_blas_single_threaded() {
+  ensure_blas_ready();
+  if (openblas_get_num_threads() == 1) return;
+  openblas_set_num_threads(1);
+  if (blas_thread_shutdown_) blas_thread_shutdown_();  // its idle threads would spin for ~0.1 s
+}
+
 int blas_startup_threads() {
   ensure_blas_ready();
   return g_startup_threads;

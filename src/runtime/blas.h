@@ -15,6 +15,13 @@ void ensure_blas_ready();
 // single-threaded (Note [Splitting a matrix product] in blas.cpp).
 int blas_startup_threads();
 
+// Puts OpenBLAS back at one thread, and stops its threads, if other code in the process (LibTorch,
+// a direct openblas_set_num_threads) raised its count since: graft's products run on graft's pool,
+// and each of its threads calling a multi-threaded OpenBLAS would put OpenBLAS's spinning threads
+// on the same cores (2 x 2 threads on 2 cores ran a conv2d at half speed). Called by
+// set_num_threads; cheap when nothing changed.
+void keep_blas_single_threaded();
+
 // C (m, n) = alpha * op(A) @ op(B) + beta * C, row-major; op(A) is (m, k), op(B) is (k, n).
 // Sizes must fit a 32-bit BLAS integer (checked, naming `op`). k == 0 scales C by beta.
 template <class T>

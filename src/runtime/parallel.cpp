@@ -267,7 +267,7 @@ Pool& pool() {
 void set_num_threads(int n) {
   GRAFT_CHECK(n >= 1, "set_num_threads", "a thread count of at least 1", std::to_string(n),
               "pass 1 for single-threaded kernels");
-  runtime::ensure_blas_ready();
+  runtime::keep_blas_single_threaded();
   g_num_threads.store(n, std::memory_order_relaxed);
 }
 

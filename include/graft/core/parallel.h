@@ -16,7 +16,8 @@ namespace graft {
 // Like torch::set_num_threads: the number of threads graft's kernels (matrix products included)
 // may use (>= 1): the calling thread plus n - 1 pool workers. The default is OpenBLAS's start-up
 // count (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS, else the cores); OpenBLAS itself then runs
-// single-threaded and graft splits large matrix products over its own pool.
+// single-threaded and graft splits large matrix products over its own pool. If other code in the
+// process (LibTorch, say) has raised OpenBLAS's thread count, set_num_threads lowers it back to one.
 void set_num_threads(int n);
 int get_num_threads();
 
