@@ -183,5 +183,24 @@ TEST(Parallel, SetNumThreadsWhileAnotherThreadRunsJobs) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// OpenBLAS's own thread count (graft links OpenBLAS; its header is private to graft).
+extern "C" int openblas_get_num_threads(void);
+extern "C" void openblas_set_num_threads(int);
+
+TEST(Parallel, SetNumThreadsPutsOpenBlasBackAtOneThread) {
+  // Other code in the process (LibTorch) may raise OpenBLAS's count; graft's split products would
+  // then each run on a multi-threaded OpenBLAS, threads x threads on the cores.
+  ThreadCount keep;
+  set_num_threads(2);
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  openblas_set_num_threads(2);
+  set_num_threads(2);
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  // Products still right afterwards (a 2-thread split, as Note [Splitting a matrix product] cuts it).
+  const Tensor a = ones({256, 256}), b = full({256, 256}, 0.5);
+  EXPECT_EQ(mm(a, b).max().item<float>(), 128.0f);
+  EXPECT_EQ(mm(a, b).min().item<float>(), 128.0f);
+}
+
 }  // namespace
 }  // namespace graft::test
