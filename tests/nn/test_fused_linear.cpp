@@ -216,6 +216,28 @@ TEST(FusedLinear, OtherDtypesAndBroadcastBiasTakeTheTwoOps) {
   EXPECT_TRUE(equal(yb, unfused(x.detach().to(kBFloat16), w.to(kBFloat16), Tensor(), Act::ReLU)));
 }
 
+TEST(FusedLinear, EmptyBatchAndZeroInFeatures) {
+  for (Act a : kAllActs) {
+    SCOPED_TRACE(act_name(a));
+    // No rows: an empty output, and a zero bias gradient (an empty sum).
+    Tensor w = uniform_sample({3, 4}, 31, -1, 1).to(kFloat32).requires_grad_();
+    Tensor b = uniform_sample({3}, 32, -1, 1).to(kFloat32).requires_grad_();
+    const Tensor y0 = F::fused_linear(zeros({0, 4}), w, b, a);
+    EXPECT_EQ(y0.sizes().vec(), (std::vector<int64_t>{0, 3}));
+    y0.sum().backward();
+    EXPECT_TRUE(all_close(b.grad(), {0.0, 0.0, 0.0}, {3}, 0, 0));
+    EXPECT_TRUE(all_close(w.grad(), std::vector<double>(12, 0.0), {3, 4}, 0, 0));
+    // No input features: the product is 0, so y = act(b) in every row.
+    const Tensor bias = uniform_sample({3}, 33, -1, 1);
+    const std::vector<double> bv = values(bias);
+    std::vector<double> ref;
+    for (int r = 0; r < 2; ++r)
+      for (double v : bv) ref.push_back(act_ref(a, v));
+    EXPECT_TRUE(all_close(F::fused_linear(zeros({2, 0}, kFloat64), zeros({3, 0}, kFloat64), bias, a), ref, {2, 3},
+                          1e-15, 1e-15));
+  }
+}
+
 TEST(FusedLinear, BadShapesThrowAGraftError) {
   const Tensor w = zeros({3, 4});
   EXPECT_TRUE(throws_error([&] { F::fused_linear(zeros({2, 5}), w, Tensor(), Act::ReLU); },
