@@ -234,7 +234,9 @@ void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
   const std::string op = std::string(name()) + ".add_param_group";
   std::unique_ptr<OptimizerOptions> options =
       param_group.has_options() ? param_group.options().clone() : defaults_->clone();
-  GRAFT_CHECK(typeid(*options) == typeid(*defaults_), op,
+  const OptimizerOptions& given = *options;  // typeid of a plain reference (clang warns on *ptr)
+  const OptimizerOptions& own = *defaults_;
+  GRAFT_CHECK(typeid(given) == typeid(own), op,
               std::string("options of this optimiser (") + defaults_->optimizer_name() + "Options)",
               std::string("options of ") + options->optimizer_name(), "give each group the optimiser's own options type");
   options->validate();
