@@ -548,12 +548,6 @@ Tensor unfused_activation(const Tensor& y, nn::functional::FusedActivation a) {
   return y;
 }
 
-// f.template operator()<T>() for float32 or float64.
-template <class F>
-void float_or_double(DType dt, F&& f) {
-  if (dt == kFloat32) f.template operator()<float>();
-  else f.template operator()<double>();
-}
 }  // namespace
 
 Tensor nn::functional::fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bias,
@@ -577,7 +571,7 @@ Tensor nn::functional::fused_linear(const Tensor& input, const Tensor& weight, c
   {
     NoGradGuard ng;
     const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
-    float_or_double(dt, [&]<class T>() {
+    kernels::dispatch_floating(dt, "fused_linear", [&]<class T>() {
       gemm<T>(1, rows, out, in, T(1), x.detach(), weight.detach().t(), T(0), y.data_ptr<T>(), "fused_linear");
       kernels::bias_activation<T>(kind.kernel, y.data_ptr<T>(), b.defined() ? b.data_ptr<T>() : nullptr,
                                   z.defined() ? z.data_ptr<T>() : nullptr, rows, out);
@@ -609,7 +603,7 @@ Tensor nn::functional::fused_linear(const Tensor& input, const Tensor& weight, c
         const int64_t r = s.size(0), c = s.size(1);
         gz = make_empty({r, c}, s.dtype());
         if (need_b) gb = make_empty({c}, s.dtype());
-        float_or_double(s.dtype(), [&]<class T>() {
+        kernels::dispatch_floating(s.dtype(), kind.node, [&]<class T>() {
           kernels::activation_backward<T>(kind.kernel, gc.data_ptr<T>(), s.data_ptr<T>(), gz.data_ptr<T>(),
                                           gb.defined() ? gb.data_ptr<T>() : nullptr, r, c);
         });
