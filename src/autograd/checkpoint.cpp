@@ -60,7 +60,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "graft/autograd/engine.h"
+#include "graft/engine/engine.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/autograd/node.h"
 #include "graft/core/error.h"

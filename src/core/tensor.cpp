@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "graft/autograd/engine.h"
+#include "graft/engine/engine.h"
 #include "graft/autograd/node.h"
 #include "graft/core/error.h"
 #include "graft/core/half.h"

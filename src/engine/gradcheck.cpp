@@ -1,11 +1,11 @@
 // gradcheck / gradgradcheck: analytical Jacobian (one backward per output element) against the
 // central finite-difference Jacobian (two forwards per input element), in float64.
-#include "graft/autograd/gradcheck.h"
+#include "graft/engine/gradcheck.h"
 
 #include <cmath>
 #include <sstream>
 
-#include "graft/autograd/engine.h"
+#include "graft/engine/engine.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"

@@ -14,7 +14,7 @@
 // Backward formulas may return a gradient in the broadcast shape of the output; the engine sums it
 // down to the input's shape (in ONE place, here), casts it to the input's dtype, and rejects a shape
 // that cannot be summed down, naming the node and the input index.
-#include "graft/autograd/engine.h"
+#include "graft/engine/engine.h"
 
 #include <queue>
 #include <unordered_map>
