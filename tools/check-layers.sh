@@ -7,12 +7,14 @@
 #   layer 1  runtime, kernels     include/graft/runtime, src/runtime, src/kernels
 #   layer 2  autograd             include/graft/autograd, src/autograd
 #   layer 3  ops                  include/graft/ops, src/ops
-#   layer 4  nn                   include/graft/nn, src/nn
-#   layer 5  optim                include/graft/optim, src/optim
-#   layer 6  data, io             include/graft/{data,io}, src/{data,io}
-#   layer 7  amp, diagnostics,    include/graft/{amp,diagnostics,utils}, src/{amp,diagnostics,utils}
+#   layer 4  engine               include/graft/engine, src/engine (backward, grad, gradcheck: the
+#                                 engine sums and casts gradients with ops, so it sits above them)
+#   layer 5  nn                   include/graft/nn, src/nn
+#   layer 6  optim                include/graft/optim, src/optim
+#   layer 7  data, io             include/graft/{data,io}, src/{data,io}
+#   layer 8  amp, diagnostics,    include/graft/{amp,diagnostics,utils}, src/{amp,diagnostics,utils}
 #            utils (checkpoint)
-#   layer 8  apps                 apps/, include/graft/graft.h (the umbrella header)
+#   layer 9  apps                 apps/, include/graft/graft.h (the umbrella header)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,11 +24,12 @@ layer_of_area() {
     runtime|kernels) echo 1 ;;
     autograd) echo 2 ;;
     ops) echo 3 ;;
-    nn) echo 4 ;;
-    optim) echo 5 ;;
-    data|io) echo 6 ;;
-    amp|diagnostics|utils) echo 7 ;;
-    apps) echo 8 ;;
+    engine) echo 4 ;;
+    nn) echo 5 ;;
+    optim) echo 6 ;;
+    data|io) echo 7 ;;
+    amp|diagnostics|utils) echo 8 ;;
+    apps) echo 9 ;;
     *) echo "" ;;
   esac
 }

@@ -3,7 +3,7 @@
 
 #include "graft/amp/autocast.h"
 #include "graft/amp/grad_scaler.h"
-#include "graft/autograd/checkpoint.h"
+#include "graft/utils/checkpoint.h"
 #include "graft/engine/engine.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/engine/gradcheck.h"

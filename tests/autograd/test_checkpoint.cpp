@@ -1,4 +1,4 @@
-// Activation checkpointing (graft/autograd/checkpoint.h): gradients equal the plain run's, dropout
+// Activation checkpointing (graft/utils/checkpoint.h): gradients equal the plain run's, dropout
 // masks replay, BatchNorm statistics move once, the generator ends where it would without
 // checkpointing, the peak memory drops, and misuse is reported.
 //

@@ -1,4 +1,5 @@
-// Thread-local autograd switches: NoGradGuard, EnableGradGuard, InferenceMode, DetectAnomalyGuard.
+// Thread-local autograd switches: NoGradGuard, EnableGradGuard, InferenceMode, DetectAnomalyGuard,
+// CheckpointRecomputeGuard.
 #pragma once
 
 namespace graft {
@@ -61,6 +62,23 @@ class DetectAnomalyGuard {
   ~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_); }
   DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
   DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// True while a checkpoint recomputes its segment in backward (and during a plan's probe) on this
+// thread. Modules with state that forward updates (BatchNorm's running statistics) check it so
+// that the update happens once.
+bool is_checkpoint_recompute();
+
+// Sets is_checkpoint_recompute() for a scope (restores the previous value after).
+class CheckpointRecomputeGuard {
+ public:
+  CheckpointRecomputeGuard();
+  ~CheckpointRecomputeGuard();
+  CheckpointRecomputeGuard(const CheckpointRecomputeGuard&) = delete;
+  CheckpointRecomputeGuard& operator=(const CheckpointRecomputeGuard&) = delete;
 
  private:
   bool prev_;

@@ -21,7 +21,7 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
 namespace detail {
 // What the backward pass running on this thread was asked for; null outside the engine. A node
 // that runs a backward pass of its own inside apply() (checkpointing, Note [Checkpointing] in
-// src/autograd/checkpoint.cpp) reads it to run the same kind of pass: accumulate into every leaf,
+// src/utils/checkpoint.cpp) reads it to run the same kind of pass: accumulate into every leaf,
 // only into backward(inputs=...)'s leaves, or into no .grad at all (grad()).
 struct BackwardPassInfo {
   bool create_graph = false;

@@ -1,7 +1,6 @@
 // BatchNorm1d, BatchNorm2d, LayerNorm.
 #include "graft/nn/modules/normalization.h"
 
-#include "graft/autograd/checkpoint.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/nn/init.h"
@@ -46,7 +45,7 @@ Tensor BatchNormImplBase<Derived>::forward(const Tensor& input) {
   const bool training = this->is_training();
   // A checkpointed segment's forward runs twice (forward, then recompute in backward): the running
   // statistics and the batch counter move only in the first run (Note [Checkpointing] in
-  // src/autograd/checkpoint.cpp). The recompute still normalises with the batch statistics.
+  // src/utils/checkpoint.cpp). The recompute still normalises with the batch statistics.
   const bool update_stats =
       training && options.track_running_stats() && !autograd::is_checkpoint_recompute();
   // PyTorch's exponential_average_factor: momentum, or 1 / num_batches_tracked without one.

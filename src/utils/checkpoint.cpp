@@ -52,9 +52,9 @@
 // storage use counts tell whether the module's graph holds its input and its output. In a recorded
 // chain, the activation between modules i and i+1 is kept iff module i keeps its output or module
 // i+1 keeps its input (Linear -> Tanh: neither, the Linear output is a temporary; Tanh -> Linear:
-// both). The formula is in graft/autograd/checkpoint.h. The probe runs as a recompute (running
+// both). The formula is in graft/utils/checkpoint.h. The probe runs as a recompute (running
 // statistics untouched) and restores the generator, so planning changes no state.
-#include "graft/autograd/checkpoint.h"
+#include "graft/utils/checkpoint.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -69,19 +69,6 @@
 #include "graft/nn/modules/container.h"
 
 namespace graft {
-
-namespace autograd {
-
-namespace {
-thread_local bool recomputing = false;
-}  // namespace
-
-bool is_checkpoint_recompute() { return recomputing; }
-
-CheckpointRecomputeGuard::CheckpointRecomputeGuard() : prev_(recomputing) { recomputing = true; }
-CheckpointRecomputeGuard::~CheckpointRecomputeGuard() { recomputing = prev_; }
-
-}  // namespace autograd
 
 namespace {
 

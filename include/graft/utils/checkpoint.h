@@ -9,7 +9,7 @@
 //   graft::Tensor out = graft::checkpoint_sequential(model, 4, x);         // nn::Sequential in 4 runs
 //   graft::Tensor out2 = graft::checkpoint_sequential(model, graft::CheckpointBudget{64 << 20}, x);
 //
-// What checkpoint(fn, inputs) does (Note [Checkpointing] in src/autograd/checkpoint.cpp):
+// What checkpoint(fn, inputs) does (Note [Checkpointing] in src/utils/checkpoint.cpp):
 // - forward: runs fn under NoGradGuard, so none of fn's activations are kept; the node
 //   "CheckpointBackward0" keeps the inputs (as saved tensors: changing one in place before backward
 //   is an error, as for any op) and the default generator's state.
@@ -94,7 +94,7 @@ struct CheckpointBudget {
 
 // The measurements behind a plan, and the segment count chosen.
 //
-// Estimate (Note [Checkpoint budget] in src/autograd/checkpoint.cpp): one probing forward runs each
+// Estimate (Note [Checkpoint budget] in src/utils/checkpoint.cpp): one probing forward runs each
 // module on its own with grad mode on and measures, with graft::memory::stats(),
 //   extra[i]        bytes module i's graph keeps besides its input and output (internal activations);
 //   out[i]          bytes of module i's output, when it is a new storage (0 for views and in-place);
@@ -133,24 +133,4 @@ CheckpointPlan plan_checkpoint_sequential(const nn::Sequential& seq, CheckpointB
 Tensor checkpoint_sequential(nn::SequentialImpl& seq, CheckpointBudget budget, const Tensor& input);
 Tensor checkpoint_sequential(const nn::Sequential& seq, CheckpointBudget budget, const Tensor& input);
 
-namespace autograd {
-
-// True while a checkpoint recomputes its segment in backward (and during a plan's probe) on this
-// thread. Modules with state that forward updates (BatchNorm's running statistics) check it so
-// that the update happens once.
-bool is_checkpoint_recompute();
-
-// Sets is_checkpoint_recompute() for a scope (restores the previous value after).
-class CheckpointRecomputeGuard {
- public:
-  CheckpointRecomputeGuard();
-  ~CheckpointRecomputeGuard();
-  CheckpointRecomputeGuard(const CheckpointRecomputeGuard&) = delete;
-  CheckpointRecomputeGuard& operator=(const CheckpointRecomputeGuard&) = delete;
-
- private:
-  bool prev_;
-};
-
-}  // namespace autograd
 }  // namespace graft
