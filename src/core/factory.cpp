@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "../kernels/dispatch.h"
-#include "graft/autograd/grad_mode.h"
 #include "graft/core/memory.h"
 
 namespace graft {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "graft/autograd/node.h"
+#include "core/autograd_interface.h"
 #include "graft/core/half.h"
 #include "graft/core/tensor.h"
 
@@ -260,7 +260,7 @@ std::string Tensor::toString() const {
     const Formatter f(reader, offsets);
     body = p.tensor_str(0, 0, indent, f);
   }
-  if (grad_fn()) suffixes.push_back(std::string("grad_fn=<") + grad_fn()->name() + ">");
+  if (const char* fn = detail::grad_fn_name(*this)) suffixes.push_back(std::string("grad_fn=<") + fn + ">");
   else if (requires_grad()) suffixes.push_back("requires_grad=True");
   return add_suffixes(prefix + body, suffixes, indent);
 }

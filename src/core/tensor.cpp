@@ -1,25 +1,14 @@
-// TensorImpl and the Tensor handle's metadata and autograd accessors.
+// TensorImpl and the Tensor handle's metadata. Tensor's autograd methods are declared in tensor.h
+// with the rest of the class and defined in the layer they use: src/autograd/tensor_autograd.cpp
+// (requires_grad, grad, hooks, detach, and TensorImpl's destructor, which destroys AutogradMeta),
+// src/engine/tensor_backward.cpp (backward, retain_grad) and src/ops/tensor_methods.cpp (the ops).
 #include "graft/core/small_object_pool.h"
 #include "graft/core/tensor.h"
 
-#include <atomic>
-
-#include "graft/engine/engine.h"
-#include "graft/autograd/node.h"
 #include "graft/core/error.h"
 #include "graft/core/half.h"
 
 namespace graft {
-
-TensorImpl::TensorImpl(std::shared_ptr<Storage> st, int64_t off, IntArrayRef sz, IntArrayRef strd, DType dt)
-    : storage(std::move(st)), offset(off), sizes(sz), strides(strd), numel(numel_of(sz)), dtype(dt) {}
-
-TensorImpl::~TensorImpl() = default;
-
-autograd::AutogradMeta& TensorImpl::autograd_meta() {
-  if (!autograd) autograd = std::make_unique<autograd::AutogradMeta>();
-  return *autograd;
-}
 
 bool TensorImpl::is_contiguous() const {
   int64_t expected = 1;
@@ -83,126 +72,5 @@ template double Tensor::item<double>() const;
 template int64_t Tensor::item<int64_t>() const;
 template int Tensor::item<int>() const;
 template bool Tensor::item<bool>() const;
-
-// ---- autograd ----
-
-bool Tensor::requires_grad() const {
-  const auto& a = impl().autograd;
-  return a && (a->requires_grad || a->grad_fn);
-}
-
-Tensor& Tensor::requires_grad_(bool r) {
-  set_requires_grad(r);
-  return *this;
-}
-
-const Tensor& Tensor::set_requires_grad(bool r) const {
-  auto& i = impl();
-  if (!r && !i.autograd) return *this;
-  GRAFT_CHECK(!i.autograd || !i.autograd->grad_fn, "requires_grad_",
-              "a leaf tensor (one not produced by a recorded op)",
-              std::string("a non-leaf tensor with grad_fn ") + (i.autograd ? i.autograd->grad_fn->name() : ""),
-              "call .detach() to get a leaf, then requires_grad_() on it");
-  GRAFT_CHECK(!r || is_floating_point(), "requires_grad_", "a floating-point tensor",
-              std::string("a ") + dtype_name(dtype()) + " tensor",
-              "only floating-point tensors can require gradients; convert with .to(graft::kFloat32)");
-  i.autograd_meta().requires_grad = r;
-  return *this;
-}
-
-bool Tensor::is_leaf() const {
-  const auto& a = impl().autograd;
-  return !a || !a->grad_fn;
-}
-
-const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
-  static const std::shared_ptr<autograd::Node> none;
-  const auto& a = impl().autograd;
-  return a ? a->grad_fn : none;
-}
-
-const Tensor& Tensor::grad() const {
-  static const Tensor none;
-  const auto& a = impl().autograd;
-  return a ? a->grad : none;
-}
-
-Tensor& Tensor::mutable_grad() { return impl().autograd_meta().grad; }
-
-void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
-                      const TensorList& inputs) const {
-  autograd::backward({*this}, {gradient}, retain_graph, create_graph, inputs);
-}
-
-void Tensor::retain_grad() const {
-  GRAFT_CHECK(requires_grad(), "retain_grad", "a tensor that requires grad", "one that does not",
-              "retain_grad() only makes sense on tensors that take part in autograd");
-  if (is_leaf()) return;  // leaves keep their .grad anyway
-  auto& meta = impl().autograd_meta();
-  if (meta.retains_grad) return;
-  meta.retains_grad = true;
-  std::weak_ptr<TensorImpl> weak = impl_;
-  meta.grad_fn->retain_grad_hook = [weak](const Tensor& g) {
-    auto t = weak.lock();
-    if (!t || !g.defined()) return;
-    auto& m = t->autograd_meta();
-    if (!m.grad.defined()) m.grad = g.clone().detach();
-    else m.grad = m.grad + g.detach();
-  };
-}
-
-bool Tensor::retains_grad() const {
-  const auto& a = impl().autograd;
-  return a && a->retains_grad;
-}
-
-Tensor Tensor::detach() const {
-  auto& i = impl();
-  auto out = std::allocate_shared<TensorImpl>(graft::detail::PoolAllocator<TensorImpl>(), i.storage, i.offset, i.sizes, i.strides, i.dtype);
-  out->is_view = true;
-  return Tensor(std::move(out));
-}
-
-Tensor& Tensor::detach_() {
-  auto& i = impl();
-  GRAFT_CHECK(!i.is_view || is_leaf(), "detach_", "a tensor that is not a view of another recorded tensor",
-              "a view with grad_fn", "use .detach() (out of place) instead");
-  if (i.autograd) {
-    i.autograd->grad_fn.reset();
-    i.autograd->requires_grad = false;
-  }
-  return *this;
-}
-
-HookHandle Tensor::register_hook_impl(std::function<Tensor(const Tensor&)> hook) const {
-  GRAFT_CHECK(requires_grad(), "register_hook", "a tensor that requires grad", "one that does not",
-              "hooks run during backward, which this tensor takes no part in; call requires_grad_() first");
-  static std::atomic<unsigned> next_id{1};
-  const unsigned id = next_id++;
-  if (is_leaf()) {
-    impl().autograd_meta().hooks.emplace_back(id, std::move(hook));
-    std::weak_ptr<TensorImpl> weak = impl_;
-    return HookHandle(id, [weak, id] {
-      if (auto t = weak.lock()) {
-        auto& hs = t->autograd_meta().hooks;
-        std::erase_if(hs, [id](const auto& p) { return p.first == id; });
-      }
-    });
-  }
-  const auto& fn = grad_fn();
-  const unsigned nid = fn->add_pre_hook(std::move(hook));
-  std::weak_ptr<autograd::Node> weak = fn;
-  return HookHandle(nid, [weak, nid] {
-    if (auto n = weak.lock()) n->remove_pre_hook(nid);
-  });
-}
-
-void Tensor::remove_hook(unsigned id) const {
-  if (is_leaf()) {
-    if (impl().autograd) std::erase_if(impl().autograd->hooks, [id](const auto& p) { return p.first == id; });
-  } else {
-    grad_fn()->remove_pre_hook(id);
-  }
-}
 
 }  // namespace graft
