@@ -20,9 +20,9 @@
 
 #include "../kernels/dispatch.h"
 #include "../kernels/im2col.h"
-#include "amp/autocast_internal.h"
+#include "ops/autocast_internal.h"
 #include "graft/core/memory.h"
-#include "graft/core/parallel.h"
+#include "graft/runtime/parallel.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -274,7 +274,7 @@ Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams& 
   return gw;
 }
 
-// ---- lower precision convolution (Note [Autocast] in graft/amp/autocast.h) ----
+// ---- lower precision convolution (Note [Autocast] in graft/ops/autocast.h) ----
 // conv(x, w) + b in dtype h: every operand rounded to h, the float32 kernel on the rounded values,
 // the result rounded to h. Backward: the float32 ops of Note [Convolution backward as ops] on the
 // rounded operands (re-rounded from what was saved), returning float32 gradients.

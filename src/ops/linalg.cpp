@@ -15,7 +15,7 @@
 
 #include "../kernels/dispatch.h"
 #include "../kernels/linear_epilogue.h"
-#include "amp/autocast_internal.h"
+#include "ops/autocast_internal.h"
 #include "graft/core/memory.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
@@ -163,7 +163,7 @@ Tensor mm_kernel(const Tensor& a, const Tensor& b, const char* op, const Tensor&
   return out;
 }
 
-// ---- lower precision products (Note [Autocast] in graft/amp/autocast.h) ----
+// ---- lower precision products (Note [Autocast] in graft/ops/autocast.h) ----
 //
 // Note [Lower precision gemm in panels]
 // OpenBLAS has no bfloat16 gemm here, so the operands are rounded to h and widened to float32 for

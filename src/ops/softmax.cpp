@@ -9,7 +9,7 @@
 #include "../kernels/dispatch.h"
 #include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
-#include "graft/amp/autocast.h"
+#include "graft/ops/autocast.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"

@@ -1,4 +1,4 @@
-// Autocast (Note [Autocast] in graft/amp/autocast.h): the guard's state, the lower precision
+// Autocast (Note [Autocast] in graft/ops/autocast.h): the guard's state, the lower precision
 // products against float64 references computed from the rounded operands (forward and backward,
 // double backward, finite differences for conv2d), what is saved, and the errors.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Helpers of the lower precision ops (Note [Autocast] in graft/amp/autocast.h), used by
+// Helpers of the lower precision ops (Note [Autocast] in graft/ops/autocast.h), used by
 // src/ops/linalg.cpp, src/ops/conv.cpp and src/ops/softmax.cpp.
 #pragma once
 

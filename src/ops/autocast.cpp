@@ -1,10 +1,10 @@
 // Autocast state and the helpers of the lower precision ops (Note [Autocast] in
-// graft/amp/autocast.h). The ops themselves live with their families (linalg.cpp, conv.cpp).
-#include "graft/amp/autocast.h"
+// graft/ops/autocast.h). The ops themselves live with their families (linalg.cpp, conv.cpp).
+#include "graft/ops/autocast.h"
 
 #include "../kernels/dispatch.h"
 #include "../kernels/loops.h"
-#include "amp/autocast_internal.h"
+#include "ops/autocast_internal.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/autograd/node.h"
 #include "graft/core/error.h"
