@@ -1,7 +1,7 @@
 // The one include graft users need.
 #pragma once
 
-#include "graft/amp/autocast.h"
+#include "graft/ops/autocast.h"
 #include "graft/amp/grad_scaler.h"
 #include "graft/utils/checkpoint.h"
 #include "graft/engine/engine.h"
@@ -16,7 +16,7 @@
 #include "graft/core/half.h"
 #include "graft/core/memory.h"
 #include "graft/core/ordered_dict.h"
-#include "graft/core/parallel.h"
+#include "graft/runtime/parallel.h"
 #include "graft/core/scalar.h"
 #include "graft/core/shape.h"
 #include "graft/core/tensor.h"
@@ -28,6 +28,7 @@
 #include "graft/diagnostics/grad_monitor.h"
 #include "graft/diagnostics/graph_leaks.h"
 #include "graft/diagnostics/memory_plan.h"
+#include "graft/io/file.h"
 #include "graft/io/safetensors.h"
 #include "graft/nn/functional.h"
 #include "graft/nn/init.h"

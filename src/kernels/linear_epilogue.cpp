@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "graft/core/parallel.h"
+#include "graft/runtime/parallel.h"
 
 #include "tanh_f32.h"
 #include "vec_f32.h"

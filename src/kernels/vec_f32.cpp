@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "graft/core/parallel.h"
+#include "graft/runtime/parallel.h"
 
 #include "vector_clones.h"
 

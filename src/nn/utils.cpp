@@ -11,7 +11,7 @@
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
-#include "graft/core/parallel.h"
+#include "graft/runtime/parallel.h"
 #include "graft/ops/ops.h"
 #include "graft/optim/optimizer.h"
 

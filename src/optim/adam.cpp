@@ -2,7 +2,7 @@
 #include "graft/optim/adam.h"
 
 #include "graft/optim/adamw.h"
-#include "graft/core/parallel.h"
+#include "graft/runtime/parallel.h"
 #include "update.h"
 
 namespace graft::optim {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "graft/core/parallel.h"
+#include "graft/runtime/parallel.h"
 #include "update.h"
 
 namespace graft::optim {

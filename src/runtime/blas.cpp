@@ -41,7 +41,7 @@
 #include <type_traits>
 
 #include "graft/core/error.h"
-#include "graft/core/parallel.h"
+#include "graft/runtime/parallel.h"
 
 // OpenBLAS's dynamic-architecture entry points (exported by Debian's DYNAMIC_ARCH builds). Weak, so
 // an OpenBLAS without them links too; then graft keeps whatever core OpenBLAS chose.

@@ -1,5 +1,5 @@
 // The one place graft calls BLAS: configures OpenBLAS once (Note [OpenBLAS core type] in
-// graft/core/parallel.h) and wraps cblas_?gemm with graft's checks.
+// graft/runtime/parallel.h) and wraps cblas_?gemm with graft's checks.
 #pragma once
 
 #include <cstdint>

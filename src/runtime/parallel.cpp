@@ -1,5 +1,5 @@
 // graft's thread pool: parallel_for's implementation and the thread count (see
-// include/graft/core/parallel.h).
+// include/graft/runtime/parallel.h).
 //
 // Note [graft's thread pool]
 // One pool per process, of get_num_threads() - 1 workers; the thread that calls parallel_for runs a
@@ -55,7 +55,7 @@
 #include <vector>
 
 #include "graft/core/error.h"
-#include "graft/core/parallel.h"
+#include "graft/runtime/parallel.h"
 #include "runtime/blas.h"
 
 namespace graft {
