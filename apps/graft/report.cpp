@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "graft/core/error.h"
-#include "io/file_util.h"
+#include "graft/io/file.h"
 
 namespace graft::cli {
 namespace {
@@ -333,8 +333,7 @@ std::string render_report(const std::vector<std::string>& log_lines, const std::
 void write_report_lines(const std::vector<std::string>& log_lines, const std::string& html_path,
                         const std::string& title) {
   const std::string page = render_report(log_lines, title);
-  io::detail::write_file_atomically(html_path, "graft report",
-                                    [&](io::detail::Writer& w) { w.write(page.data(), page.size()); });
+  io::write_file_atomically(html_path, page, "graft report");
 }
 
 void write_report(const std::string& log_path, const std::string& html_path) {

@@ -1,5 +1,6 @@
 // Reading whole files or ranges of them, and atomic writes (temporary file + fsync + rename).
 #include "io/file_util.h"
+#include "graft/io/file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -192,3 +193,11 @@ void write_file_atomically(const std::string& path, const std::string& op,
 void set_write_failure_after_bytes(int64_t n) { g_fail_after.store(n); }
 
 }  // namespace graft::io::detail
+
+namespace graft::io {
+
+void write_file_atomically(const std::string& path, std::string_view contents, const std::string& op) {
+  detail::write_file_atomically(path, op, [&](detail::Writer& w) { w.write(contents.data(), contents.size()); });
+}
+
+}  // namespace graft::io
