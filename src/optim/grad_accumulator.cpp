@@ -9,7 +9,6 @@
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/nn/module.h"
-#include "graft/nn/modules/normalization.h"
 #include "graft/nn/utils.h"
 
 namespace graft::optim {
@@ -17,10 +16,6 @@ namespace graft::optim {
 namespace {
 
 constexpr const char* kOp = "GradAccumulator";
-
-bool is_batch_norm(const nn::Module& m) {
-  return m.as<nn::BatchNorm1dImpl>() != nullptr || m.as<nn::BatchNorm2dImpl>() != nullptr;
-}
 
 }  // namespace
 
@@ -44,7 +39,7 @@ void GradAccumulator::check_batch_norm() {
   std::string found;
   for (const auto& item : model_->named_modules()) {
     const std::string& name = item.key();
-    if (item.value()->is_training() && is_batch_norm(*item.value())) {
+    if (item.value()->uses_batch_statistics()) {
       found += (found.empty() ? "" : ", ") + (name.empty() ? std::string("<the model itself>") : name);
     }
   }

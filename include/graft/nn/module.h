@@ -157,6 +157,10 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void train(bool on = true);  // this module and every submodule
   void eval() { train(false); }
   virtual bool is_training() const noexcept { return is_training_; }
+  // True when this module's forward, as configured now, mixes the samples of a batch (BatchNorm in
+  // train mode normalises with the batch's statistics), so that micro-batches do not add up to the
+  // big batch. optim::GradAccumulator asks every module of a model (not a type test across layers).
+  virtual bool uses_batch_statistics() const noexcept { return false; }
 
   // fn(module) on this module and then every submodule, depth first (LibTorch's order).
   void apply(const ModuleApplyFunction& fn);

@@ -38,6 +38,7 @@ class BatchNormImplBase : public Cloneable<Derived> {
   void reset_parameters();
   Tensor forward(const Tensor& input);
   std::string extra_repr() const override;
+  bool uses_batch_statistics() const noexcept override { return this->is_training(); }
 
   BatchNormOptions options;
   Tensor weight, bias;                                      // undefined unless affine
