@@ -1,5 +1,5 @@
-// Copies and conversions (clone, to, contiguous, copy_, fill_, zero_), dtype promotion, and the
-// machinery shared by every in-place op.
+// Copies and conversions (clone, to, contiguous, copy_, fill_, zero_) and the machinery shared by
+// every in-place op.
 //
 // Note [In-place ops]
 // Without autograd recording, an in-place op runs its kernel straight into the tensor's memory and
@@ -42,23 +42,6 @@ void copy_into(Tensor& dst, const Tensor& src) {
       kernels::assign<D, S>(dst, [](S v) { return kernels::convert<D>(v); }, src);
     });
   });
-}
-
-DType result_type(const Tensor& a, const Tensor& b) {
-  auto category = [](DType t) { return t == kBool ? 0 : (t == kInt64 ? 1 : 2); };
-  const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
-  if (a0 == b0) return promote_types(a.dtype(), b.dtype());
-  const Tensor& dimmed = a0 ? b : a;
-  const Tensor& zero = a0 ? a : b;
-  if (category(zero.dtype()) > category(dimmed.dtype())) return promote_types(dimmed.dtype(), zero.dtype());
-  return dimmed.dtype();
-}
-
-DType result_type(const Tensor& a, const Scalar& s) {
-  const DType t = a.dtype();
-  if (s.is_floating_point() && !is_floating_point(t)) return kFloat32;
-  if (s.is_integral() && t == kBool) return kInt64;
-  return t;
 }
 
 Tensor scalar_to_tensor(const Scalar& s, DType dtype) { return full({}, s, dtype); }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/type_promotion.h"
 #include "graft/autograd/node.h"
 #include "graft/core/factory.h"
 #include "graft/ops/ops.h"
@@ -20,9 +21,6 @@ namespace detail {
 // dst[...] = src broadcast to dst's shape, converting dtypes. No autograd, no version bump.
 void copy_into(Tensor& dst, const Tensor& src);
 
-// PyTorch's type promotion for a binary op: dimensioned tensors outrank 0-dim ones of the same
-// category (bool < integer < floating); a 0-dim tensor of a higher category wins.
-DType result_type(const Tensor& a, const Tensor& b);
 // The input gradients of four activations, as their backward nodes compute them: one fused pass
 // without create_graph, differentiable graft ops with it (elementwise.cpp). s is what each node
 // saves: the output y (relu, sigmoid, tanh) or the input x (gelu). Shared with fused_linear.
@@ -31,9 +29,6 @@ Tensor sigmoid_backward(const Tensor& g, const Tensor& y);
 Tensor tanh_backward(const Tensor& g, const Tensor& y);
 Tensor gelu_backward(const Tensor& g, const Tensor& s, bool use_tanh);
 
-// Tensor with a Python-style scalar: the scalar only matters when its category is higher
-// (int tensor * 2.5 -> float32; float32 tensor * 2.5 -> float32).
-DType result_type(const Tensor& a, const Scalar& s);
 
 // A 0-dim tensor holding s.
 Tensor scalar_to_tensor(const Scalar& s, DType dtype);
