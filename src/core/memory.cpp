@@ -103,7 +103,7 @@ void record(Event::Action action, int64_t bytes, Category cat, Category from) {
 // An intrusive doubly-linked list through Storage::saved_link: linking and unlinking allocate
 // nothing and cost a few stores under an uncontended lock (a hash map here cost a heap node per
 // saved tensor on every recorded op).
-using SavedEntry = Storage::SavedLink;
+using SavedEntry = graft::detail::SavedLink;
 struct SavedRegistry {
   std::mutex mutex;
   Storage* head = nullptr;

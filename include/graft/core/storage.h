@@ -29,6 +29,25 @@ class Allocator {
 // The CPU allocator in use (64-byte aligned blocks).
 Allocator* cpu_allocator();
 
+struct Storage;
+
+namespace detail {
+// Internal bookkeeping of the memory registry (src/core/memory.cpp), not part of graft's API. While
+// a storage is saved for backward (saved_count > 0): how the first saver described its bytes, for
+// memory::largest_saved_activations, and the links of the registry's intrusive list of saved
+// storages, so that saving a tensor allocates nothing. All six are guarded by the registry's lock.
+// It sits in this public header only because Storage must be a complete type for Tensor's inline
+// accessors (data_ptr, _version, device) in graft/core/tensor.h.
+struct SavedLink {
+  Storage* prev = nullptr;
+  Storage* next = nullptr;
+  Shape sizes;
+  DType dtype = DType::Float32;
+  const char* produced_by = nullptr;
+  const char* saved_by = nullptr;
+};
+}  // namespace detail
+
 struct Storage {
   Storage(size_t nbytes, Allocator* alloc);
   // Wraps memory owned elsewhere (from_blob); `deleter` is called on destruction when non-null.
@@ -50,17 +69,8 @@ struct Storage {
   std::atomic<uint8_t> category{4};  // memory::Category::Other
   std::atomic<int32_t> saved_count{0};
   const char* allocated_by = nullptr;
-  // While saved_count > 0: how the first saver described these bytes, for
-  // memory::largest_saved_activations, and the links of the registry's intrusive list (so that
-  // saving a tensor allocates nothing; all five are guarded by the registry's lock).
-  struct SavedLink {
-    Storage* prev = nullptr;
-    Storage* next = nullptr;
-    Shape sizes;
-    DType dtype = DType::Float32;
-    const char* produced_by = nullptr;
-    const char* saved_by = nullptr;
-  } saved_link;
+  // Internal to the memory registry (src/core/memory.cpp), not API: see detail::SavedLink.
+  detail::SavedLink saved_link;
 
   void bump_version(const char* op) {
     version.fetch_add(1, std::memory_order_relaxed);
