@@ -54,8 +54,14 @@ PATH_RE = re.compile(r"(?<![\w./+$-])(\.?[A-Za-z_][\w.+-]*(?:/[\w.+*<>{}-]*)+|[A
 
 
 def list_files():
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                         cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\n")
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout: every file but build output
+        out = []
+        for top, dirs, names in os.walk(ROOT):
+            dirs[:] = [d for d in dirs if not (d.startswith("build") or d == ".git")]
+            out += [os.path.relpath(os.path.join(top, n), ROOT) for n in names]
     # A file deleted in the work tree but still in the index is gone.
     return sorted(f for f in set(out) if f and os.path.exists(os.path.join(ROOT, f)))
 
