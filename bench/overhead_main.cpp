@@ -1,5 +1,5 @@
 // Per-op overhead benchmark: chains of kChainLen elementwise ops on tiny float32 tensors, graft and
-// LibTorch side by side in one process (see BENCHMARKS.md and bench/run_overhead.sh).
+// LibTorch side by side in one process (see BENCHMARKS.md; bench/run_suite.sh runs it).
 //
 //   graft_overhead [--torch_threads=N] [google benchmark flags]
 //

@@ -3,11 +3,13 @@
 and draw the ratios as an SVG chart (standard library only).
 
     python3 bench/suite_report.py --overhead OVERHEAD.json --train-step TRAIN_STEP.json \
-        --kernels KERNELS.json [--context "- line"]... [--update BENCHMARKS.md] [--svg CHART.svg]
+        --kernels KERNELS.json [--allocs ALLOCS.json] [--context "- line"]... [--update BENCHMARKS.md]
+        [--svg CHART.svg]
 
 Inputs (bench/run_suite.sh writes them): Google Benchmark's JSON from graft_overhead (repetitions
 of 1000-op chains), graft_train_step --json (ms per step per process, peak RSS growth per
-process), graft_kernels --json (ms per run per repetition). Every ratio is graft / LibTorch from
+process), graft_kernels --json (ms per run per repetition), graft_overhead_allocs --json (heap
+allocations per op of each overhead chain, both libraries). Every ratio is graft / LibTorch from
 medians of the same run; "ratio at p90" divides the two 90th percentiles (the slow tail). With
 --update, the table replaces what lies between <!-- suite-results:begin --> and
 <!-- suite-results:end --> in that file.
@@ -122,6 +124,20 @@ def kernel_rows(path):
     return rows
 
 
+def allocs_table(path):
+    """Heap allocations per op of each overhead chain (graft_overhead_allocs --json)."""
+    cases = json.load(open(path))["cases"]
+    order = {"fwd_grad": 0, "fwd_bwd": 1, "no_grad": 2}
+    out = ["Heap allocations per op (malloc, calloc, realloc, the aligned allocators and so operator new,"
+           " counted by `graft_overhead_allocs`):", "",
+           "| case | graft allocs/op | LibTorch allocs/op |", "|---|---:|---:|"]
+    for case in sorted(cases, key=lambda c: (order.get(c.split("/")[0], 9), c)):
+        a = cases[case]
+        torch = a.get("libtorch")
+        out.append(f"| {case} | {a['graft']:.2f} | {'n/a' if torch is None else f'{torch:.2f}'} |")
+    return "\n".join(out)
+
+
 def fmt(v, unit):
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
@@ -210,6 +226,7 @@ def main():
     ap.add_argument("--overhead")
     ap.add_argument("--train-step")
     ap.add_argument("--kernels")
+    ap.add_argument("--allocs")
     ap.add_argument("--context", action="append", default=[])
     ap.add_argument("--update")
     ap.add_argument("--svg")
@@ -222,7 +239,9 @@ def main():
         rows += kernel_rows(a.kernels)
     if a.train_step:
         rows += train_rows(a.train_step)
-    section = "\n".join(a.context) + "\n\n" + table(rows) + "\n\n" + summary(rows) + "\n"
+    section = "\n".join(c for c in a.context if c) + "\n\n" + table(rows) + "\n\n" + summary(rows) + "\n"
+    if a.allocs:
+        section += "\n" + allocs_table(a.allocs) + "\n"
     if a.svg:
         open(a.svg, "w").write(svg(rows))
         section += f"\n![graft / LibTorch ratios against the targets]({a.svg_link})\n"

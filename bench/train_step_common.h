@@ -1,5 +1,5 @@
 // Shared between the graft and LibTorch sides of the training-step benchmark (see BENCHMARKS.md and
-// bench/run_train_step.sh).
+// bench/run_suite.sh, which runs it).
 //
 // As in the per-op overhead benchmark, the two sides are separate translation units (graft needs
 // C++20, LibTorch 1.13's headers are built as C++17), so this header includes neither library. It

@@ -1,5 +1,5 @@
 // Training-step benchmark: one SGD step of an MLP and of a small CNN, graft vs LibTorch, time and
-// peak memory (see BENCHMARKS.md and bench/run_train_step.sh).
+// peak memory (see BENCHMARKS.md; bench/run_suite.sh runs it).
 //
 //   graft_train_step [--reps=15] [--steps=20] [--warmup=3] [--mem_reps=3] [--mem_steps=20]
 //                    [--markdown=FILE] [--json=FILE]

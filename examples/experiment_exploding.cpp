@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "experiment_harness.h"
 
 namespace nn = graft::nn;
 namespace F = graft::nn::functional;
@@ -21,12 +23,7 @@ constexpr int64_t kLayers = 20;
 constexpr int64_t kIn = 32, kWidth = 64, kBatch = 256, kSteps = 40;
 constexpr double kLr = 0.01, kMaxNorm = 1.0;
 
-std::string num(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+using experiment::num;
 
 enum class Init { kLargeNormal, kXavier, kHe };
 
@@ -57,10 +54,7 @@ struct Row {
 int main(int argc, char** argv) {
   const std::string log_path = argc > 1 ? argv[1] : "experiment_exploding.jsonl";
 
-  graft::Generator gen(11);
-  const graft::Tensor x = graft::randn({kBatch, kIn}, {}, &gen);
-  const graft::Tensor v = graft::randn({kIn, 1}, {}, &gen) / std::sqrt(static_cast<double>(kIn));
-  const graft::Tensor y = graft::tanh(graft::matmul(x, v));
+  const auto [x, y] = experiment::regression_task(11, kBatch, kIn);
 
   struct Variant {
     Init init;
@@ -75,19 +69,14 @@ int main(int argc, char** argv) {
       {Init::kHe, false, "kaiming_normal_ (He, ReLU gain)", "he"}};
 
   std::vector<Row> rows;
-  std::vector<std::string> header_params, body;
+  experiment::RunLog log;
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     const Variant& var = variants[vi];
     graft::manual_seed(0);
     nn::Sequential model = make_model(var.init);
     graft::optim::SGD opt(model->parameters(), graft::optim::SGDOptions(kLr));
     graft::diagnostics::GradMonitor monitor(*model.ptr(), {.every = 1, .optimizer = &opt});
-    for (const auto& item : model->named_parameters()) {
-      if (item.value().dim() != 2) continue;
-      header_params.push_back(std::string("{\"name\":\"") + var.tag + "/" + item.key() + "\",\"shape\":[" +
-                              std::to_string(item.value().size(0)) + "," + std::to_string(item.value().size(1)) +
-                              "]}");
-    }
+    log.add_weights(var.tag, *model.ptr());
 
     Row row;
     row.name = var.name;
@@ -117,28 +106,12 @@ int main(int argc, char** argv) {
       monitor.after_step();
       row.loss_end = loss.item<double>();
       row.finite = row.finite && std::isfinite(row.loss_end) && std::isfinite(norm);
-      body.push_back("{\"type\":\"step\",\"step\":" + std::to_string(offset + step) + ",\"epoch\":0,\"loss\":" +
-                     num(row.loss_end) + ",\"lr\":" + num(kLr) + ",\"variant\":\"" + var.tag + "\"}");
+      log.add_step(offset + step, row.loss_end, kLr, var.tag);
     }
-    for (const auto& rec : monitor.records()) {
-      std::string line = "{\"type\":\"grad\",\"step\":" + std::to_string(offset + rec.step) + ",\"params\":{";
-      bool first = true;
-      for (const auto& p : rec.params) {
-        if (p.name.size() < 6 || p.name.compare(p.name.size() - 6, 6, "weight") != 0) continue;
-        line += std::string(first ? "" : ",") + "\"" + var.tag + "/" + p.name + "\":{\"grad_norm\":" +
-                num(p.grad_norm) + ",\"grad_max\":" + num(p.grad_max) + ",\"weight_norm\":" + num(p.weight_norm) +
-                ",\"update_ratio\":" + num(p.update_ratio) + ",\"zero_fraction\":" + num(p.zero_fraction) +
-                ",\"nan\":" + std::to_string(p.nan_count) + ",\"inf\":" + std::to_string(p.inf_count) + "}";
-        first = false;
-      }
-      body.push_back(line + "}}");
-    }
-    for (const auto& f : monitor.flags()) {
+    log.add_grad_records(monitor, offset, var.tag);
+    log.add_flags(monitor, offset, var.tag);
+    for (const auto& f : monitor.flags())
       if (f.kind == "exploding" || f.kind == "nonfinite") ++row.exploding_flags;
-      body.push_back(std::string("{\"type\":\"flag\",\"step\":") + std::to_string(offset + f.step) + ",\"kind\":\"" +
-                     f.kind + "\",\"param\":\"" + var.tag + "/" + f.param + "\",\"value\":" + num(f.value) +
-                     ",\"message\":\"" + var.tag + ": " + f.kind + "\"}");
-    }
     rows.push_back(row);
   }
 
@@ -154,26 +127,13 @@ int main(int argc, char** argv) {
                 clipped.c_str(), r.loss0, r.loss_end, static_cast<long long>(r.exploding_flags));
   }
 
-  std::ofstream out(log_path, std::ios::trunc);
-  out << "{\"type\":\"run\",\"experiment\":\"exploding\",\"model\":\"20-layer ReLU MLP, 4 variants\","
+  std::ostringstream run;
+  run << "{\"type\":\"run\",\"experiment\":\"exploding\",\"model\":\"20-layer ReLU MLP, 4 variants\","
          "\"optimizer\":\"sgd\",\"lr\":"
-      << kLr << ",\"max_norm\":" << kMaxNorm << ",\"steps_per_variant\":" << kSteps << "}\n";
-  out << "{\"type\":\"monitor\",\"version\":1,\"params\":[";
-  for (size_t i = 0; i < header_params.size(); ++i) out << (i ? "," : "") << header_params[i];
-  out << "]}\n";
-  for (const auto& line : body) out << line << "\n";
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "cannot write %s\n", log_path.c_str());
-    return 1;
-  }
-  std::printf("\nrun log: %s (render with: graft report %s -o exploding.html)\n", log_path.c_str(), log_path.c_str());
+      << kLr << ",\"max_norm\":" << kMaxNorm << ",\"steps_per_variant\":" << kSteps << "}";
+  if (!log.write(log_path, run.str(), "exploding")) return 1;
 
-  bool ok = true;
-  auto check = [&ok](bool cond, const char* what) {
-    std::printf("check: %-66s %s\n", what, cond ? "ok" : "FAILED");
-    ok = ok && cond;
-  };
+  experiment::Checks check(66);
   check(rows[0].norm0 > 1e6, "normal_(0, 0.5): gradient norm at step 0 > 1e6");
   check(rows[0].exploding_flags > 0, "normal_(0, 0.5): the monitor flags exploding gradients");
   check(rows[1].max_after_clip <= kMaxNorm * (1 + 1e-5), "clipping: norm after clip_grad_norm_ <= max_norm");
@@ -181,5 +141,5 @@ int main(int argc, char** argv) {
   check(rows[2].finite && rows[2].norm0 < 1e2, "xavier: finite, gradient norm at step 0 < 100");
   check(rows[3].finite && rows[3].norm0 < 1e2, "he: finite, gradient norm at step 0 < 100");
   check(rows[3].loss_end < rows[3].loss0, "he: the loss falls");
-  return ok ? 0 : 1;
+  return check.exit_code();
 }

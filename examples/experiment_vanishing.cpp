@@ -8,10 +8,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "experiment_harness.h"
 
 namespace nn = graft::nn;
 namespace F = graft::nn::functional;
@@ -21,13 +22,6 @@ namespace {
 constexpr int64_t kLayers = 20;  // Linear layers, input and output included
 constexpr int64_t kIn = 32, kWidth = 64, kBatch = 256, kSteps = 40;
 constexpr double kLr = 0.01;
-
-std::string num(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
 
 // x + f(x) with f(x) = fc(sigmoid(x)), fc's weight drawn small: the residual block of variant 4.
 struct ResidualImpl : nn::Module {
@@ -77,10 +71,7 @@ int main(int argc, char** argv) {
   const std::string log_path = argc > 1 ? argv[1] : "experiment_vanishing.jsonl";
 
   // Synthetic regression task: y = tanh(x . v), x ~ N(0, 1).
-  graft::Generator gen(7);
-  const graft::Tensor x = graft::randn({kBatch, kIn}, {}, &gen);
-  const graft::Tensor v = graft::randn({kIn, 1}, {}, &gen) / std::sqrt(static_cast<double>(kIn));
-  const graft::Tensor y = graft::tanh(graft::matmul(x, v));
+  const auto [x, y] = experiment::regression_task(7, kBatch, kIn);
 
   const std::vector<std::pair<Variant, std::string>> variants = {
       {Variant::kSigmoid, "sigmoid, default init"},
@@ -90,7 +81,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> tags = {"sigmoid", "relu_he", "sigmoid_bn", "sigmoid_residual"};
 
   std::vector<Row> rows;
-  std::vector<std::string> header_params, body;
+  experiment::RunLog log;
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     graft::manual_seed(0);
     nn::Sequential model = make_model(variants[vi].first);
@@ -98,16 +89,10 @@ int main(int argc, char** argv) {
     graft::diagnostics::GradMonitor monitor(*model.ptr(), {.every = 5, .optimizer = &opt});
 
     // The weights (2-D parameters) go into the log, named "<variant>/<parameter>".
-    std::vector<std::string> weights;
-    std::vector<graft::Tensor> weight_tensors;
-    for (const auto& item : model->named_parameters()) {
-      if (item.value().dim() != 2) continue;
-      weights.push_back(item.key());
-      weight_tensors.push_back(item.value());
-      header_params.push_back("{\"name\":\"" + tags[vi] + "/" + item.key() + "\",\"shape\":[" +
-                              std::to_string(item.value().size(0)) + "," + std::to_string(item.value().size(1)) +
-                              "]}");
-    }
+    std::vector<graft::Tensor> weights;
+    for (const auto& p : model->parameters())
+      if (p.dim() == 2) weights.push_back(p);
+    log.add_weights(tags[vi], *model.ptr());
 
     Row row;
     row.name = variants[vi].second;
@@ -117,37 +102,18 @@ int main(int argc, char** argv) {
       graft::Tensor loss = F::mse_loss(model->forward(x), y);
       loss.backward();
       if (step == 0) {
-        row.first = weight_tensors.front().grad().norm().item<double>();
-        row.last = weight_tensors.back().grad().norm().item<double>();
+        row.first = weights.front().grad().norm().item<double>();
+        row.last = weights.back().grad().norm().item<double>();
         row.loss0 = loss.item<double>();
       }
       monitor.after_backward(step);
       opt.step();
       monitor.after_step();
       row.loss_end = loss.item<double>();
-      body.push_back("{\"type\":\"step\",\"step\":" + std::to_string(offset + step) + ",\"epoch\":0,\"loss\":" +
-                     num(row.loss_end) + ",\"lr\":" + num(kLr) + ",\"variant\":\"" + tags[vi] + "\"}");
+      log.add_step(offset + step, row.loss_end, kLr, tags[vi]);
     }
-    for (const auto& rec : monitor.records()) {
-      std::string line = "{\"type\":\"grad\",\"step\":" + std::to_string(offset + rec.step) + ",\"params\":{";
-      bool first = true;
-      for (const auto& p : rec.params) {
-        bool is_weight = false;
-        for (const auto& w : weights) is_weight = is_weight || w == p.name;
-        if (!is_weight) continue;
-        line += std::string(first ? "" : ",") + "\"" + tags[vi] + "/" + p.name + "\":{\"grad_norm\":" +
-                num(p.grad_norm) + ",\"grad_max\":" + num(p.grad_max) + ",\"weight_norm\":" + num(p.weight_norm) +
-                ",\"update_ratio\":" + num(p.update_ratio) + ",\"zero_fraction\":" + num(p.zero_fraction) +
-                ",\"nan\":" + std::to_string(p.nan_count) + ",\"inf\":" + std::to_string(p.inf_count) + "}";
-        first = false;
-      }
-      body.push_back(line + "}}");
-    }
-    for (const auto& f : monitor.flags()) {
-      body.push_back("{\"type\":\"flag\",\"step\":" + std::to_string(offset + f.step) + ",\"kind\":\"" + f.kind +
-                     "\",\"param\":\"" + tags[vi] + "/" + f.param + "\",\"value\":" + num(f.value) +
-                     ",\"message\":\"" + tags[vi] + ": " + f.kind + "\"}");
-    }
+    log.add_grad_records(monitor, offset, tags[vi]);
+    log.add_flags(monitor, offset, tags[vi]);
     rows.push_back(row);
   }
 
@@ -162,32 +128,18 @@ int main(int argc, char** argv) {
                 r.loss0, r.loss_end);
   }
 
-  std::ofstream out(log_path, std::ios::trunc);
-  out << "{\"type\":\"run\",\"experiment\":\"vanishing\",\"model\":\"20-layer MLP, 4 variants\",\"optimizer\":\"sgd\","
+  std::ostringstream run;
+  run << "{\"type\":\"run\",\"experiment\":\"vanishing\",\"model\":\"20-layer MLP, 4 variants\",\"optimizer\":\"sgd\","
          "\"steps_per_variant\":"
-      << kSteps << "}\n";
-  out << "{\"type\":\"monitor\",\"version\":1,\"params\":[";
-  for (size_t i = 0; i < header_params.size(); ++i) out << (i ? "," : "") << header_params[i];
-  out << "]}\n";
-  for (const auto& line : body) out << line << "\n";
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "cannot write %s\n", log_path.c_str());
-    return 1;
-  }
-  std::printf("\nrun log: %s (render with: graft report %s -o vanishing.html)\n", log_path.c_str(),
-              log_path.c_str());
+      << kSteps << "}";
+  if (!log.write(log_path, run.str(), "vanishing")) return 1;
 
   // The claims: sigmoid's gradient vanishes towards the input; each remedy keeps it within reach.
-  bool ok = true;
-  auto check = [&ok](bool cond, const char* what) {
-    std::printf("check: %-62s %s\n", what, cond ? "ok" : "FAILED");
-    ok = ok && cond;
-  };
+  experiment::Checks check(62);
   auto ratio = [&rows](size_t i) { return rows[i].first / rows[i].last; };
   check(ratio(0) < 1e-6, "sigmoid: first / last < 1e-6");
   check(ratio(1) > 1e-2, "ReLU + He: first / last > 0.01");
   check(ratio(2) > 1e-3, "sigmoid + batch norm: first / last > 1e-3");
   check(ratio(3) > 1e-2, "sigmoid + residual: first / last > 0.01");
-  return ok ? 0 : 1;
+  return check.exit_code();
 }

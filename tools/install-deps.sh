@@ -4,8 +4,9 @@
 #   tools/install-deps.sh --bench  also LibTorch, for the side-by-side benchmarks
 set -euo pipefail
 pkgs=(cmake g++ make clang libclang-rt-14-dev libopenblas-dev libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev dataset-fashion-mnist chromium)
-if [[ "${1:-}" == "--bench" ]]; then pkgs+=(libtorch-dev python3); fi
+      nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev dataset-fashion-mnist chromium
+      python3)  # python3: tools/check-notes.py
+if [[ "${1:-}" == "--bench" ]]; then pkgs+=(libtorch-dev); fi
 
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi

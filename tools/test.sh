@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 tools/install-deps.sh
 jobs=$(nproc)
 
+# Source checks first (seconds): Notes and the paths comments name, then the layer order.
+tools/check-notes.sh
+# tools/check-layers.sh    # enabled once the includes that run up a layer are moved (issue 13)
+
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON
 cmake --build build -j"$jobs"
 GRAFT_REQUIRE_CHROMIUM=1 ctest --test-dir build --output-on-failure

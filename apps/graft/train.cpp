@@ -434,193 +434,271 @@ void validate(const TrainConfig& c) {
               "no --save", "a run stopped early continues with --resume FILE, so save it");
 }
 
-TrainResult train(const TrainConfig& cfg, std::ostream& out) {
-  validate(cfg);
-  const auto t0 = std::chrono::steady_clock::now();
-  set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  manual_seed(cfg.seed);
+namespace {
 
-  const Data d = load_data(cfg);
-  memory::reset_peak_stats();
-  nn::Sequential model = build_model(cfg, d.train_x.size(1), d.train_x.size(2), d.train_x.size(3), d.classes);
-  initialise(model, cfg.init);
-  auto opt = make_optimizer(cfg, model->parameters());
+// ---- the steps of a run ----
 
-  data::DataLoader loader(data::TensorDataset(d.train_x, d.train_y), data::DataLoaderOptions(batch_size(cfg))
-                                                                          .shuffle(true)
-                                                                          .seed(cfg.seed)
-                                                                          .drop_last(false)
-                                                                          .num_workers(cfg.workers));
-  Schedule sched = make_schedule(cfg, *opt, loader.size());
+int64_t parameter_count(nn::Sequential& model) {
+  int64_t n = 0;
+  for (const Tensor& p : model->parameters()) n += p.numel();
+  return n;
+}
 
-  int64_t first_epoch = 0;
-  Progress progress(out, Progress::style_for(cfg.progress, out));
+data::DataLoader make_loader(const TrainConfig& cfg, const Data& d) {
+  return data::DataLoader(
+      data::TensorDataset(d.train_x, d.train_y),
+      data::DataLoaderOptions(batch_size(cfg)).shuffle(true).seed(cfg.seed).drop_last(false).num_workers(cfg.workers));
+}
+
+// Resumes from --resume (returning the epochs it had finished), or announces a new run (0).
+int64_t resume_or_announce(const TrainConfig& cfg, const Data& d, nn::Sequential& model, optim::Optimizer& opt,
+                           Schedule& sched, Progress& progress) {
   if (!cfg.resume.empty()) {
-    first_epoch = resume_run(cfg, model, *opt, sched);
+    const int64_t first_epoch = resume_run(cfg, model, opt, sched);
     progress.message("resumed from " + cfg.resume + " after epoch " + std::to_string(first_epoch));
-  } else {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "graft train: %s on %lld images (%lld classes), %lld parameters, %s, %d threads",
-                  cfg.model.c_str(), static_cast<long long>(d.train_x.size(0)), static_cast<long long>(d.classes),
-                  static_cast<long long>([&] {
-                    int64_t n = 0;
-                    for (const Tensor& p : model->parameters()) n += p.numel();
-                    return n;
-                  }()),
-                  cfg.optimizer.c_str(), get_num_threads());
-    progress.message(buf);
+    return first_epoch;
   }
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "graft train: %s on %lld images (%lld classes), %lld parameters, %s, %d threads",
+                cfg.model.c_str(), static_cast<long long>(d.train_x.size(0)), static_cast<long long>(d.classes),
+                static_cast<long long>(parameter_count(model)), cfg.optimizer.c_str(), get_num_threads());
+  progress.message(buf);
+  return 0;
+}
 
-  TrainResult result;
-  for (const Tensor& p : model->parameters()) result.parameters += p.numel();
-  RunLog log(cfg, !cfg.resume.empty());
-  if (cfg.resume.empty()) {
-    log.add({{"type", "run"},
-             {"command", "graft train"},
-             {"model", cfg.model},
-             {"optimizer", cfg.optimizer},
-             {"lr", cfg.lr > 0 ? cfg.lr : default_lr(cfg.optimizer)},
-             {"schedule", cfg.schedule},
-             {"batch_size", batch_size(cfg)},
-             {"epochs", cfg.epochs},
-             {"batch_norm", cfg.batch_norm},
-             {"dropout", cfg.dropout},
-             {"init", cfg.init},
-             {"seed", cfg.seed},
-             {"parameters", result.parameters}});
-  }
-  const int64_t last_epoch = cfg.stop_after > 0 ? std::min(cfg.epochs, first_epoch + cfg.stop_after) : cfg.epochs;
-  // Gradient health (Note [Gradient monitor]) goes into the run log when there is one.
-  std::optional<diagnostics::GradMonitor> monitor;
-  size_t monitor_records = 0, monitor_flags = 0;
-  if (log.enabled()) {
-    monitor.emplace(*model.ptr(), diagnostics::GradMonitorOptions{.every = std::max<int64_t>(1, cfg.monitor_every),
-                                                                  .optimizer = opt.get()});
+// The run log's first record (Note [Run log]): how the run was configured.
+nlohmann::json run_record(const TrainConfig& cfg, int64_t parameters) {
+  return {{"type", "run"},
+          {"command", "graft train"},
+          {"model", cfg.model},
+          {"optimizer", cfg.optimizer},
+          {"lr", cfg.lr > 0 ? cfg.lr : default_lr(cfg.optimizer)},
+          {"schedule", cfg.schedule},
+          {"batch_size", batch_size(cfg)},
+          {"epochs", cfg.epochs},
+          {"batch_norm", cfg.batch_norm},
+          {"dropout", cfg.dropout},
+          {"init", cfg.init},
+          {"seed", cfg.seed},
+          {"parameters", parameters}};
+}
+
+// What one epoch's training steps add up to.
+struct EpochSums {
+  double loss_sum = 0;
+  int64_t seen = 0, correct = 0;
+};
+
+// The epoch loop and the final report over the pieces train() builds; it also owns what watches
+// the run for the log: the gradient monitor and the memory timeline.
+class Run {
+ public:
+  Run(const TrainConfig& cfg, const Data& d, nn::Sequential& model, optim::Optimizer& opt, data::DataLoader& loader,
+      Schedule& sched, Progress& progress, RunLog& log, TrainResult& result)
+      : cfg_(cfg),
+        d_(d),
+        model_(model),
+        opt_(opt),
+        loader_(loader),
+        sched_(sched),
+        progress_(progress),
+        log_(log),
+        result_(result) {}
+
+  // With a run log: gradient health (Note [Gradient monitor]) and, for the first steps, the
+  // allocation events (Note [Memory history]) go into it.
+  void watch(int64_t first_epoch) {
+    if (!log_.enabled()) return;
+    const int64_t every = std::max<int64_t>(1, cfg_.monitor_every);
+    monitor_.emplace(*model_.ptr(), diagnostics::GradMonitorOptions{.every = every, .optimizer = &opt_});
     nlohmann::json params = nlohmann::json::array();
-    for (const auto& item : model->named_parameters())
-      params.push_back({{"name", item.key()}, {"shape", std::vector<int64_t>(item.value().sizes().begin(), item.value().sizes().end())}});
-    log.add({{"type", "monitor"}, {"every", std::max<int64_t>(1, cfg.monitor_every)}, {"params", params}});
-  }
-  // Writes the monitor's records and flags that are not in the log yet.
-  auto log_monitor = [&] {
-    const auto& recs = monitor->records();
-    for (; monitor_records < recs.size(); ++monitor_records) {
-      nlohmann::json params = nlohmann::json::object();
-      for (const auto& p : recs[monitor_records].params)
-        params[p.name] = {{"grad_norm", number(p.grad_norm)}, {"grad_max", number(p.grad_max)},
-                          {"weight_norm", number(p.weight_norm)}, {"update_ratio", number(p.update_ratio)},
-                          {"zero_fraction", number(p.zero_fraction)}, {"nan", p.nan_count}, {"inf", p.inf_count}};
-      log.add({{"type", "grad"}, {"step", recs[monitor_records].step}, {"params", params}});
+    for (const auto& item : model_->named_parameters()) {
+      const auto sizes = item.value().sizes();
+      params.push_back({{"name", item.key()}, {"shape", std::vector<int64_t>(sizes.begin(), sizes.end())}});
     }
-    const auto& flags = monitor->flags();
-    for (; monitor_flags < flags.size(); ++monitor_flags) {
-      const auto& f = flags[monitor_flags];
-      log.add({{"type", "flag"}, {"step", f.step}, {"kind", f.kind}, {"param", f.param}, {"value", number(f.value)},
-               {"message", f.message}});
-    }
-  };
-
-  // Memory (Note [Memory history]): with a run log, the first steps' allocation events become a
-  // timeline by category for the report; every epoch logs the bytes by category.
-  constexpr int64_t kTimelineSteps = 3;
-  bool recording = false;
-  if (log.enabled()) {
-    memory::set_step(first_epoch * loader.size());
+    log_.add({{"type", "monitor"}, {"every", every}, {"params", params}});
+    memory::set_step(first_epoch * loader_.size());
     memory::record_history(true, 500000);
-    recording = true;
-  }
-  auto log_timeline = [&] {
-    memory::record_history(false);
-    recording = false;
-    const auto events = memory::history();
-    nlohmann::json points = nlohmann::json::array();
-    const size_t stride = std::max<size_t>(1, events.size() / 2000);  // at most ~2000 points
-    for (size_t i = 0; i < events.size(); i += stride) {
-      const auto& e = events[i];
-      points.push_back({{"seq", e.seq}, {"step", e.step}, {"op", e.op ? e.op : ""},
-                        {"totals", std::vector<int64_t>(e.totals.begin(), e.totals.end())}});
-    }
-    log.add({{"type", "memory_timeline"}, {"categories", memory_categories_json()}, {"events", events.size()},
-             {"points", points}});
-  };
-
-  // The peak of the training steps alone (what graft plan predicts), apart from evaluation's.
-  int64_t overall_peak = memory::stats().peak_allocated_bytes;
-  model->train();
-  for (int64_t epoch = first_epoch; epoch < last_epoch; ++epoch) {
-    memory::reset_peak_stats();
-    const auto e0 = std::chrono::steady_clock::now();
-    loader.set_epoch(epoch);
-    progress.start_epoch(epoch + 1, cfg.epochs, loader.size());
-    double loss_sum = 0;
-    int64_t seen = 0, correct = 0, batches = 0;
-    for (auto& batch : loader) {
-      const int64_t step = epoch * loader.size() + batches;  // 0-based, counted over the whole run
-      memory::set_step(step);
-      const Tensor logits = model->forward(batch.data);
-      const Tensor loss = F::cross_entropy(logits, batch.target);
-      opt->zero_grad();
-      loss.backward();
-      if (monitor) monitor->after_backward(step);
-      opt->step();
-      if (monitor) {
-        monitor->after_step();
-        log_monitor();
-      }
-      sched.after_batch();
-      const double l = loss.item<double>();  // a number, not a tensor: no graph is kept alive
-      GRAFT_CHECK(std::isfinite(l), "graft train", "a finite training loss",
-                  std::to_string(l) + " at epoch " + std::to_string(epoch + 1), "lower --lr or turn on --batch-norm");
-      {
-        NoGradGuard no_grad;
-        correct += eq(argmax(logits, 1), batch.target).sum().item<int64_t>();
-      }
-      const int64_t n = batch.target.size(0);
-      loss_sum += l * static_cast<double>(n);
-      seen += n;
-      ++batches;
-      progress.batch_done(l, n);
-      if (recording && batches >= kTimelineSteps) log_timeline();
-      if (log.enabled()) log.add({{"type", "step"}, {"step", step}, {"epoch", epoch + 1}, {"loss", number(l)}, {"lr", number(current_lr(*opt))}});
-    }
-    result.peak_train_memory_bytes = std::max(result.peak_train_memory_bytes, memory::stats().peak_allocated_bytes);
-    overall_peak = std::max(overall_peak, memory::stats().peak_allocated_bytes);
-    EpochRecord r;
-    r.epoch = epoch + 1;
-    r.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(seen, 1));
-    r.train_accuracy = static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(seen, 1));
-    r.lr = current_lr(*opt);
-    const Evaluation ev = evaluate(model, d.test_x, d.test_y);
-    r.test_loss = ev.loss;
-    r.test_accuracy = ev.accuracy;
-    sched.after_epoch(r.train_loss);
-    if (!cfg.save.empty()) save_run(cfg, model, *opt, sched, epoch + 1);
-    overall_peak = std::max(overall_peak, memory::stats().peak_allocated_bytes);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
-    progress.end_epoch(epoch_line(r, cfg.epochs));
-    result.history.push_back(r);
-    log.add({{"type", "epoch"}, {"epoch", r.epoch}, {"last_step", (epoch + 1) * loader.size() - 1},
-             {"train_loss", number(r.train_loss)}, {"train_accuracy", r.train_accuracy}, {"test_loss", number(r.test_loss)},
-             {"test_accuracy", r.test_accuracy}, {"lr", number(r.lr)}, {"seconds", r.seconds}});
-    if (recording) log_timeline();
-    log.add(memory_record(epoch + 1));
-    log.flush();
+    recording_ = true;
   }
 
+  // The epochs [first_epoch, last_epoch): train, evaluate, checkpoint, log.
+  void epochs(int64_t first_epoch, int64_t last_epoch) {
+    // The peak of the training steps alone (what graft plan predicts), apart from evaluation's.
+    overall_peak_ = memory::stats().peak_allocated_bytes;
+    model_->train();
+    for (int64_t epoch = first_epoch; epoch < last_epoch; ++epoch) {
+      memory::reset_peak_stats();
+      const auto e0 = std::chrono::steady_clock::now();
+      const EpochSums sums = train_epoch(epoch);
+      end_epoch(epoch, sums, e0);
+    }
+  }
+
+  // Final accuracy, memory and timing; the report, the log's result record and --json.
+  void finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_clock::time_point t0, std::ostream& out);
+
+ private:
+  EpochSums train_epoch(int64_t epoch);
+  void end_epoch(int64_t epoch, const EpochSums& sums, std::chrono::steady_clock::time_point e0);
+  void log_monitor();
+  void log_timeline();
+
+  static constexpr int64_t kTimelineSteps = 3;  // steps of allocation events in the timeline
+
+  const TrainConfig& cfg_;
+  const Data& d_;
+  nn::Sequential& model_;
+  optim::Optimizer& opt_;
+  data::DataLoader& loader_;
+  Schedule& sched_;
+  Progress& progress_;
+  RunLog& log_;
+  TrainResult& result_;
+  std::optional<diagnostics::GradMonitor> monitor_;
+  size_t monitor_records_ = 0, monitor_flags_ = 0;  // how many of the monitor's are in the log
+  bool recording_ = false;                          // memory history is on
+  int64_t overall_peak_ = 0;
+};
+
+EpochSums Run::train_epoch(int64_t epoch) {
+  loader_.set_epoch(epoch);
+  progress_.start_epoch(epoch + 1, cfg_.epochs, loader_.size());
+  EpochSums sums;
+  int64_t batches = 0;
+  for (auto& batch : loader_) {
+    const int64_t step = epoch * loader_.size() + batches;  // 0-based, counted over the whole run
+    memory::set_step(step);
+    const Tensor logits = model_->forward(batch.data);
+    const Tensor loss = F::cross_entropy(logits, batch.target);
+    opt_.zero_grad();
+    loss.backward();
+    if (monitor_) monitor_->after_backward(step);
+    opt_.step();
+    if (monitor_) {
+      monitor_->after_step();
+      log_monitor();
+    }
+    sched_.after_batch();
+    const double l = loss.item<double>();  // a number, not a tensor: no graph is kept alive
+    GRAFT_CHECK(std::isfinite(l), "graft train", "a finite training loss",
+                std::to_string(l) + " at epoch " + std::to_string(epoch + 1), "lower --lr or turn on --batch-norm");
+    {
+      NoGradGuard no_grad;
+      sums.correct += eq(argmax(logits, 1), batch.target).sum().item<int64_t>();
+    }
+    const int64_t n = batch.target.size(0);
+    sums.loss_sum += l * static_cast<double>(n);
+    sums.seen += n;
+    ++batches;
+    progress_.batch_done(l, n);
+    if (recording_ && batches >= kTimelineSteps) log_timeline();
+    if (log_.enabled())
+      log_.add({{"type", "step"},
+                {"step", step},
+                {"epoch", epoch + 1},
+                {"loss", number(l)},
+                {"lr", number(current_lr(opt_))}});
+  }
+  return sums;
+}
+
+// After an epoch's steps: its peaks, the evaluation, the schedule's epoch step, the checkpoint, the
+// progress line and the log's records.
+void Run::end_epoch(int64_t epoch, const EpochSums& sums, std::chrono::steady_clock::time_point e0) {
+  result_.peak_train_memory_bytes = std::max(result_.peak_train_memory_bytes, memory::stats().peak_allocated_bytes);
+  overall_peak_ = std::max(overall_peak_, memory::stats().peak_allocated_bytes);
+  EpochRecord r;
+  r.epoch = epoch + 1;
+  r.train_loss = sums.loss_sum / static_cast<double>(std::max<int64_t>(sums.seen, 1));
+  r.train_accuracy = static_cast<double>(sums.correct) / static_cast<double>(std::max<int64_t>(sums.seen, 1));
+  r.lr = current_lr(opt_);
+  const Evaluation ev = evaluate(model_, d_.test_x, d_.test_y);
+  r.test_loss = ev.loss;
+  r.test_accuracy = ev.accuracy;
+  sched_.after_epoch(r.train_loss);
+  if (!cfg_.save.empty()) save_run(cfg_, model_, opt_, sched_, epoch + 1);
+  overall_peak_ = std::max(overall_peak_, memory::stats().peak_allocated_bytes);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
+  progress_.end_epoch(epoch_line(r, cfg_.epochs));
+  result_.history.push_back(r);
+  log_.add({{"type", "epoch"},
+            {"epoch", r.epoch},
+            {"last_step", (epoch + 1) * loader_.size() - 1},
+            {"train_loss", number(r.train_loss)},
+            {"train_accuracy", r.train_accuracy},
+            {"test_loss", number(r.test_loss)},
+            {"test_accuracy", r.test_accuracy},
+            {"lr", number(r.lr)},
+            {"seconds", r.seconds}});
+  if (recording_) log_timeline();
+  log_.add(memory_record(epoch + 1));
+  log_.flush();
+}
+
+// Writes the monitor's records and flags that are not in the log yet.
+void Run::log_monitor() {
+  const auto& recs = monitor_->records();
+  for (; monitor_records_ < recs.size(); ++monitor_records_) {
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& p : recs[monitor_records_].params)
+      params[p.name] = {{"grad_norm", number(p.grad_norm)},
+                        {"grad_max", number(p.grad_max)},
+                        {"weight_norm", number(p.weight_norm)},
+                        {"update_ratio", number(p.update_ratio)},
+                        {"zero_fraction", number(p.zero_fraction)},
+                        {"nan", p.nan_count},
+                        {"inf", p.inf_count}};
+    log_.add({{"type", "grad"}, {"step", recs[monitor_records_].step}, {"params", params}});
+  }
+  const auto& flags = monitor_->flags();
+  for (; monitor_flags_ < flags.size(); ++monitor_flags_) {
+    const auto& f = flags[monitor_flags_];
+    log_.add({{"type", "flag"},
+              {"step", f.step},
+              {"kind", f.kind},
+              {"param", f.param},
+              {"value", number(f.value)},
+              {"message", f.message}});
+  }
+}
+
+// Stops the memory history and writes its events as a timeline by category for the report.
+void Run::log_timeline() {
+  memory::record_history(false);
+  recording_ = false;
+  const auto events = memory::history();
+  nlohmann::json points = nlohmann::json::array();
+  const size_t stride = std::max<size_t>(1, events.size() / 2000);  // at most ~2000 points
+  for (size_t i = 0; i < events.size(); i += stride) {
+    const auto& e = events[i];
+    points.push_back({{"seq", e.seq},
+                      {"step", e.step},
+                      {"op", e.op ? e.op : ""},
+                      {"totals", std::vector<int64_t>(e.totals.begin(), e.totals.end())}});
+  }
+  log_.add({{"type", "memory_timeline"},
+            {"categories", memory_categories_json()},
+            {"events", events.size()},
+            {"points", points}});
+}
+
+void Run::finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_clock::time_point t0, std::ostream& out) {
+  TrainResult& result = result_;
   result.epochs = std::max(first_epoch, last_epoch);
   if (!result.history.empty()) {
     result.train_loss = result.history.back().train_loss;
     result.test_accuracy = result.history.back().test_accuracy;
     result.test_loss = result.history.back().test_loss;
   } else {  // resumed a finished run: report its model
-    const Evaluation ev = evaluate(model, d.test_x, d.test_y);
+    const Evaluation ev = evaluate(model_, d_.test_x, d_.test_y);
     result.test_accuracy = ev.accuracy;
     result.test_loss = ev.loss;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   {
     const memory::Stats st = memory::stats();
-    result.peak_memory_bytes = std::max(overall_peak, st.peak_allocated_bytes);
+    result.peak_memory_bytes = std::max(overall_peak_, st.peak_allocated_bytes);
     for (int i = 0; i < memory::kNumCategories; ++i) {
       const auto c = static_cast<memory::Category>(i);
       result.peak_memory_by_category[memory::category_name(c)] = st[c].peak_bytes;
@@ -631,24 +709,56 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
   std::snprintf(buf, sizeof buf, "test accuracy %.2f%% after %lld epochs (%.1f s, peak tensor memory %.1f MiB)",
                 100 * result.test_accuracy, static_cast<long long>(result.epochs), result.seconds,
                 static_cast<double>(result.peak_memory_bytes) / (1 << 20));
-  progress.message(buf);
+  progress_.message(buf);
   {
     std::istringstream table(memory::memory_summary());  // where the bytes went (Note [Memory categories])
-    for (std::string line; std::getline(table, line);) progress.message(line);
+    for (std::string line; std::getline(table, line);) progress_.message(line);
   }
-  if (log.enabled()) {
-    nlohmann::json res = nlohmann::json::parse(result_json(cfg, result));
+  if (log_.enabled()) {
+    nlohmann::json res = nlohmann::json::parse(result_json(cfg_, result));
     res["type"] = "result";
-    log.add(res);
-    log.flush();
+    log_.add(res);
+    log_.flush();
   }
-  if (!cfg.report.empty()) {
+  if (!cfg_.report.empty()) {
     // With --log the file holds the whole run (also the epochs before a resume); else this process's lines.
-    if (!cfg.log.empty()) write_report(cfg.log, cfg.report);
-    else write_report_lines(log.lines(), cfg.report);
-    progress.message("wrote " + cfg.report);
+    if (!cfg_.log.empty()) write_report(cfg_.log, cfg_.report);
+    else write_report_lines(log_.lines(), cfg_.report);
+    progress_.message("wrote " + cfg_.report);
   }
-  if (cfg.json) out << result_json(cfg, result) << '\n' << std::flush;
+  if (cfg_.json) out << result_json(cfg_, result) << '\n' << std::flush;
+}
+
+}  // namespace
+
+TrainResult train(const TrainConfig& cfg, std::ostream& out) {
+  validate(cfg);
+  const auto t0 = std::chrono::steady_clock::now();
+  set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  manual_seed(cfg.seed);
+
+  // Data, then the model and its optimiser and schedule (memory is counted from the model on).
+  const Data d = load_data(cfg);
+  memory::reset_peak_stats();
+  nn::Sequential model = build_model(cfg, d.train_x.size(1), d.train_x.size(2), d.train_x.size(3), d.classes);
+  initialise(model, cfg.init);
+  auto opt = make_optimizer(cfg, model->parameters());
+  data::DataLoader loader = make_loader(cfg, d);
+  Schedule sched = make_schedule(cfg, *opt, loader.size());
+
+  // Resume, or start; the log and what watches the run.
+  Progress progress(out, Progress::style_for(cfg.progress, out));
+  const int64_t first_epoch = resume_or_announce(cfg, d, model, *opt, sched, progress);
+  TrainResult result;
+  result.parameters = parameter_count(model);
+  RunLog log(cfg, !cfg.resume.empty());
+  if (cfg.resume.empty()) log.add(run_record(cfg, result.parameters));
+  const int64_t last_epoch = cfg.stop_after > 0 ? std::min(cfg.epochs, first_epoch + cfg.stop_after) : cfg.epochs;
+  Run run(cfg, d, model, *opt, loader, sched, progress, log, result);
+  run.watch(first_epoch);
+
+  run.epochs(first_epoch, last_epoch);
+  run.finish(first_epoch, last_epoch, t0, out);
   return result;
 }
 

@@ -24,7 +24,8 @@ namespace {
 
 constexpr size_t idx(Category c) { return static_cast<size_t>(c); }
 
-// Note [Memory counters]: updated on every allocation, free and category change of an owned
+// Note [Memory counters]
+// Updated on every allocation, free and category change of an owned
 // Storage; relaxed atomics, since the counters order nothing. Peaks rise by compare-exchange.
 struct Counters {
   std::atomic<int64_t> allocated{0}, peak{0}, count{0};

@@ -28,12 +28,13 @@
 
 namespace graft::autograd {
 
-// Note [Gradient accumulation]
+// Note [Accumulating into .grad]
 // A leaf's .grad keeps summing across backward calls until zeroed. The first gradient is stolen
 // without a copy when nothing else holds it and it is contiguous; later ones add in place, or out of
 // place under create_graph (so the sum itself is differentiable).
 TensorList AccumulateGrad::apply(const Tensor& grad_in) {
-  // Note [Gradient stealing]: the engine hands over its only handle to the incoming gradient, so
+  // Note [Gradient stealing]
+  // The engine hands over its only handle to the incoming gradient, so
   // with this local copy a gradient nothing else refers to has use_count 2 (a gradient returned for
   // two inputs, or captured by autograd::grad, has more). Such a gradient becomes .grad as it is,
   // without a copy, as in PyTorch; a hook's replacement is judged the same way.

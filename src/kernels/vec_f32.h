@@ -19,7 +19,7 @@
 // for n in [-150, 128]: the first product is exact, the second rounds once, so results in the
 // denormal range are correctly rounded from e^r and not flushed. x is clamped (by masks) to
 // [-104, 89] first: e^-104 rounds to 0 and e^89 overflows to inf, so -inf -> 0 and +inf -> inf.
-// Measured against exp in double, rounded: at most 2 ulp over [-104, 89] (tests/ops/test_vector_kernels.cpp);
+// Measured against exp in double, rounded: at most 2 ulp over [-104, 89] (tests/kernels/test_vector_kernels.cpp);
 // denormal results within 1 unit of the smallest denormal.
 // Traps: the float Horner evaluation (no FMA, by design) dominates the error; the magic-number trick
 // needs |x / ln 2| < 2^22, which the clamp guarantees.
@@ -60,7 +60,7 @@
 // with the two-factor 2^n) was 80: 20 in g, ~30 in the exp and the a^2 split, 1 division.
 // Error, measured: at most 5 ulp from the double reference over every 7th float in [-16, 16] and
 // around each step of m (the former formula: 6); results for x < -13.2 within a few denormal
-// units; tests/ops/test_vector_kernels.cpp allows 6 (Gelu, GeluBoundaries).
+// units; tests/kernels/test_vector_kernels.cpp allows 6 (Gelu, GeluBoundaries).
 // Speed, measured (bench/graft_kernels --filter=gelu --reps=21, AMD EPYC Zen 5, AVX-512 clone, best
 // of 21 repetitions, another build running on the second core): 1 thread, 64K 0.0237 ms (former
 // 0.0533) against LibTorch 1.13's 0.0322 ms, 4M 1.55 ms (former 3.44) against 2.93 ms; 2 threads,

@@ -159,7 +159,8 @@ Tensor conv_weight_backward_kernel(const Tensor& g_, const Tensor& x_, const Con
   const int64_t image = C * geo.height * geo.width;
   Tensor gw = zeros({O, C / G, kH, kW}, g.dtype());
   if (N == 0) return gw;
-  // Note [Convolution weight gradient in blocks]: the batch is cut into `blocks` runs of samples
+  // Note [Convolution weight gradient in blocks]
+  // The batch is cut into `blocks` runs of samples
   // that depend on the sizes only; block i sums its samples into partial i (in sample order, by
   // gemm with beta = 1), and gw = partial 0 + partial 1 + ... in block order. parallel_for hands
   // whole blocks to threads, so the bits of gw do not depend on the thread count.

@@ -36,7 +36,7 @@ Tensor scalar_to_tensor(const Scalar& s, DType dtype);
 // x converted to dtype (x itself when it already has it). Differentiable.
 inline Tensor cast(const Tensor& x, DType dtype) { return x.dtype() == dtype ? x : x.to(dtype); }
 
-// Rejects in-place writes that autograd cannot record (see Note [In-place ops] in inplace.cpp) and
+// Rejects in-place writes that autograd cannot record (see Note [In-place ops] in copy.cpp) and
 // writes to expanded tensors whose elements alias each other.
 void check_inplace(const Tensor& self, const char* op, bool records_grad);
 

@@ -21,7 +21,7 @@
 //    m * n * k < 28 * 512 * 512 when single-threaded; the small-matrix kernels of some builds below
 //    that),
 //    which is why a block has kMinBlockWork = 8 Mi multiply-adds at least, above those sizes.
-//    tests/ops/test_parallel_kernels.cpp checks the bits at 1, 2 and 3 threads.
+//    tests/runtime/test_parallel_kernels.cpp checks the bits at 1, 2 and 3 threads.
 //  - float32 only. OpenBLAS 0.3.21's SkylakeX dgemm does not keep that promise: cutting a float64
 //    product by rows or columns (on multiples of 16) changed the last bit of 0.1-2% of the elements
 //    in a 257 x 263 x 259 product, while sgemm gave the same bits for every shape and transpose

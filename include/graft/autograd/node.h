@@ -165,7 +165,7 @@ class LambdaNode final : public Node {
   F fn_;
 };
 
-// Writes a gradient into a leaf's .grad (Note [Gradient accumulation] in engine.cpp).
+// Writes a gradient into a leaf's .grad (Note [Accumulating into .grad]).
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf);

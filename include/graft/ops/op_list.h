@@ -1,5 +1,6 @@
 // The list of graft's user-facing ops. The op test table (tests/ops/) must hold a record for every
-// name here; tests/ops/test_op_coverage.cpp fails when one is missing, so an op cannot be half-added.
+// name here; OpCoverage (tests/ops/test_op_table.cpp) fails when one is missing, so an op cannot be
+// half-added.
 #pragma once
 
 #include <span>
