@@ -1,4 +1,4 @@
-// The element-wise halves of nn::functional::fused_linear (Note [Fused linear + activation] in
+// The element-wise halves of graft::fused_linear (Note [Fused linear + activation] in
 // src/ops/linalg.cpp): after the matrix product, bias + activation in one pass over its output;
 // in the backward, the activation's derivative and the bias gradient in one pass over the incoming
 // gradient. float32 loops are compiled per vector width (vector_clones.h) and use the same scalar

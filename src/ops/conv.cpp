@@ -1,4 +1,4 @@
-// 2-D convolution: nn::functional::conv2d with stride, padding, dilation and groups, via im2col and
+// 2-D convolution: conv2d with stride, padding, dilation and groups, via im2col and
 // OpenBLAS gemm (float32 / float64).
 //
 // Note [Convolution backward as ops]
@@ -23,7 +23,6 @@
 #include "ops/autocast_internal.h"
 #include "graft/core/memory.h"
 #include "graft/runtime/parallel.h"
-#include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 #include "runtime/blas.h"
@@ -355,12 +354,11 @@ void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const Co
 
 }  // namespace
 
-Tensor nn::functional::conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                              const Conv2dFuncOptions& options) {
-  GRAFT_CHECK(!(bias.defined() && options.bias().defined()), "conv2d", "the bias given once",
-              "a bias argument and options.bias()", "pass the bias either as an argument or in the options");
-  const Tensor& b = bias.defined() ? bias : options.bias();
-  const ConvParams p{*options.stride(), *options.padding(), *options.dilation(), options.groups()};
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
+              IntArrayRef dilation, int64_t groups) {
+  const Tensor& b = bias;
+  const ConvParams p{detail::expand_pair(stride, "conv2d", "stride"), detail::expand_pair(padding, "conv2d", "padding"),
+                     detail::expand_pair(dilation, "conv2d", "dilation"), groups};
   const auto h = detail::lowp_dtype({&input, &weight, &b});
   check_conv_args(input, weight, b, p, h.has_value());
   if (h) {
@@ -369,10 +367,6 @@ Tensor nn::functional::conv2d(const Tensor& input, const Tensor& weight, const T
   }
   if (input.dim() == 3) return conv_op(input.unsqueeze(0), weight, b, p).squeeze(0);
   return conv_op(input, weight, b, p);
-}
-
-Tensor nn::functional::conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options) {
-  return conv2d(input, weight, Tensor(), options);
 }
 
 }  // namespace graft

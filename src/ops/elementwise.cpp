@@ -1,7 +1,8 @@
 // Elementwise math: pow, the unary functions (exp, log, ..., relu), clamp, maximum/minimum, their
-// in-place forms, and the activations of graft::nn::functional. Floating functions of integer or
-// bool tensors compute in float32, as PyTorch's do. Backward formulas are written with graft ops
-// (so gradients of gradients work); the 0/1 masks they use are constants computed by const_map.
+// in-place forms, and the activations leaky_relu, gelu, silu, softplus and elu. Floating functions
+// of integer or bool tensors compute in float32, as PyTorch's do. Backward formulas are written
+// with graft ops (so gradients of gradients work); the 0/1 masks they use are constants computed by
+// const_map.
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -12,7 +13,6 @@
 #include "../kernels/tanh_f32.h"
 #include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
-#include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -599,13 +599,9 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
       [&](const Tensor& old) { return graft::clamp(old, min, max); });
 }
 
-// ---- graft::nn::functional activations ----
-Tensor nn::functional::relu(const Tensor& x) { return graft::relu(x); }
-Tensor nn::functional::sigmoid(const Tensor& x) { return graft::sigmoid(x); }
-Tensor nn::functional::tanh(const Tensor& x) { return graft::tanh(x); }
-
-Tensor nn::functional::leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& options) {
-  const double slope = options.negative_slope();
+// ---- activations ----
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  const double slope = negative_slope;
   Tensor y = floating_only_map(x, "leaky_relu", [slope](auto v) {
     using T = decltype(v);
     return v > T(0) ? v : static_cast<T>(v * static_cast<T>(slope));
@@ -620,8 +616,8 @@ Tensor nn::functional::leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o
   return y;
 }
 
-Tensor nn::functional::gelu(const Tensor& x, const GELUFuncOptions& options) {
-  const std::string& approx = options.approximate();
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+  const std::string approx(approximate);
   GRAFT_CHECK(approx == "none" || approx == "tanh", "gelu", "approximate \"none\" or \"tanh\"",
               "approximate \"" + approx + "\"", "use GELUFuncOptions().approximate(\"tanh\") or leave the default");
   const bool use_tanh = approx == "tanh";
@@ -653,7 +649,7 @@ Tensor nn::functional::gelu(const Tensor& x, const GELUFuncOptions& options) {
   return y;
 }
 
-Tensor nn::functional::silu(const Tensor& x) {
+Tensor silu(const Tensor& x) {
   Tensor y = floating_only_map(x, "silu", [](auto v) { return v * sigmoid_fn(v); });
   if (auto node = make_node("SiluBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
         // d x sigmoid(x)/dx = s (1 + x (1 - s)), s = sigmoid(x)
@@ -667,8 +663,7 @@ Tensor nn::functional::silu(const Tensor& x) {
   return y;
 }
 
-Tensor nn::functional::softplus(const Tensor& x, const SoftplusFuncOptions& options) {
-  const double beta = options.beta(), threshold = options.threshold();
+Tensor softplus(const Tensor& x, double beta, double threshold) {
   Tensor y = floating_only_map(x, "softplus", [beta, threshold](auto v) {
     using T = decltype(v);
     const T bx = v * static_cast<T>(beta);
@@ -689,8 +684,7 @@ Tensor nn::functional::softplus(const Tensor& x, const SoftplusFuncOptions& opti
   return y;
 }
 
-Tensor nn::functional::elu(const Tensor& x, const ELUFuncOptions& options) {
-  const double alpha = options.alpha();
+Tensor elu(const Tensor& x, double alpha) {
   Tensor y = floating_only_map(x, "elu", [alpha](auto v) {
     using T = decltype(v);
     return v > T(0) ? v : static_cast<T>(static_cast<T>(alpha) * std::expm1(v));

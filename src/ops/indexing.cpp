@@ -1,7 +1,6 @@
-// Joining and indexing: cat, stack, index_select, index_add, gather, scatter_add, and
-// nn::functional::embedding / one_hot. Kernels are plain loops over contiguous copies; every
-// backward is written with graft ops (cat <-> narrow, index_select <-> index_add, gather <->
-// scatter_add), so double backward works.
+// Joining and indexing: cat, stack, index_select, index_add, gather, scatter_add, embedding and
+// one_hot. Kernels are plain loops over contiguous copies; every backward is written with graft ops
+// (cat <-> narrow, index_select <-> index_add, gather <-> scatter_add), so double backward works.
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -11,7 +10,6 @@
 #include "graft/core/memory.h"
 #include "graft/autograd/node.h"
 #include "graft/core/factory.h"
-#include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -410,14 +408,15 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 }
 
 // ---- embedding ----
-Tensor nn::functional::embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options) {
+// ATen's argument order: (weight, indices).
+Tensor embedding(const Tensor& weight, const Tensor& input, std::optional<int64_t> padding_idx) {
   GRAFT_CHECK(input.defined() && input.dtype() == kInt64, "embedding", "an int64 input of indices",
               input.defined() ? std::string("a ") + dtype_name(input.dtype()) + " input" : "an undefined input",
               "convert the indices with .to(graft::kInt64)");
   GRAFT_CHECK(weight.defined() && weight.dim() == 2, "embedding", "a 2-D weight (num_embeddings, embedding_dim)",
               weight.defined() ? "a weight of shape " + shape_str(weight.sizes()) : "an undefined weight", "");
   const int64_t num = weight.size(0), dim = weight.size(1);
-  std::optional<int64_t> pad = options.padding_idx();
+  std::optional<int64_t> pad = padding_idx;
   if (pad) {
     GRAFT_CHECK(*pad >= -num && *pad < num, "embedding", "padding_idx in [" + idx_str(-num) + ", " + idx_str(num) + ")",
                 "padding_idx " + idx_str(*pad) + " for num_embeddings " + idx_str(num), "");
@@ -449,7 +448,7 @@ Tensor nn::functional::embedding(const Tensor& input, const Tensor& weight, cons
 }
 
 // ---- one_hot ----
-Tensor nn::functional::one_hot(const Tensor& input, int64_t num_classes) {
+Tensor one_hot(const Tensor& input, int64_t num_classes) {
   GRAFT_CHECK(input.defined() && input.dtype() == kInt64, "one_hot", "an int64 input of class indices",
               input.defined() ? std::string("a ") + dtype_name(input.dtype()) + " input" : "an undefined input",
               "convert the indices with .to(graft::kInt64)");

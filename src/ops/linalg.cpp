@@ -1,4 +1,4 @@
-// Linear algebra: mm, bmm, addmm (OpenBLAS gemm), and matmul / nn::functional::linear composed of
+// Linear algebra: mm, bmm, addmm (OpenBLAS gemm), and matmul / linear / fused_linear composed of
 // them. float32 and float64 go through cblas_sgemm / cblas_dgemm; int64 uses a plain loop.
 //
 // Note [BLAS operands without copies]
@@ -17,7 +17,6 @@
 #include "../kernels/linear_epilogue.h"
 #include "ops/autocast_internal.h"
 #include "graft/core/memory.h"
-#include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 #include "runtime/blas.h"
@@ -472,7 +471,7 @@ void check_linear_args(const Tensor& input, const Tensor& weight, const Tensor& 
 }
 }  // namespace
 
-Tensor nn::functional::linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   memory::OpScope op_scope("linear");  // names its allocations in the memory report
   check_linear_args(input, weight, bias, "linear");
   if (const auto h = detail::lowp_dtype({&input, &weight, &bias})) {
@@ -521,8 +520,8 @@ struct FusedKind {
   const char* node;
 };
 
-FusedKind fused_kind(nn::functional::FusedActivation a) {
-  using A = nn::functional::FusedActivation;
+FusedKind fused_kind(FusedActivation a) {
+  using A = FusedActivation;
   using K = kernels::EpilogueActivation;
   switch (a) {
     case A::ReLU: return {K::ReLU, "FusedLinearReluBackward0"};
@@ -536,12 +535,12 @@ FusedKind fused_kind(nn::functional::FusedActivation a) {
   return {K::ReLU, ""};
 }
 
-Tensor unfused_activation(const Tensor& y, nn::functional::FusedActivation a) {
-  using A = nn::functional::FusedActivation;
+Tensor unfused_activation(const Tensor& y, FusedActivation a) {
+  using A = FusedActivation;
   switch (a) {
     case A::ReLU: return relu(y);
-    case A::GELU: return nn::functional::gelu(y);
-    case A::GELUTanh: return nn::functional::gelu(y, nn::functional::GELUFuncOptions().approximate("tanh"));
+    case A::GELU: return gelu(y);
+    case A::GELUTanh: return gelu(y, "tanh");
     case A::Sigmoid: return sigmoid(y);
     case A::Tanh: return graft::tanh(y);
   }
@@ -550,8 +549,7 @@ Tensor unfused_activation(const Tensor& y, nn::functional::FusedActivation a) {
 
 }  // namespace
 
-Tensor nn::functional::fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                                    FusedActivation activation) {
+Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bias, FusedActivation activation) {
   memory::OpScope op_scope("fused_linear");  // names its allocations in the memory report
   check_linear_args(input, weight, bias, "fused_linear");
   const FusedKind kind = fused_kind(activation);
@@ -592,7 +590,7 @@ Tensor nn::functional::fused_linear(const Tensor& input, const Tensor& weight, c
           case K::Tanh: gz = detail::tanh_backward(g, s); break;
           case K::Gelu:
           case K::GeluTanh: {
-            const Tensor zr = nn::functional::linear(xs, w, has_bias ? n.saved(3) : Tensor());
+            const Tensor zr = linear(xs, w, has_bias ? n.saved(3) : Tensor());
             gz = detail::gelu_backward(g, zr, kind.kernel == K::GeluTanh);
             break;
           }

@@ -1,5 +1,5 @@
-// Losses of graft::nn::functional: cross_entropy, nll_loss, mse_loss, l1_loss, smooth_l1_loss,
-// binary_cross_entropy, binary_cross_entropy_with_logits, each with reduction none/mean/sum.
+// Losses: cross_entropy, nll_loss, mse_loss, l1_loss, smooth_l1_loss, binary_cross_entropy,
+// binary_cross_entropy_with_logits, each with reduction none/mean/sum.
 //
 // Every loss is a composite of recorded graft ops (log_softmax, gather, index_select, where, log,
 // exp, ...), so backward and double backward come from those ops' own formulas. The semantics are
@@ -26,7 +26,6 @@
 #include "../kernels/dispatch.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
-#include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -241,16 +240,15 @@ Tensor class_weight_view(const Tensor& weight, int64_t ndim, int64_t class_dim, 
 
 }  // namespace
 
-namespace nn::functional {
-
-Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options) {
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
+                int64_t ignore_index) {
   const char* op = "nll_loss";
-  check_reduction(options.reduction(), op);
+  check_reduction(reduction, op);
   check_class_input(input, op);
-  check_class_target(input, target, options.ignore_index(), op);
-  check_class_weight(options.weight(), input.size(class_dim_of(input)), op);
-  const NllParts p = nll_parts(input, target, options.weight(), options.ignore_index());
-  return nll_reduce(p, target, options.reduction());
+  check_class_target(input, target, ignore_index, op);
+  check_class_weight(weight, input.size(class_dim_of(input)), op);
+  const NllParts p = nll_parts(input, target, weight, ignore_index);
+  return nll_reduce(p, target, reduction);
 }
 
 // Note [Fused cross-entropy]
@@ -269,10 +267,11 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOpti
 // differentiable. Tested against the composite route and PyTorch's fixtures (tests/ops).
 namespace {
 
-bool fused_cross_entropy_applies(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& o) {
+bool fused_cross_entropy_applies(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                 double label_smoothing) {
   return input.dim() == 2 && (input.dtype() == kFloat32 || input.dtype() == kFloat64) && target.dim() == 1 &&
-         target.dtype() == kInt64 && target.size(0) == input.size(0) && !o.weight().defined() &&
-         o.label_smoothing() == 0.0;
+         target.dtype() == kInt64 && target.size(0) == input.size(0) && !weight.defined() &&
+         label_smoothing == 0.0;
 }
 
 Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ignore_index, Reduction red) {
@@ -313,7 +312,7 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ig
         if (GradMode::is_enabled()) {  // create_graph: differentiable ops
           const Tensor mask = ne(ts, Scalar(ignore_index));
           const Tensor safe = where(mask, ts, Scalar(int64_t{0}));
-          const Tensor onehot = nn::functional::one_hot(safe, cols).to(xs.dtype());
+          const Tensor onehot = one_hot(safe, cols).to(xs.dtype());
           const Tensor gi = red == Reduction::None ? g.unsqueeze(1) : g / denom;
           return {(softmax(xs, 1) - onehot) * mask.to(xs.dtype()).unsqueeze(1) * gi};
         }
@@ -349,19 +348,19 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ig
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options) {
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
+                     int64_t ignore_index, double label_smoothing) {
   const char* op = "cross_entropy";
-  check_reduction(options.reduction(), op);
+  check_reduction(reduction, op);
   check_class_input(input, op);
   check_defined(target, op, "target");
-  const double eps = options.label_smoothing();
+  const double eps = label_smoothing;
   GRAFT_CHECK(eps >= 0.0 && eps <= 1.0, op, "label_smoothing in [0, 1]", "label_smoothing " + num(eps),
               "0 disables smoothing; 0.1 is a common choice");
   const int64_t cdim = class_dim_of(input);
   const int64_t C = input.size(cdim);
-  const Tensor& weight = options.weight();
   check_class_weight(weight, C, op);
-  const Reduction red = options.reduction();
+  const Reduction red = reduction;
 
   if (target.sizes().equals(input.sizes())) {
     // Class probabilities: loss_i = -sum_c w_c * target[i, c] * logp[i, c].
@@ -370,8 +369,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
                     shape_str(input.sizes()) + ")",
                 str("target of dtype ") + dtype_name(target.dtype()) + " and shape " + shape_str(target.sizes()),
                 "class-index targets have the input's shape without the class dim " + std::to_string(cdim));
-    GRAFT_CHECK(options.ignore_index() < 0, op, "no ignore_index with class-probability targets",
-                "ignore_index " + std::to_string(options.ignore_index()),
+    GRAFT_CHECK(ignore_index < 0, op, "no ignore_index with class-probability targets",
+                "ignore_index " + std::to_string(ignore_index),
                 "ignore_index applies to class-index targets only; leave it at its default -100");
     const Tensor logp = log_softmax(input, cdim);
     const Tensor tgt = eps > 0.0 ? target * (1.0 - eps) + eps / static_cast<double>(C) : target;
@@ -387,11 +386,11 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
     return prod;
   }
 
-  check_class_target(input, target, options.ignore_index(), op);
-  if (fused_cross_entropy_applies(input, target, options))  // Note [Fused cross-entropy]
-    return fused_cross_entropy(input, target, options.ignore_index(), red);
+  check_class_target(input, target, ignore_index, op);
+  if (fused_cross_entropy_applies(input, target, weight, label_smoothing))  // Note [Fused cross-entropy]
+    return fused_cross_entropy(input, target, ignore_index, red);
   const Tensor logp = log_softmax(input, cdim);
-  const NllParts p = nll_parts(logp, target, weight, options.ignore_index());
+  const NllParts p = nll_parts(logp, target, weight, ignore_index);
   const Tensor nll = nll_reduce(p, target, red);
   if (eps <= 0.0) return nll;
 
@@ -408,44 +407,43 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   return nll * (1.0 - eps) + ret * (eps / static_cast<double>(C));
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options) {
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   const char* op = "mse_loss";
-  check_reduction(options.reduction(), op);
+  check_reduction(reduction, op);
   check_broadcast(input, target, op);
   const Tensor d = input - target;
-  return apply_reduction(d * d, options.reduction());
+  return apply_reduction(d * d, reduction);
 }
 
-Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options) {
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   const char* op = "l1_loss";
-  check_reduction(options.reduction(), op);
+  check_reduction(reduction, op);
   check_broadcast(input, target, op);
-  return apply_reduction(abs(input - target), options.reduction());
+  return apply_reduction(abs(input - target), reduction);
 }
 
-Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options) {
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
   const char* op = "smooth_l1_loss";
-  check_reduction(options.reduction(), op);
-  const double beta = options.beta();
+  check_reduction(reduction, op);
   GRAFT_CHECK(beta >= 0.0, op, "beta >= 0", "beta " + num(beta),
               "beta is the width of the quadratic zone; 0 gives l1_loss");
   check_broadcast(input, target, op);
   const Tensor z = abs(input - target);
-  if (beta == 0.0) return apply_reduction(z, options.reduction());
+  if (beta == 0.0) return apply_reduction(z, reduction);
   // 0.5 z^2 / beta inside the zone, z - beta / 2 outside (both continuous with slope 1 at z = beta).
   const Tensor loss = where(lt(z, Scalar(beta)), z * z * 0.5 / beta, z - 0.5 * beta);
-  return apply_reduction(loss, options.reduction());
+  return apply_reduction(loss, reduction);
 }
 
-Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options) {
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
   const char* op = "binary_cross_entropy";
-  check_reduction(options.reduction(), op);
+  check_reduction(reduction, op);
   check_floating(input, op, "input");
   check_floating(target, op, "target");
   GRAFT_CHECK(target.sizes().equals(input.sizes()), op,
               "target of the input's shape " + shape_str(input.sizes()), "target of shape " + shape_str(target.sizes()),
               "binary_cross_entropy does not broadcast input and target; reshape the target");
-  check_weight_broadcasts_to(options.weight(), input.sizes(), op, "weight");
+  check_weight_broadcasts_to(weight, input.sizes(), op, "weight");
   for (double v : read_values(input)) {
     GRAFT_CHECK(v >= 0.0 && v <= 1.0, op, "all elements of input between 0 and 1 (probabilities)",
                 "an input element " + num(v),
@@ -457,21 +455,21 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Bin
   const Tensor log_1mx =
       where(below_one, clamp_min(log1p(-where(below_one, input, Scalar(0.0))), -100.0), Scalar(-100.0));
   Tensor loss = (target - 1.0) * log_1mx - target * log_x;
-  if (options.weight().defined()) loss = loss * cast(options.weight(), input.dtype());
-  return apply_reduction(loss, options.reduction());
+  if (weight.defined()) loss = loss * cast(weight, input.dtype());
+  return apply_reduction(loss, reduction);
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
-                                        const BinaryCrossEntropyWithLogitsFuncOptions& options) {
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                        const Tensor& pos_weight, Reduction reduction) {
   const char* op = "binary_cross_entropy_with_logits";
-  check_reduction(options.reduction(), op);
+  check_reduction(reduction, op);
   check_floating(input, op, "input");
   check_floating(target, op, "target");
   GRAFT_CHECK(target.sizes().equals(input.sizes()), op,
               "target of the input's shape " + shape_str(input.sizes()), "target of shape " + shape_str(target.sizes()),
               "binary_cross_entropy_with_logits does not broadcast input and target; reshape the target");
-  check_weight_broadcasts_to(options.weight(), input.sizes(), op, "weight");
-  check_weight_broadcasts_to(options.pos_weight(), input.sizes(), op, "pos_weight");
+  check_weight_broadcasts_to(weight, input.sizes(), op, "weight");
+  check_weight_broadcasts_to(pos_weight, input.sizes(), op, "pos_weight");
   // loss = (1 - t) x + (1 + (pw - 1) t) softplus(-x), softplus(-x) = log1p(exp(-|x|)) + max(-x, 0)
   // (Note [Where instead of kinks]).
   const Tensor neg = lt(input, Scalar(0.0));
@@ -479,12 +477,11 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   const Tensor max_negx = where(neg, -input, Scalar(0.0));
   const Tensor softplus_negx = log1p(exp(-abs_x)) + max_negx;
   const Tensor lin = (1.0 - target) * input;
-  Tensor loss = options.pos_weight().defined()
-                    ? lin + ((cast(options.pos_weight(), input.dtype()) - 1.0) * target + 1.0) * softplus_negx
+  Tensor loss = pos_weight.defined()
+                    ? lin + ((cast(pos_weight, input.dtype()) - 1.0) * target + 1.0) * softplus_negx
                     : lin + softplus_negx;
-  if (options.weight().defined()) loss = loss * cast(options.weight(), input.dtype());
-  return apply_reduction(loss, options.reduction());
+  if (weight.defined()) loss = loss * cast(weight, input.dtype());
+  return apply_reduction(loss, reduction);
 }
 
-}  // namespace nn::functional
 }  // namespace graft

@@ -1,4 +1,4 @@
-// Normalisation: nn::functional::batch_norm (input (N, C, *)) and layer_norm (over the trailing
+// Normalisation: batch_norm (input (N, C, *)) and layer_norm (over the trailing
 // normalized_shape dims), float32 / float64, with fused forward and backward kernels.
 //
 // Note [Normalisation kernels]
@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "../kernels/dispatch.h"
-#include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -31,7 +30,6 @@ namespace graft {
 using autograd::make_node;
 using autograd::Node;
 using autograd::set_history;
-namespace F = nn::functional;
 
 namespace {
 
@@ -237,16 +235,16 @@ TensorList ln_backward_fused(const Tensor& g_, const Tensor& x_, const Tensor& w
 
 }  // namespace
 
-Tensor F::batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
-                     const BatchNormFuncOptions& options) {
+Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, std::optional<double> momentum, double eps) {
   const char* op = "batch_norm";
   check_input(input, op);
   GRAFT_CHECK(input.dim() >= 2, op, "an input of shape (N, C) or (N, C, *) with at least 2 dims",
               "input of shape " + shape_str(input.sizes()), "add a batch dim with input.unsqueeze(0)");
   const int64_t N = input.size(0), C = input.size(1);
   const Shape cshape{C};
-  const Tensor& w = options.weight();
-  const Tensor& b = options.bias();
+  const Tensor& w = weight;
+  const Tensor& b = bias;
   check_param(w, input, cshape, op, "weight");
   check_param(b, input, cshape, op, "bias");
   for (const Tensor* rs : {&running_mean, &running_var}) {
@@ -256,15 +254,13 @@ Tensor F::batch_norm(const Tensor& input, const Tensor& running_mean, const Tens
                 str(what) + " of shape " + shape_str(rs->sizes()) + " for input of shape " + shape_str(input.sizes()), "");
     GRAFT_CHECK(rs->is_floating_point(), op, str("a floating-point ") + what, str("a ") + dtype_name(rs->dtype()) + " " + what, "");
   }
-  const bool training = options.training();
-  const double eps = options.eps();
   const int64_t S = C == 0 || N == 0 ? 0 : input.numel() / (N * C);
   const int64_t count = N * S;
   if (training) {
     GRAFT_CHECK(count > 1, op, "more than 1 value per channel when training",
                 "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(count) + " value per channel)",
                 "use a larger batch, or evaluation mode (training=false)");
-    GRAFT_CHECK(!running_mean.defined() || !running_var.defined() || options.momentum().has_value(), op,
+    GRAFT_CHECK(!running_mean.defined() || !running_var.defined() || momentum.has_value(), op,
                 "a momentum to update the running statistics with", "momentum = nullopt",
                 "pass a momentum (the BatchNorm modules turn nullopt into a cumulative average)");
   } else {
@@ -309,7 +305,7 @@ Tensor F::batch_norm(const Tensor& input, const Tensor& running_mean, const Tens
   // Running statistics: running = (1 - momentum) * running + momentum * batch statistic (unbiased var).
   if (training && (running_mean.defined() || running_var.defined())) {
     NoGradGuard ng;
-    const double mom = options.momentum().value_or(0.0);
+    const double mom = momentum.value_or(0.0);
     const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
     std::vector<double> uvar(var);
     for (double& v : uvar) v *= unbias;
@@ -342,21 +338,21 @@ Tensor F::batch_norm(const Tensor& input, const Tensor& running_mean, const Tens
   return y;
 }
 
-Tensor F::layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
   const char* op = "layer_norm";
   check_input(input, op);
-  const std::vector<int64_t>& ns = options.normalized_shape();
+  const std::vector<int64_t> ns = normalized_shape.vec();  // owned: the backward captures it
   const int64_t D = static_cast<int64_t>(ns.size());
   GRAFT_CHECK(D >= 1, op, "a non-empty normalized_shape", "normalized_shape []", "");
   bool match = input.dim() >= D;
   for (int64_t i = 0; match && i < D; ++i) match = input.size(input.dim() - D + i) == ns[static_cast<size_t>(i)];
   GRAFT_CHECK(match, op, "an input of shape [*, " + shape_str(ns).substr(1) + " (normalized_shape " + shape_str(ns) + ")",
               "input of shape " + shape_str(input.sizes()), "normalized_shape names the input's trailing dims");
-  const Tensor& w = options.weight();
-  const Tensor& b = options.bias();
+  const Tensor& w = weight;
+  const Tensor& b = bias;
   check_param(w, input, ns, op, "weight");
   check_param(b, input, ns, op, "bias");
-  const double eps = options.eps();
   const int64_t M = numel_of(ns), R = M == 0 ? 0 : input.numel() / M;
 
   std::vector<double> mean(static_cast<size_t>(R)), var(static_cast<size_t>(R)), invstd(static_cast<size_t>(R));

@@ -1,6 +1,7 @@
 // Internal helpers shared by the op families (not installed).
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,14 @@ std::vector<int64_t> reduction_dims(const Tensor& x, IntArrayRef dims, const cha
 Shape reduced_shape(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
 // g of a keepdim=false reduction unsqueezed back to rank, so it broadcasts against the input.
 Tensor unsqueeze_reduced(const Tensor& g, const std::vector<int64_t>& dims, int64_t input_dim, bool keepdim);
+
+// A size argument of a 2-D op (conv2d's stride, a pool's kernel_size, ...) as ATen takes it: one
+// value for both dims, or {height, width}.
+inline std::array<int64_t, 2> expand_pair(IntArrayRef v, const char* op, const char* name) {
+  GRAFT_CHECK(v.size() == 1 || v.size() == 2, op, std::string(name) + " of 1 or 2 values (both dims, or {height, width})",
+              std::string(name) + " of " + std::to_string(v.size()) + " values", "");
+  return v.size() == 1 ? std::array<int64_t, 2>{v[0], v[0]} : std::array<int64_t, 2>{v[0], v[1]};
+}
 }  // namespace detail
 
 }  // namespace graft

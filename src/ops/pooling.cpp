@@ -1,4 +1,4 @@
-// 2-D pooling: nn::functional::max_pool2d(_with_indices), avg_pool2d, adaptive_avg_pool2d, on
+// 2-D pooling: max_pool2d(_with_indices), avg_pool2d, adaptive_avg_pool2d, on
 // (N, C, H, W) or unbatched (C, H, W) inputs, float32 / float64. Output sizes, window clipping and
 // divisors follow PyTorch (1.13).
 //
@@ -11,6 +11,7 @@
 //   avg_pool2d / adaptive_avg_pool2d are linear in the input; grad_input spreads g / divisor over
 //     each window, and the adjoint of that is the forward pool itself.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -18,7 +19,6 @@
 
 #include "../kernels/dispatch.h"
 #include "graft/core/memory.h"
-#include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -27,7 +27,6 @@ namespace graft {
 using autograd::make_node;
 using autograd::Node;
 using autograd::set_history;
-namespace F = nn::functional;
 
 namespace {
 
@@ -42,7 +41,9 @@ struct AvgOpts {
   int64_t divisor;  // 0: none
 };
 
-std::string pair_str(const ExpandingArray<2>& a) { return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ")"; }
+using Pair = std::array<int64_t, 2>;  // {height, width}
+
+std::string pair_str(const Pair& a) { return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ")"; }
 
 // PyTorch's pooling_output_shape (with division rounding towards -inf).
 int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
@@ -66,9 +67,14 @@ void check_pool_input(const Tensor& x, const char* op) {
   }
 }
 
-PoolGeom make_geom(const Tensor& x, const ExpandingArray<2>& kernel, const ExpandingArray<2>& stride,
-                   const ExpandingArray<2>& padding, const ExpandingArray<2>& dilation, bool ceil_mode, const char* op) {
+PoolGeom make_geom(const Tensor& x, IntArrayRef kernel_arg, IntArrayRef stride_arg, IntArrayRef padding_arg,
+                   IntArrayRef dilation_arg, bool ceil_mode, const char* op) {
   check_pool_input(x, op);
+  // ATen's pooling sizes: one value or {height, width}; an empty stride is the kernel size.
+  const Pair kernel = detail::expand_pair(kernel_arg, op, "kernel_size");
+  const Pair stride = stride_arg.empty() ? kernel : detail::expand_pair(stride_arg, op, "stride");
+  const Pair padding = detail::expand_pair(padding_arg, op, "padding");
+  const Pair dilation = detail::expand_pair(dilation_arg, op, "dilation");
   for (size_t i = 0; i < 2; ++i) {
     GRAFT_CHECK(kernel[i] > 0, op, "a positive kernel_size", "kernel_size " + pair_str(kernel), "");
     GRAFT_CHECK(stride[i] > 0, op, "a positive stride", "stride " + pair_str(stride), "");
@@ -382,35 +388,36 @@ Tensor unbatched_like(const Tensor& y, const Tensor& x) { return x.dim() == 3 ? 
 
 }  // namespace
 
-std::tuple<Tensor, Tensor> F::max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& options) {
-  const PoolGeom geom = make_geom(input, options.kernel_size(), options.stride(), options.padding(), options.dilation(),
-                                  options.ceil_mode(), "max_pool2d");
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                                                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  const PoolGeom geom = make_geom(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
   auto [y, idx] = max_pool_op(batched(input), geom);
   return {unbatched_like(y, input), unbatched_like(idx, input)};
 }
 
-Tensor F::max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options) {
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  IntArrayRef dilation, bool ceil_mode) {
   // A half input (autocast's conv2d output): max is exact in any precision, so pool in float32 and
   // round back, exactly; the float32 copy is not saved (max pooling saves only its indices).
   if (input.dtype() == kFloat16 || input.dtype() == kBFloat16)
-    return max_pool2d(input.to(kFloat32), options).to(input.dtype());
+    return max_pool2d(input.to(kFloat32), kernel_size, stride, padding, dilation, ceil_mode).to(input.dtype());
   memory::OpScope op_scope("max_pool2d");  // names its allocations in the memory report
-  return std::get<0>(max_pool2d_with_indices(input, options));
+  return std::get<0>(max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode));
 }
 
-Tensor F::avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options) {
-  const PoolGeom geom = make_geom(input, options.kernel_size(), options.stride(), options.padding(), 1,
-                                  options.ceil_mode(), "avg_pool2d");
-  const int64_t div = options.divisor_override().value_or(0);
-  GRAFT_CHECK(!options.divisor_override() || div != 0, "avg_pool2d", "a non-zero divisor_override",
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const PoolGeom geom = make_geom(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d");
+  const int64_t div = divisor_override.value_or(0);
+  GRAFT_CHECK(!divisor_override || div != 0, "avg_pool2d", "a non-zero divisor_override",
               "divisor_override = 0", "leave it unset to divide by the window size");
-  return unbatched_like(avg_pool_op(batched(input), geom, {options.count_include_pad(), div}), input);
+  return unbatched_like(avg_pool_op(batched(input), geom, {count_include_pad, div}), input);
 }
 
-Tensor F::adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options) {
+Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   const char* op = "adaptive_avg_pool2d";
   check_pool_input(input, op);
-  const auto& os = options.output_size();
+  const Pair os = detail::expand_pair(output_size, op, "output_size");
   GRAFT_CHECK(os[0] > 0 && os[1] > 0, op, "a positive output_size",
               "output_size " + pair_str(os) + " for input of shape " + shape_str(input.sizes()), "");
   return unbatched_like(adaptive_avg_op(batched(input), os[0], os[1]), input);

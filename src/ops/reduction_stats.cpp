@@ -17,7 +17,6 @@
 
 #include "../kernels/dispatch.h"
 #include "../kernels/loops.h"
-#include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 

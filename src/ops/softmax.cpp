@@ -10,7 +10,6 @@
 #include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
 #include "graft/ops/autocast.h"
-#include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -123,13 +122,6 @@ Tensor log_softmax(const Tensor& x_, int64_t dim, std::optional<DType> dtype) {
     node->save(y, /*is_output=*/true);  // after set_history, so double backward sees y's grad_fn
   }
   return y;
-}
-
-Tensor nn::functional::softmax(const Tensor& x, const nn::functional::SoftmaxFuncOptions& options) {
-  return graft::softmax(x, options.dim(), options.dtype());
-}
-Tensor nn::functional::log_softmax(const Tensor& x, const nn::functional::LogSoftmaxFuncOptions& options) {
-  return graft::log_softmax(x, options.dim(), options.dtype());
 }
 
 }  // namespace graft

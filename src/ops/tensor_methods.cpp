@@ -1,5 +1,4 @@
 // Tensor methods that forward to the free functions of ops.h (one definition of each op).
-#include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
 
 namespace graft {

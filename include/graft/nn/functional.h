@@ -1,6 +1,9 @@
-// graft::nn::functional: activations, linear, embedding, softmax and losses, with LibTorch's option
-// structs: namespace F = graft::nn::functional; F::cross_entropy(x, y, F::CrossEntropyFuncOptions()
-// .ignore_index(0).label_smoothing(0.1)).
+// graft::nn::functional: activations, linear, embedding, softmax, convolution, pooling,
+// normalisation and losses, with LibTorch's option structs: namespace F = graft::nn::functional;
+// F::cross_entropy(x, y, F::CrossEntropyFuncOptions().ignore_index(0).label_smoothing(0.1)).
+// Each is the op of the same name in graft/ops/ops.h (graft::cross_entropy(x, y, {}, graft::kMean,
+// 0, 0.1)) with the options unpacked into its positional arguments (src/nn/functional.cpp), as
+// LibTorch's torch::nn::functional wraps ATen; the formulas and argument checks are the ops'.
 #pragma once
 
 #include <array>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "graft/core/tensor.h"
+#include "graft/ops/ops.h"
 
 // GRAFT_ARG(type, name): a chainable setter `name(v)` and a getter `name()`, like LibTorch's TORCH_ARG.
 #define GRAFT_ARG(T, name)                                        \
@@ -23,11 +27,7 @@
 
 namespace graft {
 
-enum class Reduction { None, Mean, Sum };
-inline constexpr Reduction kNone = Reduction::None;
-inline constexpr Reduction kMean = Reduction::Mean;
-inline constexpr Reduction kSum = Reduction::Sum;
-const char* reduction_name(Reduction r);
+// Reduction (kNone, kMean, kSum) and FusedActivation are the ops' (graft/ops/ops.h).
 
 // D int64 values given either as one value (used for all D) or as a list of exactly D, like
 // LibTorch's ExpandingArray: .stride(2) means {2, 2}, .stride({2, 1}) means height 2, width 1.
@@ -96,7 +96,8 @@ struct BinaryCrossEntropyWithLogitsFuncOptions {
   GRAFT_ARG(Tensor, pos_weight) = {};
 };
 
-// Convolution, pooling and normalisation (src/ops/conv.cpp, pooling.cpp, normalization.cpp).
+// Convolution, pooling and normalisation (graft::conv2d, max_pool2d, ..., in src/ops/conv.cpp,
+// pooling.cpp, normalization.cpp).
 struct Conv2dFuncOptions {
   GRAFT_ARG(Tensor, bias) = {};
   GRAFT_ARG(ExpandingArray<2>, stride) = 1;
@@ -158,12 +159,10 @@ Tensor log_softmax(const Tensor& x, const LogSoftmaxFuncOptions& options);
 // ---- layers ----
 // y = x @ weight^T + bias; x (*, in), weight (out, in), bias (out) or undefined.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
-// act(linear(input, weight, bias)) as one op: the bias and the activation are applied in one pass
-// over the product, and the backward computes the activation's derivative and the bias gradient in
-// one pass (Note [Fused linear + activation] in src/ops/linalg.cpp). The values are those of the
-// two ops; the graph has one node (FusedLinear<Act>Backward0) instead of two. nn::Sequential calls
-// it for a Linear followed by one of these activations (SequentialImpl::set_fusion).
-enum class FusedActivation { ReLU, GELU, GELUTanh, Sigmoid, Tanh };
+// act(linear(input, weight, bias)) as one op (graft::fused_linear: Note [Fused linear + activation]
+// in src/ops/linalg.cpp). nn::Sequential calls it for a Linear followed by one of these activations
+// (SequentialImpl::set_fusion).
+using graft::FusedActivation;
 Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bias, FusedActivation activation);
 // Rows of `weight` (num, dim) picked by int64 `input` of any shape: result input.shape + [dim].
 Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options = {});

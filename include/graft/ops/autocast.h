@@ -8,7 +8,7 @@
 //   loss.backward();                                     // outside the scope, as in PyTorch
 //
 // Note [Autocast]
-// Which ops. Under the guard, mm, addmm, bmm, matmul, nn::functional::linear and conv2d ("lower
+// Which ops. Under the guard, mm, addmm, bmm, matmul, linear and conv2d ("lower
 // precision ops") accept operands that are any mix of float32 and the autocast dtype H and
 //   1. round every operand (activations, weights, bias) to H, once, to nearest even;
 //   2. multiply the rounded values in float32 (OpenBLAS sgemm on widened copies: a product of two

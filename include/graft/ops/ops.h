@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 
@@ -116,6 +117,76 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
 // ---- softmax (fused, numerically stable) ----
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+
+// ---- neural-network ops (ATen's positional arguments; graft::nn::functional takes the same ops
+// with LibTorch's option structs: F::gelu(x, F::GELUFuncOptions().approximate("tanh")) is
+// graft::gelu(x, "tanh")) ----
+// Activations (elementwise.cpp); relu, sigmoid and tanh are above.
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");  // "none" or "tanh"
+Tensor silu(const Tensor& x);
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);  // linear where beta x > threshold
+Tensor elu(const Tensor& x, double alpha = 1.0);
+
+// y = x @ weight^T + bias; x (*, in), weight (out, in), bias (out) or undefined.
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
+// act(linear(input, weight, bias)) as one op: the bias and the activation are applied in one pass
+// over the product, and the backward computes the activation's derivative and the bias gradient in
+// one pass (Note [Fused linear + activation] in src/ops/linalg.cpp). The values are those of the
+// two ops; the graph has one node (FusedLinear<Act>Backward0) instead of two. nn::Sequential calls
+// it for a Linear followed by one of these activations (SequentialImpl::set_fusion).
+enum class FusedActivation { ReLU, GELU, GELUTanh, Sigmoid, Tanh };
+Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bias, FusedActivation activation);
+// Rows of `weight` (num, dim) picked by int64 `indices` of any shape: result indices.shape + [dim].
+// The row padding_idx (negative counts from the end) gets no gradient.
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx = std::nullopt);
+// int64 (*,) -> int64 (*, num_classes); num_classes = -1 means max(input) + 1.
+Tensor one_hot(const Tensor& input, int64_t num_classes = -1);
+
+// Convolution, pooling (input (N, C, H, W), or (C, H, W) unbatched; each size is one value for both
+// dims or {height, width}, as in ATen) and normalisation (conv.cpp, pooling.cpp, normalization.cpp).
+// weight (out_channels, in_channels / groups, kH, kW); bias (out_channels) or undefined.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+              IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
+// stride {} means stride = kernel_size.
+Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  IntArrayRef dilation = 1, bool ceil_mode = false);
+// (output, indices): indices (int64) of each maximum within its input plane (h * W + w).
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size,
+                                                   IntArrayRef stride = {}, IntArrayRef padding = 0,
+                                                   IntArrayRef dilation = 1, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
+// input (N, C, *). training: normalise with the batch statistics and update running_mean /
+// running_var in place (when defined) with the unbiased variance and momentum; else use the
+// running statistics. weight, bias, running_mean and running_var may be undefined.
+Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, std::optional<double> momentum, double eps);
+// Normalises over the last normalized_shape.size() dims, which must equal normalized_shape.
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+
+// Losses (loss.cpp), each reduced by `reduction`.
+enum class Reduction { None, Mean, Sum };
+inline constexpr Reduction kNone = Reduction::None;
+inline constexpr Reduction kMean = Reduction::Mean;
+inline constexpr Reduction kSum = Reduction::Sum;
+const char* reduction_name(Reduction r);
+// input (N, C) or (N, C, d1, ...) or (C); target int64 class indices (N) / (N, d1, ...) / (), or
+// class probabilities of the input's shape.
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                     Reduction reduction = kMean, int64_t ignore_index = -100, double label_smoothing = 0.0);
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {}, Reduction reduction = kMean,
+                int64_t ignore_index = -100);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, double beta = 1.0);
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                            Reduction reduction = kMean);
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                                        const Tensor& pos_weight = {}, Reduction reduction = kMean);
 
 // ---- joining, splitting, indexing ----
 Tensor cat(const TensorList& tensors, int64_t dim = 0);
