@@ -2,7 +2,7 @@
 // graft/amp/autocast.h). The ops themselves live with their families (linalg.cpp, conv.cpp).
 #include "graft/amp/autocast.h"
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/loops.h"
 #include "amp/autocast_internal.h"
 #include "graft/autograd/grad_mode.h"

@@ -7,7 +7,7 @@
 #include <numbers>
 #include <type_traits>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/loops.h"
 #include "../kernels/tanh_f32.h"
 #include "../kernels/vec_f32.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <tuple>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "graft/core/memory.h"
 #include "graft/nn/functional.h"
 #include "graft/ops/ops.h"
