@@ -3,6 +3,7 @@
 
 #include "graft/optim/adamw.h"
 #include "graft/core/parallel.h"
+#include "../core/dispatch.h"
 #include "update.h"
 
 namespace graft::optim {
@@ -156,7 +157,7 @@ void adam_step(OptimizerParamGroup& group, bool decoupled, const char* op,
     const double bias_correction2 = 1 - std::pow(beta2, step);
     const double step_size = lr / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-    detail::dispatch_floating(p.dtype(), op, [&]<class T>() {
+    kernels::dispatch_floating(p.dtype(), op, [&]<class T>() {
       AdamUpdate<T> u;
       u.p = p.data_ptr<T>();
       u.g = g.data_ptr<T>();

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "graft/core/parallel.h"
+#include "../core/dispatch.h"
 #include "update.h"
 
 namespace graft::optim {
@@ -186,7 +187,7 @@ void SGD::step_group(OptimizerParamGroup& group) {
     const bool use_momentum = o.momentum() != 0;
     const bool first = !st.momentum_buffer().defined();
     if (use_momentum && first) st.momentum_buffer(detail::make_buffer(p));
-    detail::dispatch_floating(p.dtype(), "SGD.step", [&]<class T>() {
+    kernels::dispatch_floating(p.dtype(), "SGD.step", [&]<class T>() {
       SgdUpdate<T> u;
       u.p = p.data_ptr<T>();
       u.g = g.data_ptr<T>();
