@@ -10,7 +10,6 @@
 
 #include "graft/core/parallel.h"
 
-#include "tanh_f32.h"
 #include "vec_f32.h"
 #include "vector_clones.h"
 

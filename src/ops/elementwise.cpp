@@ -9,7 +9,6 @@
 
 #include "../core/dispatch.h"
 #include "../kernels/loops.h"
-#include "../kernels/tanh_f32.h"
 #include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
 #include "graft/nn/functional.h"
