@@ -56,7 +56,7 @@ void backward_block(Backward op, const float* __restrict g, const float* __restr
   GRAFT_VEC_NO_CONTRACT
   switch (op) {
     case Backward::Sigmoid:  // v = y
-      for (int64_t i = 0; i < n; ++i) out[i] = g[i] * (v[i] * (1.0f - v[i]));
+      for (int64_t i = 0; i < n; ++i) out[i] = g[i] * activation::sigmoid_grad(v[i]);
       break;
     case Backward::Gelu:  // v = x
       for (int64_t i = 0; i < n; ++i) out[i] = g[i] * gelu_grad_f32(v[i]);

@@ -95,6 +95,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "activation_math.h"
+
 namespace graft::kernels {
 
 namespace vec_detail {
@@ -150,7 +152,8 @@ inline float tanh_f32(float x) {
 
 // gelu, approximate = "tanh" (Note [Fast float32 gelu]).
 inline float gelu_tanh_f32(float x) {
-  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  using namespace activation;  // kSqrt2OverPiF, kGeluCF
+  const float u = kSqrt2OverPiF * (x + kGeluCF * x * x * x);
   return x * sigmoid_f32(2.0f * u);
 }
 
@@ -212,15 +215,16 @@ inline float gelu_grad_f32(float x) {
   const float gauss64 = p.eps / p.epm;           // 2^64 e^(-x^2/2)
   const float lower = (p.q * gauss64) / p.base;  // Phi(-|x|)
   const float cdf = vec_detail::select(x < 0.0f, lower, 1.0f - lower);
-  return cdf + x * (gauss64 * (0x1p-64f * 0.3989422804014327f));
+  return cdf + x * (gauss64 * (0x1p-64f * activation::kInvSqrt2PiF));
 }
 
 // d gelu(x)/dx, approximate = "tanh".
 inline float gelu_tanh_grad_f32(float x) {
+  using namespace activation;  // kSqrt2OverPiF, kGeluCF, kGeluC3F
   const float x2 = x * x;
-  const float u = 0.7978845608028654f * (x + 0.044715f * x2 * x);
+  const float u = kSqrt2OverPiF * (x + kGeluCF * x2 * x);
   const float s = sigmoid_f32(2.0f * u);
-  const float du = 0.7978845608028654f * (1.0f + 0.134145f * x2);
+  const float du = kSqrt2OverPiF * (1.0f + kGeluC3F * x2);
   return s + 2.0f * x * (s * (1.0f - s)) * du;
 }
 
