@@ -7,7 +7,7 @@
 // and call libm per element. For contiguous float32 tensors the ops call the array functions below
 // instead. Each is a loop around a branch-free scalar formula (selects are bit masks, vec_detail::select:
 // GCC keeps ?: and std::min as branches under -ftrapping-math, which stops vectorisation),
-// compiled with target_clones("default", "avx2", "avx512f") and fp-contract=off, so every processor
+// compiled per vector width (GRAFT_VEC_CLONES, vector_clones.h) and fp-contract=off, so every processor
 // gets the same bits, and the scalar formulas here (used by the ops for strided tensors) give the
 // same bits as the arrays. Large arrays are split with graft::parallel_for.
 //
