@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 

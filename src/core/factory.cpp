@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "../kernels/dispatch.h"
+#include "dispatch.h"
 #include "graft/core/memory.h"
 
 namespace graft {

@@ -4,13 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 #include <type_traits>
 #include <vector>
 
 #include "graft/runtime/parallel.h"
 
-#include "tanh_f32.h"
+#include "activation_math.h"
 #include "vec_f32.h"
 #include "vector_clones.h"
 
@@ -21,11 +20,10 @@ namespace {
 using Act = EpilogueActivation;
 
 // ---- the activations and their derivatives, one element ----
-// float32: the formulas of the float32 activation ops (relu's `v < 0 ? 0 : v` as a mask, which
-// keeps NaN and -0 as relu does). double: the formulas of elementwise.cpp's double paths.
-constexpr double kSqrt2OverPi = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
-constexpr double kInvSqrt2 = 1.0 / std::numbers::sqrt2;
-constexpr double kGeluC = 0.044715;
+// float32: the formulas of the float32 activation ops (vec_f32.h; relu's `v < 0 ? 0 : v` as a mask,
+// which keeps NaN and -0 as relu does and vectorises). double: the formulas of elementwise.cpp's
+// double paths (activation_math.h), so a fused layer returns the bits of the unfused one.
+namespace math = activation;
 
 inline float activate(Act act, float v) {
   switch (act) {
@@ -40,11 +38,11 @@ inline float activate(Act act, float v) {
 
 inline double activate(Act act, double v) {
   switch (act) {
-    case Act::ReLU: return v < 0.0 ? 0.0 : v;
-    case Act::Sigmoid: return 1.0 / (1.0 + std::exp(-v));
+    case Act::ReLU: return math::relu(v);
+    case Act::Sigmoid: return math::sigmoid(v);
     case Act::Tanh: return std::tanh(v);
-    case Act::Gelu: return 0.5 * v * (1.0 + std::erf(v * kInvSqrt2));
-    case Act::GeluTanh: return 0.5 * v * (1.0 + std::tanh(kSqrt2OverPi * (v + kGeluC * v * v * v)));
+    case Act::Gelu: return math::gelu(v);
+    case Act::GeluTanh: return math::gelu_tanh(v);
   }
   return v;
 }
@@ -52,9 +50,9 @@ inline double activate(Act act, double v) {
 // g * act'(s); s is y for ReLU / Sigmoid / Tanh and z for gelu (as the activation ops save them).
 inline float derivative_times(Act act, float g, float s) {
   switch (act) {
-    case Act::ReLU: return vec_detail::select(s > 0.0f, g, 0.0f);
-    case Act::Sigmoid: return g * (s * (1.0f - s));
-    case Act::Tanh: return g * (1.0f - s * s);
+    case Act::ReLU: return vec_detail::select(s > 0.0f, g, 0.0f);  // math::relu_grad_times as a mask
+    case Act::Sigmoid: return g * math::sigmoid_grad(s);
+    case Act::Tanh: return g * math::tanh_grad(s);
     case Act::Gelu: return g * gelu_grad_f32(s);
     case Act::GeluTanh: return g * gelu_tanh_grad_f32(s);
   }
@@ -63,19 +61,11 @@ inline float derivative_times(Act act, float g, float s) {
 
 inline double derivative_times(Act act, double g, double s) {
   switch (act) {
-    case Act::ReLU: return s > 0.0 ? g : 0.0;
-    case Act::Sigmoid: return g * (s * (1.0 - s));
-    case Act::Tanh: return g * (1.0 - s * s);
-    case Act::Gelu: {  // Phi(z) + z phi(z)
-      const double cdf = 0.5 * (1.0 + std::erf(s * kInvSqrt2));
-      const double pdf = std::exp(-0.5 * s * s) * (kInvSqrt2 * std::numbers::inv_sqrtpi);
-      return g * (cdf + s * pdf);
-    }
-    case Act::GeluTanh: {  // (1 + t)/2 + z/2 (1 - t^2) k (1 + 3c z^2), t = tanh(k (z + c z^3))
-      const double t = std::tanh(kSqrt2OverPi * (s + kGeluC * s * s * s));
-      const double du = kSqrt2OverPi * (1.0 + 3.0 * kGeluC * s * s);
-      return g * (0.5 * (1.0 + t) + 0.5 * s * (1.0 - t * t) * du);
-    }
+    case Act::ReLU: return math::relu_grad_times(g, s);
+    case Act::Sigmoid: return g * math::sigmoid_grad(s);
+    case Act::Tanh: return g * math::tanh_grad(s);
+    case Act::Gelu: return g * math::gelu_grad(s);
+    case Act::GeluTanh: return g * math::gelu_tanh_grad(s);
   }
   return g;
 }

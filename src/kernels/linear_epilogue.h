@@ -2,7 +2,7 @@
 // src/ops/linalg.cpp): after the matrix product, bias + activation in one pass over its output;
 // in the backward, the activation's derivative and the bias gradient in one pass over the incoming
 // gradient. float32 loops are compiled per vector width (vector_clones.h) and use the same scalar
-// formulas as the activation ops (vec_f32.h, tanh_f32.h), so a fused layer returns the bits of the
+// formulas as the activation ops (vec_f32.h), so a fused layer returns the bits of the
 // unfused one. double loops use the double formulas of the activation ops.
 #pragma once
 

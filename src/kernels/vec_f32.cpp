@@ -37,6 +37,13 @@ void unary_block(Unary op, const float* __restrict in, float* __restrict out, in
   }
 }
 
+// tanh on one thread, as before the fold into this file (the parallel split is the other unary ops').
+GRAFT_VEC_CLONES
+void tanh_block(const float* __restrict in, float* __restrict out, int64_t n) {
+  GRAFT_VEC_NO_CONTRACT
+  for (int64_t i = 0; i < n; ++i) out[i] = tanh_f32(in[i]);
+}
+
 void unary(Unary op, const float* in, float* out, int64_t n) {
   parallel_for(0, n, kTranscendentalGrain, [&](int64_t b, int64_t e) { unary_block(op, in + b, out + b, e - b); });
 }
@@ -49,7 +56,7 @@ void backward_block(Backward op, const float* __restrict g, const float* __restr
   GRAFT_VEC_NO_CONTRACT
   switch (op) {
     case Backward::Sigmoid:  // v = y
-      for (int64_t i = 0; i < n; ++i) out[i] = g[i] * (v[i] * (1.0f - v[i]));
+      for (int64_t i = 0; i < n; ++i) out[i] = g[i] * activation::sigmoid_grad(v[i]);
       break;
     case Backward::Gelu:  // v = x
       for (int64_t i = 0; i < n; ++i) out[i] = g[i] * gelu_grad_f32(v[i]);
@@ -184,6 +191,7 @@ using namespace vec_detail;
 
 void exp_f32(const float* in, float* out, int64_t n) { unary(Unary::Exp, in, out, n); }
 void sigmoid_f32(const float* in, float* out, int64_t n) { unary(Unary::Sigmoid, in, out, n); }
+void tanh_f32(const float* in, float* out, int64_t n) { tanh_block(in, out, n); }
 void gelu_f32(const float* in, float* out, int64_t n) { unary(Unary::Gelu, in, out, n); }
 void gelu_tanh_f32(const float* in, float* out, int64_t n) { unary(Unary::GeluTanh, in, out, n); }
 

@@ -1,7 +1,7 @@
 // Arithmetic: add, sub, mul, div, neg (tensor-tensor with broadcasting, and tensor-scalar), their
 // in-place forms, and the C++ operators. Gradients come back in the broadcast shape; the engine
 // sums them down (Note [The engine validates gradients]).
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/loops.h"
 #include "../kernels/vec_f32.h"
 #include "graft/ops/ops.h"

@@ -2,7 +2,7 @@
 // graft/ops/autocast.h). The ops themselves live with their families (linalg.cpp, conv.cpp).
 #include "graft/ops/autocast.h"
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/loops.h"
 #include "ops/autocast_internal.h"
 #include "graft/autograd/grad_mode.h"

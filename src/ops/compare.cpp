@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/loops.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/im2col.h"
 #include "ops/autocast_internal.h"
 #include "graft/core/memory.h"

@@ -11,7 +11,7 @@
 // base's history; graft asks for the out-of-place form).
 #include <cstring>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/loops.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"

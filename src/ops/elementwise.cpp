@@ -8,9 +8,9 @@
 #include <numbers>
 #include <type_traits>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
+#include "../kernels/activation_math.h"
 #include "../kernels/loops.h"
-#include "../kernels/tanh_f32.h"
 #include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
@@ -136,13 +136,11 @@ T pow_fn(T x, T e) {
   else return std::pow(x, e);
 }
 
-// gelu's constants: sqrt(2/pi), 1/sqrt(2), and the cubic coefficient of the tanh form.
-constexpr double kSqrt2OverPi = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
-constexpr double kInvSqrt2 = 1.0 / std::numbers::sqrt2;
-constexpr double kGeluC = 0.044715;
+// The activations' scalar formulas and derivatives (kernels/activation_math.h).
+namespace math = kernels::activation;
 
-template <class T> T relu_fn(T v) { return v < T(0) ? T(0) : v; }  // NaN passes through
-template <class T> T sigmoid_fn(T v) { return T(1) / (T(1) + std::exp(-v)); }
+template <class T> T relu_fn(T v) { return math::relu(v); }
+template <class T> T sigmoid_fn(T v) { return math::sigmoid(v); }
 // float32: the vectorisable formula (Note [Fast float32 sigmoid]), so that every path gives its bits.
 template <> float sigmoid_fn(float v) { return kernels::sigmoid_f32(v); }
 
@@ -487,14 +485,15 @@ bool recorded(const Tensor& g, const Tensor& s) {
 Tensor relu_backward(const Tensor& g, const Tensor& y) {
   // d relu(x)/dx = 1 where y > 0: g where y > 0, else 0.
   if (!recorded(g, y))
-    return const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return yv > 0 ? gv : decltype(gv)(0); });
+    return const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return math::relu_grad_times(gv, yv); });
   return g * mask(y, [](auto v) { return v > 0; });
 }
 
 Tensor tanh_backward(const Tensor& g, const Tensor& y) {
   // d tanh(x)/dx = 1 - tanh(x)^2
-  if (!recorded(g, y)) return const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * (1 - yv * yv); });
-  return g * (1.0 - y * y);
+  if (!recorded(g, y))
+    return const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * math::tanh_grad(yv); });
+  return g * math::tanh_grad(y);
 }
 
 Tensor sigmoid_backward(const Tensor& g, const Tensor& y) {
@@ -505,9 +504,9 @@ Tensor sigmoid_backward(const Tensor& g, const Tensor& y) {
         });
         fast.defined())
       return fast;
-    return const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * (yv * (1 - yv)); });
+    return const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return gv * math::sigmoid_grad(yv); });
   }
-  return g * (y * (1.0 - y));
+  return g * math::sigmoid_grad(y);
 }
 
 Tensor gelu_backward(const Tensor& g, const Tensor& s, bool use_tanh) {
@@ -517,17 +516,9 @@ Tensor gelu_backward(const Tensor& g, const Tensor& s, bool use_tanh) {
     };
     if (Tensor fast = fused_f32(g, s, kernel); fast.defined()) return fast;
   }
-  if (use_tanh) {
-    // y = x/2 (1 + tanh(u)), u = k (x + c x^3): dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3c x^2)
-    const Tensor x2 = s * s;
-    const Tensor t = graft::tanh((s + x2 * s * kGeluC) * kSqrt2OverPi);
-    const Tensor du = (x2 * (3.0 * kGeluC) + 1.0) * kSqrt2OverPi;
-    return g * ((t + 1.0) * 0.5 + s * 0.5 * (1.0 - t * t) * du);
-  }
-  // y = x Phi(x): dy/dx = Phi(x) + x phi(x), Phi(x) = (1 + erf(x/sqrt2))/2, phi(x) = exp(-x^2/2)/sqrt(2 pi)
-  const Tensor cdf = (graft::erf(s * kInvSqrt2) + 1.0) * 0.5;
-  const Tensor pdf = graft::exp(s * s * -0.5) * (kInvSqrt2 * std::numbers::inv_sqrtpi);
-  return g * (cdf + s * pdf);
+  // With graft ops (recorded, or dtypes and layouts without an array kernel): the formulas of
+  // activation_math.h evaluated on tensors.
+  return g * (use_tanh ? math::gelu_tanh_grad(s) : math::gelu_grad(s));
 }
 }  // namespace detail
 
@@ -626,11 +617,7 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
   auto gelu_fn = [use_tanh](auto v) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, float>) return use_tanh ? kernels::gelu_tanh_f32(v) : kernels::gelu_f32(v);
-    if (use_tanh) {
-      const T u = static_cast<T>(kSqrt2OverPi) * (v + static_cast<T>(kGeluC) * v * v * v);
-      return static_cast<T>(T(0.5) * v * (T(1) + std::tanh(u)));
-    }
-    return static_cast<T>(T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(kInvSqrt2))));
+    return use_tanh ? math::gelu_tanh(v) : math::gelu(v);
   };
   Tensor y;
   if (x.dtype() == kFloat32 && x.is_contiguous()) {

@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "graft/core/memory.h"
 #include "graft/autograd/node.h"
 #include "graft/core/factory.h"

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/linear_epilogue.h"
 #include "ops/autocast_internal.h"
 #include "graft/core/memory.h"

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/ops/ops.h"

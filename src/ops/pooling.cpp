@@ -17,7 +17,7 @@
 #include <string>
 #include <tuple>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"

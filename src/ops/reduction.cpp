@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/reduce.h"
 #include "../kernels/vec_f32.h"
 #include "graft/ops/ops.h"

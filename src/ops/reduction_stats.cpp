@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/loops.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "../kernels/dispatch.h"
+#include "../core/dispatch.h"
 #include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
 #include "graft/ops/autocast.h"

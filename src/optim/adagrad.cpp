@@ -1,6 +1,7 @@
 // Adagrad: see include/graft/optim/adagrad.h and Note [Optimizer update loops].
 #include "graft/optim/adagrad.h"
 
+#include "../core/dispatch.h"
 #include "update.h"
 
 namespace graft::optim {
@@ -37,7 +38,7 @@ void Adagrad::step_group(OptimizerParamGroup& group) {
     st.step(st.step() + 1);
     const double step = static_cast<double>(st.step());
     const double clr = o.lr() / (1 + (step - 1) * o.lr_decay());
-    detail::dispatch_floating(p.dtype(), "Adagrad.step", [&]<class T>() {
+    kernels::dispatch_floating(p.dtype(), "Adagrad.step", [&]<class T>() {
       T* pd = p.data_ptr<T>();
       const T* gd = g.data_ptr<T>();
       T* sum = detail::contiguous_buffer(st.sum()).template data_ptr<T>();

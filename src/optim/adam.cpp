@@ -3,6 +3,8 @@
 
 #include "graft/optim/adamw.h"
 #include "graft/runtime/parallel.h"
+#include "../core/dispatch.h"
+#include "../kernels/vector_clones.h"
 #include "update.h"
 
 namespace graft::optim {
@@ -100,39 +102,19 @@ template <class T>
   adam_plain<T, false, false>(u, begin, end);
 }
 
-// One body, compiled for the baseline and, on x86-64, for AVX2 + FMA and AVX-512: std::fma becomes
-// one instruction instead of a libm call per element, and the divisions and square roots run 8 or
-// 16 lanes wide. Every variant rounds the same (fma rounds once either way; ISO C++ mode: no
-// contraction of the other products), so the result does not depend on the processor.
-template <class T>
-void adam_portable(const AdamUpdate<T>& u, int64_t b, int64_t e) {
-  adam_range(u, b, e);
-}
-#if defined(__x86_64__)
-template <class T>
-[[gnu::target("avx2,fma")]] void adam_avx2(const AdamUpdate<T>& u, int64_t b, int64_t e) {
-  adam_range(u, b, e);
-}
-template <class T>
-[[gnu::target("avx512f,avx512dq,avx512vl,avx2,fma")]] void adam_avx512(const AdamUpdate<T>& u, int64_t b, int64_t e) {
-  adam_range(u, b, e);
-}
-#endif
+// One body, compiled per processor (vector_clones.h: the baseline, x86-64-v3 with AVX2 + FMA and
+// x86-64-v4 with AVX-512): std::fma becomes one instruction instead of a libm call per element, and
+// the divisions and square roots run 8 or 16 lanes wide. Every variant rounds the same (fma rounds
+// once either way; nothing else is contracted), so the result does not depend on the processor.
+GRAFT_VEC_CLONES void adam_block(const AdamUpdate<float>& u, int64_t b, int64_t e) { adam_range(u, b, e); }
+GRAFT_VEC_CLONES void adam_block(const AdamUpdate<double>& u, int64_t b, int64_t e) { adam_range(u, b, e); }
 
 // The update of n elements, split over graft's threads (elementwise, so the split does not change
 // any bit).
 template <class T>
 void adam_update(const AdamUpdate<T>& u, int64_t n) {
-  void (*body)(const AdamUpdate<T>&, int64_t, int64_t) = adam_portable<T>;
-#if defined(__x86_64__)
-  static const bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                                 __builtin_cpu_supports("avx512vl");
-  static const bool has_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (has_avx512) body = adam_avx512<T>;
-  else if (has_fma) body = adam_avx2<T>;
-#endif
   // About 2 ns per element on one core: chunks of 64K elements are ~100 us, far above a wake-up.
-  parallel_for(0, n, int64_t{1} << 16, [&](int64_t b, int64_t e) { body(u, b, e); });
+  parallel_for(0, n, int64_t{1} << 16, [&](int64_t b, int64_t e) { adam_block(u, b, e); });
 }
 
 // One Adam/AdamW update of every parameter of the group with a gradient. `decoupled`: AdamW's
@@ -156,7 +138,7 @@ void adam_step(OptimizerParamGroup& group, bool decoupled, const char* op,
     const double bias_correction2 = 1 - std::pow(beta2, step);
     const double step_size = lr / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-    detail::dispatch_floating(p.dtype(), op, [&]<class T>() {
+    kernels::dispatch_floating(p.dtype(), op, [&]<class T>() {
       AdamUpdate<T> u;
       u.p = p.data_ptr<T>();
       u.g = g.data_ptr<T>();

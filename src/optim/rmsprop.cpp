@@ -1,6 +1,7 @@
 // RMSprop: see include/graft/optim/rmsprop.h and Note [Optimizer update loops].
 #include "graft/optim/rmsprop.h"
 
+#include "../core/dispatch.h"
 #include "update.h"
 
 namespace graft::optim {
@@ -39,7 +40,7 @@ void RMSprop::step_group(OptimizerParamGroup& group) {
     if (use_momentum && !st.momentum_buffer().defined()) st.momentum_buffer(detail::make_buffer(p));
     if (o.centered() && !st.grad_avg().defined()) st.grad_avg(detail::make_buffer(p));
     st.step(st.step() + 1);
-    detail::dispatch_floating(p.dtype(), "RMSprop.step", [&]<class T>() {
+    kernels::dispatch_floating(p.dtype(), "RMSprop.step", [&]<class T>() {
       T* pd = p.data_ptr<T>();
       const T* gd = g.data_ptr<T>();
       T* sq = detail::contiguous_buffer(st.square_avg()).template data_ptr<T>();

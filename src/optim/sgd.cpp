@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "graft/runtime/parallel.h"
+#include "../core/dispatch.h"
+#include "../kernels/vector_clones.h"
 #include "update.h"
 
 namespace graft::optim {
@@ -49,118 +51,76 @@ struct SgdUpdate {
 
 constexpr int64_t kStatsBlock = 512;
 
-// The common case (momentum after the first step; no decay, Nesterov or maximize), written without
-// the per-element flag tests so that it vectorises: the same operations in the same order as the
-// general loop below, so the same bits. Returns false when the flags ask for the general loop.
-template <class T>
-[[gnu::always_inline]] inline bool plain_momentum(const SgdUpdate<T>& u) {
-  return u.buf && !u.first && !u.maximize && !u.decay && !u.nesterov;
-}
-
-template <class T>
-[[gnu::always_inline]] inline void sgd_update_range(const SgdUpdate<T>& u, int64_t begin, int64_t end) {
-  if (plain_momentum(u)) {
-    T* __restrict p = u.p;
-    T* __restrict buf = u.buf;
-    const T* __restrict g = u.g;
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) {
-      const T b = std::fma(u.one_minus_damp, g[i], buf[i] * u.mom);
-      buf[i] = b;
-      p[i] = std::fma(u.neg_lr, b, p[i]);
-    }
-    return;
-  }
-  for (int64_t i = begin; i < end; ++i) {
-    T d = u.maximize ? -u.g[i] : u.g[i];
-    if (u.decay) d = std::fma(u.wd, u.p[i], d);
-    if (u.buf) {
-      u.buf[i] = u.first ? d : std::fma(u.one_minus_damp, d, u.buf[i] * u.mom);
-      d = u.nesterov ? std::fma(u.mom, u.buf[i], d) : u.buf[i];
-    }
-    u.p[i] = std::fma(u.neg_lr, d, u.p[i]);
-  }
-}
-
-// The same update, also adding ||w_before||^2 and ||w_after - w_before||^2 (the difference rounded
-// in T) into wsq and usq. `omp simd reduction` (compiled with -fopenmp-simd: no OpenMP runtime) lets
-// the compiler vectorise the sums by reassociating them; the lanes sum in T over one block of
-// kStatsBlock elements at most, then into double.
-template <class T>
-[[gnu::always_inline]] inline void sgd_update_range_stats(const SgdUpdate<T>& u, int64_t begin, int64_t end,
-                                                          double& wsq, double& usq) {
-  T w2 = 0, u2 = 0;
-  if (plain_momentum(u)) {  // as in sgd_update_range: no flag tests per element
-    T* __restrict p = u.p;
-    T* __restrict buf = u.buf;
-    const T* __restrict g = u.g;
+// One loop for every variant (Note [Optimizer update loops] for the rounding). Plain: the common
+// case (momentum after the first step; no decay, Nesterov or maximize), written without the
+// per-element flag tests so that it vectorises; it performs the operations of the general body in
+// the same order, so the same bits. Stats: also adds ||w_before||^2 and ||w_after - w_before||^2
+// (the difference rounded in T) into wsq and usq; `omp simd reduction` (compiled with
+// -fopenmp-simd: no OpenMP runtime) lets the compiler vectorise the sums by reassociating them, the
+// lanes summing in T over one block of kStatsBlock elements at most, then into double.
+template <class T, bool Plain, bool Stats>
+[[gnu::always_inline]] inline void sgd_loop(const SgdUpdate<T>& u, int64_t begin, int64_t end, double& wsq,
+                                            double& usq) {
+  T* __restrict p = u.p;
+  T* __restrict buf = u.buf;
+  const T* __restrict g = u.g;
+  // (flags and scalars in locals: the stores through p and buf could otherwise alias them)
+  const bool maximize = u.maximize, decay = u.decay, first = u.first, nesterov = u.nesterov;
+  const T wd = u.wd, mom = u.mom, one_minus_damp = u.one_minus_damp, neg_lr = u.neg_lr;
+  [[maybe_unused]] T w2 = 0, u2 = 0;
 #pragma omp simd reduction(+ : w2, u2)
-    for (int64_t i = begin; i < end; ++i) {
-      const T before = p[i];
-      const T b = std::fma(u.one_minus_damp, g[i], buf[i] * u.mom);
-      buf[i] = b;
-      const T after = std::fma(u.neg_lr, b, before);
-      p[i] = after;
+  for (int64_t i = begin; i < end; ++i) {
+    const T before = p[i];
+    T d;
+    if constexpr (Plain) {
+      d = std::fma(one_minus_damp, g[i], buf[i] * mom);
+      buf[i] = d;
+    } else {
+      d = maximize ? -g[i] : g[i];
+      if (decay) d = std::fma(wd, before, d);
+      if (buf) {
+        buf[i] = first ? d : std::fma(one_minus_damp, d, buf[i] * mom);
+        d = nesterov ? std::fma(mom, buf[i], d) : buf[i];
+      }
+    }
+    const T after = std::fma(neg_lr, d, before);
+    p[i] = after;
+    if constexpr (Stats) {
       const T step = after - before;
       w2 += before * before;
       u2 += step * step;
     }
+  }
+  if constexpr (Stats) {
     wsq += static_cast<double>(w2);
     usq += static_cast<double>(u2);
-    return;
   }
-#pragma omp simd reduction(+ : w2, u2)
-  for (int64_t i = begin; i < end; ++i) {
-    const T before = u.p[i];
-    T d = u.maximize ? -u.g[i] : u.g[i];
-    if (u.decay) d = std::fma(u.wd, before, d);
-    if (u.buf) {
-      u.buf[i] = u.first ? d : std::fma(u.one_minus_damp, d, u.buf[i] * u.mom);
-      d = u.nesterov ? std::fma(u.mom, u.buf[i], d) : u.buf[i];
-    }
-    const T after = std::fma(u.neg_lr, d, before);
-    u.p[i] = after;
-    const T step = after - before;
-    w2 += before * before;
-    u2 += step * step;
-  }
-  wsq += static_cast<double>(w2);
-  usq += static_cast<double>(u2);
 }
 
-// The whole update; with stats, block by block: the block's old weights are kept in a stack buffer
-// (in L1) and the sums are taken from cache right after the block is updated.
+template <class T, bool Stats>
+[[gnu::always_inline]] inline void sgd_range(const SgdUpdate<T>& u, int64_t begin, int64_t end, double& wsq,
+                                             double& usq) {
+  const bool plain = u.buf && !u.first && !u.maximize && !u.decay && !u.nesterov;
+  if (plain) sgd_loop<T, true, Stats>(u, begin, end, wsq, usq);
+  else sgd_loop<T, false, Stats>(u, begin, end, wsq, usq);
+}
+
+// The whole update; with stats, block by block: the block's sums are taken from cache right after
+// the block is updated.
 template <class T>
 [[gnu::always_inline]] inline void sgd_update_body(const SgdUpdate<T>& u) {
-  if (!u.stats) return sgd_update_range(u, 0, u.n);
   double wsq = 0, usq = 0;
-  for (int64_t b = 0; b < u.n; b += kStatsBlock) sgd_update_range_stats(u, b, std::min(u.n, b + kStatsBlock), wsq, usq);
+  if (!u.stats) return sgd_range<T, false>(u, 0, u.n, wsq, usq);
+  for (int64_t b = 0; b < u.n; b += kStatsBlock) sgd_range<T, true>(u, b, std::min(u.n, b + kStatsBlock), wsq, usq);
   u.stats->first = wsq;
   u.stats->second = usq;
 }
 
-template <class T>
-void sgd_update_portable(const SgdUpdate<T>& u) {
-  sgd_update_body(u);
-}
-
-#if defined(__x86_64__)
-// The same loop compiled for AVX2 + FMA: std::fma becomes one instruction instead of a call into
-// libm per element (10x faster); the rounding is the same (fma rounds once either way).
-template <class T>
-[[gnu::target("avx2,fma")]] void sgd_update_fma(const SgdUpdate<T>& u) {
-  sgd_update_body(u);
-}
-#endif
-
-template <class T>
-void sgd_update_serial(const SgdUpdate<T>& u) {
-#if defined(__x86_64__)
-  static const bool has_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (has_fma) return sgd_update_fma(u);
-#endif
-  sgd_update_portable(u);
-}
+// The body compiled per processor (vector_clones.h): std::fma is one instruction from x86-64-v3
+// on instead of a libm call per element; fma rounds once either way and nothing else is
+// contracted, so every variant gives the same bits.
+GRAFT_VEC_CLONES void sgd_update_serial(const SgdUpdate<float>& u) { sgd_update_body(u); }
+GRAFT_VEC_CLONES void sgd_update_serial(const SgdUpdate<double>& u) { sgd_update_body(u); }
 
 // Split over graft's threads by index (an element-wise update: the same bits at any thread
 // count); with statistics, one thread, so that the sums keep their order.
@@ -186,7 +146,7 @@ void SGD::step_group(OptimizerParamGroup& group) {
     const bool use_momentum = o.momentum() != 0;
     const bool first = !st.momentum_buffer().defined();
     if (use_momentum && first) st.momentum_buffer(detail::make_buffer(p));
-    detail::dispatch_floating(p.dtype(), "SGD.step", [&]<class T>() {
+    kernels::dispatch_floating(p.dtype(), "SGD.step", [&]<class T>() {
       SgdUpdate<T> u;
       u.p = p.data_ptr<T>();
       u.g = g.data_ptr<T>();

@@ -24,19 +24,6 @@
 
 namespace graft::optim::detail {
 
-// Calls f.template operator()<T>() with T = float or double for the parameter's dtype.
-template <class F>
-void dispatch_floating(DType dtype, const char* op, F&& f) {
-  if (dtype == DType::Float64) {
-    f.template operator()<double>();
-  } else if (dtype == DType::Float32) {
-    f.template operator()<float>();
-  } else {
-    GRAFT_CHECK(false, op, "float32 or float64 parameters", std::string("a ") + dtype_name(dtype) + " parameter",
-                "the optimisers update float32 and float64 tensors");
-  }
-}
-
 // PyTorch's torch.maximum: NaN if either is NaN.
 template <class T>
 inline T nan_maximum(T a, T b) {

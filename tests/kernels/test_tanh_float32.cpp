@@ -1,4 +1,4 @@
-// float32 tanh without libm (Note [Fast float32 tanh] in src/kernels/tanh_f32.h): within 2 ulp of
+// float32 tanh without libm (Note [Fast float32 tanh] in src/kernels/vec_f32.h): within 2 ulp of
 // tanh computed in double and rounded, over a dense sweep, tiny values and the special values; the
 // vectorised array kernel and the scalar loop agree bit for bit.
 #include <gtest/gtest.h>

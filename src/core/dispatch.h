@@ -3,6 +3,8 @@
 // An unsupported dtype is a graft::Error naming the op. float16/bfloat16 have storage and
 // conversions (dispatch_all_and_half, convert<D>), and kernels only where an op says so (the matrix
 // products under autocast, relu); every other op rejects them with that error.
+// It lives in core (a dtype switch, used by core's factory.cpp as by the kernels, ops and
+// optimisers) and keeps the namespace graft::kernels, where its callers name it.
 #pragma once
 
 #include <cstdint>

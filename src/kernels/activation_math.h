@@ -1,0 +1,100 @@
+// The activations' scalar math, written once: gelu's constants, the forward formulas of the
+// strided and double paths, and the derivatives in terms of what the backward saves (y for relu,
+// sigmoid and tanh; x for gelu). Used by the strided ops (src/ops/elementwise.cpp), the fast float32
+// kernels (vec_f32.h) and the fused epilogue (linear_epilogue.cpp).
+//
+// The float32 forward formulas and gelu's float32 derivatives are vectorisable rewrites
+// (Note [Fast float32 gelu] in vec_f32.h: rational fits, exp by bit tricks) and cannot be the
+// templates below; they share gelu's constants from here (kGeluSqrt2OverPiF, ...), exactly the float
+// values they were measured with.
+//
+// The derivative templates accept graft::Tensor as T too (sigmoid_grad, tanh_grad, gelu_grad,
+// gelu_tanh_grad): the recorded backward (create_graph) evaluates the same expression with graft
+// ops, found by argument-dependent lookup (graft::exp, graft::tanh, ...), so this header includes
+// nothing above the kernels layer. Literals are written as the tensor formulas had them (double
+// scalars; one<T>() is T(1) for float and double), so every path keeps its rounding.
+#pragma once
+
+#include <cmath>
+#include <numbers>
+#include <type_traits>
+
+namespace graft::kernels::activation {
+
+// gelu's constants: sqrt(2/pi), 1/sqrt(2), 1/sqrt(2 pi), and the cubic coefficient of the tanh form.
+inline constexpr double kSqrt2OverPi = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
+inline constexpr double kInvSqrt2 = 1.0 / std::numbers::sqrt2;
+inline constexpr double kInvSqrt2Pi = kInvSqrt2 * std::numbers::inv_sqrtpi;
+inline constexpr double kGeluC = 0.044715;
+// The same in float32, for the vectorised formulas (d/du of the cubic: 3 kGeluC).
+inline constexpr float kSqrt2OverPiF = static_cast<float>(kSqrt2OverPi);
+inline constexpr float kInvSqrt2PiF = static_cast<float>(kInvSqrt2Pi);
+inline constexpr float kGeluCF = static_cast<float>(kGeluC);
+inline constexpr float kGeluC3F = static_cast<float>(3.0 * kGeluC);
+
+// 1 in x's arithmetic: T(1) for float and double, the double scalar 1.0 for a Tensor.
+template <class T>
+constexpr auto one() {
+  if constexpr (std::is_arithmetic_v<T>) return T(1);
+  else return 1.0;
+}
+
+// ---- forward (scalars) ----
+template <class T>
+T relu(T v) {
+  return v < T(0) ? T(0) : v;  // NaN passes through
+}
+template <class T>
+T sigmoid(T v) {
+  return T(1) / (T(1) + std::exp(-v));
+}
+// approximate = "none": x Phi(x) = x/2 (1 + erf(x / sqrt 2)).
+template <class T>
+T gelu(T v) {
+  return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(kInvSqrt2)));
+}
+// approximate = "tanh": x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+template <class T>
+T gelu_tanh(T v) {
+  const T u = static_cast<T>(kSqrt2OverPi) * (v + static_cast<T>(kGeluC) * v * v * v);
+  return T(0.5) * v * (T(1) + std::tanh(u));
+}
+
+// ---- derivatives ----
+// g * relu'(x) from y = relu(x): g where y > 0, else 0 (scalars; the recorded form is a 0/1 mask).
+template <class T>
+T relu_grad_times(T g, T y) {
+  return y > T(0) ? g : T(0);
+}
+// sigmoid'(x) = y (1 - y).
+template <class T>
+T sigmoid_grad(const T& y) {
+  return y * (one<T>() - y);
+}
+// tanh'(x) = 1 - y^2.
+template <class T>
+T tanh_grad(const T& y) {
+  return one<T>() - y * y;
+}
+// gelu'(x), approximate = "none": Phi(x) + x phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2,
+// phi(x) = exp(-x^2 / 2) / sqrt(2 pi). double or Tensor.
+template <class T>
+T gelu_grad(const T& x) {
+  using std::erf;
+  using std::exp;
+  const T cdf = (erf(x * kInvSqrt2) + 1.0) * 0.5;
+  const T pdf = exp(x * x * -0.5) * kInvSqrt2Pi;
+  return cdf + x * pdf;
+}
+// gelu'(x), approximate = "tanh": with u = k (x + c x^3), t = tanh(u):
+// (1 + t) / 2 + x/2 (1 - t^2) k (1 + 3c x^2). double or Tensor.
+template <class T>
+T gelu_tanh_grad(const T& x) {
+  using std::tanh;
+  const T x2 = x * x;
+  const T t = tanh((x + x2 * x * kGeluC) * kSqrt2OverPi);
+  const T du = (x2 * (3.0 * kGeluC) + 1.0) * kSqrt2OverPi;
+  return (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * du;
+}
+
+}  // namespace graft::kernels::activation
