@@ -43,7 +43,7 @@
 //                the products by them are exact, so this is e^r 2^n rounded once.
 // The cut at 0.55 keeps the cancellation in 1 - 2 / (e^(2a) + 1) to one bit. Against tanh in double,
 // rounded, over 2 * 10^6 values in [-12, 12] and tiny ones: at most 2 ulp
-// (tests/ops/test_tanh_float32.cpp). NaN stays NaN (the rounding adds a magic number instead of
+// (tests/kernels/test_tanh_float32.cpp). NaN stays NaN (the rounding adds a magic number instead of
 // converting to int), +-inf gives +-1, -0 gives -0.
 // The array form tanh_f32(in, out, n) (vec_f32.cpp) is compiled three times, for the SSE2
 // baseline, AVX2 and AVX-512, and picked at load time (GCC target_clones): 0.5 ms per million values
