@@ -208,6 +208,8 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
 }
 
 bool equal(const Tensor& a, const Tensor& b) {
+  GRAFT_CHECK(a.defined() && b.defined(), "equal", "two defined tensors", "an undefined tensor",
+              "an undefined tensor holds no values to compare");
   if (!a.sizes().equals(b.sizes())) return false;
   NoGradGuard ng;
   const Tensor da = as_dtype(a, kFloat64), db = as_dtype(b, kFloat64);
