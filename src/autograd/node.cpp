@@ -2,12 +2,12 @@
 #include "graft/autograd/node.h"
 
 #include <atomic>
-#include <cctype>
 
 #include "autograd/node_tracking.h"
 #include "core/memory_internal.h"
 #include "graft/autograd/saved_tensor_hooks.h"
 #include "graft/core/error.h"
+#include "graft/core/memory.h"
 
 namespace graft::autograd {
 
@@ -22,12 +22,13 @@ std::atomic<unsigned> next_hook_id{1 << 30};
 thread_local std::vector<std::shared_ptr<Node>>* pending_deletes = nullptr;
 }  // namespace
 
-Node::Node(const char* name) : sequence_nr_(next_sequence_nr++), name_(name) {
+Node::Node(const char* name, ForwardOp op) : sequence_nr_(next_sequence_nr++), name_(name), op_(op) {
+  if (op_.name == nullptr || *op_.name == '\0') op_.name = name;  // an unnamed op: the node's name stands in
   if (detail::g_track_nodes.load(std::memory_order_relaxed)) detail::track_node(this);
 }
 
 Node::~Node() {
-  if (tracked_) detail::untrack_node(this);
+  if (tracked()) detail::untrack_node(this);
   const bool outermost = pending_deletes == nullptr;
   std::vector<std::shared_ptr<Node>> local;
   if (outermost) pending_deletes = &local;
@@ -45,21 +46,6 @@ Node::~Node() {
     }
     pending_deletes = nullptr;
   }
-}
-
-std::string Node::forward_op_name() const { return autograd::forward_op_name(name_); }
-
-std::string forward_op_name(const char* node_name) {
-  // "LogSoftmaxBackward0" -> "log_softmax"
-  std::string_view n = node_name;
-  if (auto pos = n.find("Backward"); pos != std::string_view::npos) n = n.substr(0, pos);
-  std::string out;
-  for (size_t i = 0; i < n.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(n[i]);
-    if (std::isupper(c) && i > 0) out.push_back('_');
-    out.push_back(static_cast<char>(std::tolower(c)));
-  }
-  return out;
 }
 
 void Node::release_saved() {
@@ -84,8 +70,6 @@ void Node::remove_pre_hook(unsigned id) {
   std::erase_if(pre_hooks_, [id](const auto& p) { return p.first == id; });
 }
 
-// ---- SavedTensor ----
-
 // ---- SavedMark ----
 
 SavedMark::SavedMark(const Tensor& t, const char* produced_by, const char* saved_by) {
@@ -106,14 +90,16 @@ void SavedMark::reset() noexcept {
 
 // ---- SavedTensor ----
 
-SavedTensor::SavedTensor(const Tensor& t, bool is_output, const char* saved_by) : is_output_(is_output) {
+SavedTensor::SavedTensor(const Tensor& t, bool is_output, const Node& saver) : is_output_(is_output) {
   if (!t.defined()) return;
   version_ = t._version();
   // An output saved by its own node is differentiable through that node, whether it is saved
   // before or after set_history().
   requires_grad_ = is_output || t.requires_grad();
+  // For the memory report: the forward op that made the tensor (Note [Forward op of a node]).
   const auto& fn = t.grad_fn();
-  const char* produced_by = is_output ? saved_by : (fn ? fn->name() : nullptr);
+  const char* produced_by = is_output ? saver.forward_op_name() : (fn ? fn->forward_op_name() : nullptr);
+  const char* saved_by = saver.name();
   if (auto hooks = SavedTensorsHooks::current()) {  // Note [Saved-tensor hooks]
     Tensor packed;
     {
@@ -196,8 +182,53 @@ std::shared_ptr<Node> SavedTensor::steal_grad_fn() {
 
 // ---- AccumulateGrad ----
 
-AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : Node("AccumulateGrad"), leaf_(std::move(leaf)) {
+AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf)
+    : Node("AccumulateGrad", ForwardOp::unlisted("accumulate_grad")), leaf_(std::move(leaf)) {
   sequence_nr_ = UINT64_MAX;  // run as soon as ready: frees gradient buffers early
+  is_accumulate_grad_ = true;
+}
+
+// Note [Accumulating into .grad]
+// A leaf's .grad keeps summing across backward calls until zeroed. The first gradient is stolen
+// without a copy when nothing else holds it and it is contiguous; later ones add in place, or out of
+// place under create_graph (so the sum itself is differentiable).
+TensorList AccumulateGrad::apply(const Tensor& grad_in) {
+  // Note [Gradient stealing]
+  // The engine hands over its only handle to the incoming gradient, so with this local copy a gradient nothing else refers to has use_count 2 (a gradient returned for
+  // two inputs, or captured by autograd::grad, has more). Such a gradient becomes .grad as it is,
+  // without a copy, as in PyTorch; a hook's replacement is judged the same way.
+  Tensor grad = grad_in;
+  bool sole = grad.use_count() == 2;
+  auto& meta = leaf_->autograd_meta();
+  for (auto& [id, hook] : meta.hooks) {
+    Tensor r = hook(grad);
+    if (r.defined()) {
+      grad = std::move(r);
+      sole = grad.use_count() == 1;
+    }
+  }
+  if (!grad.defined()) return {};
+  Tensor& acc = meta.grad;
+  // Note [Memory categories]: whatever storage ends up as .grad is counted as a gradient.
+  struct TagGradient {
+    Tensor& acc;
+    ~TagGradient() {
+      if (acc.defined()) memory::set_category(*acc.impl().storage, memory::Category::Gradients);
+    }
+  } tag{acc};
+  if (!acc.defined()) {
+    if (!GradMode::is_enabled() && sole && grad.impl().storage.use_count() == 1 &&
+        grad.is_contiguous() && grad.storage_offset() == 0 && grad.impl().storage->nbytes == grad.nbytes()) {
+      acc = grad.detach();
+    } else {
+      acc = GradMode::is_enabled() ? grad.clone() : grad.detach().clone();
+    }
+  } else if (!GradMode::is_enabled()) {
+    acc.add_(grad);
+  } else {
+    acc = acc + grad;
+  }
+  return {};
 }
 
 // ---- recording ----
@@ -251,7 +282,7 @@ void set_history(Tensor& output, const std::shared_ptr<Node>& node) {
   auto& meta = output.impl().autograd_meta();
   meta.grad_fn = node;
   meta.requires_grad = false;  // requires_grad() is true through grad_fn
-  if (node->tracked_) detail::track_output(node.get(), output);
+  if (node->tracked()) detail::track_output(node.get(), output);
 }
 
 }  // namespace graft::autograd

@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/memory_internal.h"
-#include "graft/autograd/node.h"
 #include "graft/core/storage.h"
 
 namespace graft::memory {
@@ -277,7 +276,7 @@ std::vector<SavedActivation> largest_saved_activations(size_t max_count) {
     a.bytes = it.bytes;
     a.shape = shape_str(it.entry.sizes.ref());
     a.dtype = dtype_name(it.entry.dtype);
-    a.produced_by = it.entry.produced_by ? autograd::forward_op_name(it.entry.produced_by) : "an input (no grad_fn)";
+    a.produced_by = it.entry.produced_by ? it.entry.produced_by : "an input (no grad_fn)";
     a.saved_by = it.entry.saved_by ? it.entry.saved_by : "";
     out.push_back(std::move(a));
   }

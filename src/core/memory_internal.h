@@ -21,8 +21,9 @@ void on_alloc(Storage& s);
 void on_free(Storage& s);
 
 // A graph node starts / stops holding `s` for backward. `sizes`/`dtype` describe the saved view;
-// `produced_by` is the backward node of the op that made it (null for inputs and leaves);
-// `saved_by` is the node saving it. Both are static node names.
+// `produced_by` is the forward op that made it ("tanh"; null for inputs and leaves), as autograd
+// records it on the op's node (Note [Forward op of a node]); `saved_by` is the node saving it
+// ("TanhBackward0"). Both are static strings.
 void on_saved(Storage& s, IntArrayRef sizes, DType dtype, const char* produced_by, const char* saved_by);
 void on_unsaved(Storage& s);
 

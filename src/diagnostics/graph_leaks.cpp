@@ -38,7 +38,7 @@ void track_node(Node* node) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.nodes[node] = NodeRecord{r.step, false, {}, DType::Float32};
-  node->tracked_ = true;
+  node->set_tracked(true);
 }
 
 void untrack_node(Node* node) noexcept {
@@ -151,7 +151,7 @@ GraphLeakDetector::~GraphLeakDetector() {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   autograd::detail::g_track_nodes.store(false);
-  for (auto& [n, rec] : r.nodes) const_cast<Node*>(n)->tracked_ = false;
+  for (auto& [n, rec] : r.nodes) const_cast<Node*>(n)->set_tracked(false);
   r.nodes.clear();
 }
 

@@ -28,50 +28,6 @@
 
 namespace graft::autograd {
 
-// Note [Accumulating into .grad]
-// A leaf's .grad keeps summing across backward calls until zeroed. The first gradient is stolen
-// without a copy when nothing else holds it and it is contiguous; later ones add in place, or out of
-// place under create_graph (so the sum itself is differentiable).
-TensorList AccumulateGrad::apply(const Tensor& grad_in) {
-  // Note [Gradient stealing]
-  // The engine hands over its only handle to the incoming gradient, so
-  // with this local copy a gradient nothing else refers to has use_count 2 (a gradient returned for
-  // two inputs, or captured by autograd::grad, has more). Such a gradient becomes .grad as it is,
-  // without a copy, as in PyTorch; a hook's replacement is judged the same way.
-  Tensor grad = grad_in;
-  bool sole = grad.use_count() == 2;
-  auto& meta = leaf_->autograd_meta();
-  for (auto& [id, hook] : meta.hooks) {
-    Tensor r = hook(grad);
-    if (r.defined()) {
-      grad = std::move(r);
-      sole = grad.use_count() == 1;
-    }
-  }
-  if (!grad.defined()) return {};
-  Tensor& acc = meta.grad;
-  // Note [Memory categories]: whatever storage ends up as .grad is counted as a gradient.
-  struct TagGradient {
-    Tensor& acc;
-    ~TagGradient() {
-      if (acc.defined()) memory::set_category(*acc.impl().storage, memory::Category::Gradients);
-    }
-  } tag{acc};
-  if (!acc.defined()) {
-    if (!GradMode::is_enabled() && sole && grad.impl().storage.use_count() == 1 &&
-        grad.is_contiguous() && grad.storage_offset() == 0 && grad.impl().storage->nbytes == grad.nbytes()) {
-      acc = grad.detach();
-    } else {
-      acc = GradMode::is_enabled() ? grad.clone() : grad.detach().clone();
-    }
-  } else if (!GradMode::is_enabled()) {
-    acc.add_(grad);
-  } else {
-    acc = acc + grad;
-  }
-  return {};
-}
-
 namespace {
 
 // The pass running on this thread (detail::current_backward_pass()). A node's apply() may start a
@@ -214,7 +170,7 @@ Tensor run_leaf_hooks(const Tensor& leaf, Tensor g) {
 // AccumulateGrad runs only for backward(inputs=...) on a requested leaf, never for grad().
 bool should_run(const GraphTask& task, Node* node) {
   if (!task.filter) return true;
-  if (dynamic_cast<AccumulateGrad*>(node)) return task.accumulate && task.targets.count(node);
+  if (node->is_accumulate_grad()) return task.accumulate && task.targets.count(node);
   for (auto& e : node->next_edges)
     if (e.fn && task.needed.count(e.fn.get())) return true;
   return false;
@@ -235,12 +191,12 @@ void execute(GraphTask& task, const std::vector<std::pair<Node*, Tensor>>& roots
     Tensor g = std::move(bit->second);
     task.buffers.erase(bit);
 
-    if (g.defined() && !dynamic_cast<AccumulateGrad*>(node)) g = run_pre_hooks(*node, std::move(g));
+    if (g.defined() && !node->is_accumulate_grad()) g = run_pre_hooks(*node, std::move(g));
     if (auto cit = task.capture.find(node); cit != task.capture.end()) {
       for (size_t idx : cit->second) {
         Tensor cg = g;
-        if (auto* acc = dynamic_cast<AccumulateGrad*>(node); acc && cg.defined())
-          cg = run_leaf_hooks(Tensor(acc->leaf()), cg);
+        if (node->is_accumulate_grad() && cg.defined())
+          cg = run_leaf_hooks(Tensor(static_cast<AccumulateGrad*>(node)->leaf()), cg);
         task.captured[idx] = cg;
       }
     }
@@ -307,65 +263,69 @@ std::pair<std::vector<std::pair<Node*, Tensor>>, std::vector<std::shared_ptr<Nod
   return {roots, keep};
 }
 
+// What backward() and grad() share: the roots from the outputs (checked first), the pass's
+// options, the targets the caller adds (each target's node, also kept alive through `keep`),
+// discovery (steps 1 and 2 of Note [Engine walk]) and the walk itself.
+template <class AddTargets>
+void run_graph_task(GraphTask& task, const char* op, const TensorList& outputs, const TensorList& grad_outputs,
+                    std::optional<bool> retain_graph, bool create_graph, const detail::BackwardPassInfo& info,
+                    AddTargets&& add_targets) {
+  auto [roots, keep] = make_roots(outputs, grad_outputs, op);
+  task.keep_graph = retain_graph.value_or(create_graph);
+  task.create_graph = create_graph;
+  std::unordered_set<Node*, NodeHash> targets;
+  add_targets(targets, keep);
+  std::vector<Node*> root_nodes;
+  for (auto& r : roots) root_nodes.push_back(r.first);
+  discover(task, root_nodes, targets);
+  PassScope scope(&info);
+  execute(task, roots);
+}
+
 }  // namespace
 
 const detail::BackwardPassInfo* detail::current_backward_pass() { return current_pass; }
 
 void backward(const TensorList& outputs, const TensorList& grad_outputs, std::optional<bool> retain_graph,
               bool create_graph, const TensorList& inputs) {
-  auto [roots, keep] = make_roots(outputs, grad_outputs, "backward");
   GraphTask task;
-  task.keep_graph = retain_graph.value_or(create_graph);
-  task.create_graph = create_graph;
-  std::unordered_set<Node*, NodeHash> targets;
-  if (!inputs.empty()) {
-    task.filter = true;
-    for (const Tensor& in : inputs) {
-      GRAFT_CHECK(in.defined() && in.requires_grad(), "backward", "inputs that require grad",
-                  "an input that does not", "only tensors with requires_grad=true can receive gradients");
-      GRAFT_CHECK(in.is_leaf(), "backward", "leaf tensors in `inputs`", "a non-leaf tensor",
-                  "gradients are accumulated into leaves' .grad; use graft::autograd::grad for non-leaves");
-      auto acc = grad_accumulator(in);
-      targets.insert(acc.get());
-      keep.push_back(acc);
-    }
-  }
-  std::vector<Node*> root_nodes;
-  for (auto& r : roots) root_nodes.push_back(r.first);
-  discover(task, root_nodes, targets);
   const detail::BackwardPassInfo info{create_graph, true, inputs.empty() ? nullptr : &inputs};
-  PassScope scope(&info);
-  execute(task, roots);
+  run_graph_task(task, "backward", outputs, grad_outputs, retain_graph, create_graph, info,
+                 [&](std::unordered_set<Node*, NodeHash>& targets, std::vector<std::shared_ptr<Node>>& keep) {
+                   if (inputs.empty()) return;
+                   task.filter = true;
+                   for (const Tensor& in : inputs) {
+                     GRAFT_CHECK(in.defined() && in.requires_grad(), "backward", "inputs that require grad",
+                                 "an input that does not", "only tensors with requires_grad=true can receive gradients");
+                     GRAFT_CHECK(in.is_leaf(), "backward", "leaf tensors in `inputs`", "a non-leaf tensor",
+                                 "gradients are accumulated into leaves' .grad; use graft::autograd::grad for non-leaves");
+                     auto acc = grad_accumulator(in);
+                     targets.insert(acc.get());
+                     keep.push_back(acc);
+                   }
+                 });
 }
 
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
                 std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
-  auto [roots, keep] = make_roots(outputs, grad_outputs, "grad");
   GraphTask task;
-  task.keep_graph = retain_graph.value_or(create_graph);
-  task.create_graph = create_graph;
   task.accumulate = false;
   task.filter = true;
   task.captured.resize(inputs.size());
-  std::unordered_set<Node*, NodeHash> targets;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& in = inputs[i];
-    GRAFT_CHECK(in.defined() && in.requires_grad(), "grad", "inputs that require grad",
-                "input " + std::to_string(i) + " does not require grad",
-                "call requires_grad_() on it before the forward pass");
-    Edge e = gradient_edge(in);
-    targets.insert(e.fn.get());
-    task.capture[e.fn.get()].push_back(i);
-    keep.push_back(e.fn);
-  }
-  std::vector<Node*> root_nodes;
-  for (auto& r : roots) root_nodes.push_back(r.first);
-  discover(task, root_nodes, targets);
-  {
-    const detail::BackwardPassInfo info{create_graph, false, &inputs};
-    PassScope scope(&info);
-    execute(task, roots);
-  }
+  const detail::BackwardPassInfo info{create_graph, false, &inputs};
+  run_graph_task(task, "grad", outputs, grad_outputs, retain_graph, create_graph, info,
+                 [&](std::unordered_set<Node*, NodeHash>& targets, std::vector<std::shared_ptr<Node>>& keep) {
+                   for (size_t i = 0; i < inputs.size(); ++i) {
+                     const Tensor& in = inputs[i];
+                     GRAFT_CHECK(in.defined() && in.requires_grad(), "grad", "inputs that require grad",
+                                 "input " + std::to_string(i) + " does not require grad",
+                                 "call requires_grad_() on it before the forward pass");
+                     Edge e = gradient_edge(in);
+                     targets.insert(e.fn.get());
+                     task.capture[e.fn.get()].push_back(i);
+                     keep.push_back(e.fn);
+                   }
+                 });
   for (size_t i = 0; i < inputs.size(); ++i) {
     GRAFT_CHECK(task.captured[i].defined() || allow_unused, "grad",
                 "every input to be used in the graph of the outputs",

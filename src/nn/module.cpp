@@ -486,6 +486,9 @@ struct BackwardHookState {
   std::shared_ptr<Module> keep_alive() const { return owned.lock(); }
 };
 
+// The forward "op" of the identity nodes that run backward hooks (Note [Forward op of a node]).
+constexpr autograd::ForwardOp kHookFunction = autograd::ForwardOp::unlisted("backward_hook_function");
+
 Tensor identity_through(const Tensor& t, const std::shared_ptr<autograd::Node>& node) {
   Tensor out = t.detach();
   autograd::set_history(out, node);
@@ -494,7 +497,7 @@ Tensor identity_through(const Tensor& t, const std::shared_ptr<autograd::Node>& 
 
 Tensor wrap_input(const Tensor& x, const std::shared_ptr<BackwardHookState>& state) {
   auto node = autograd::make_node(
-      "BackwardHookFunctionBackward", {&x}, [state](autograd::Node&, const Tensor& g) -> TensorList {
+      "BackwardHookFunctionBackward", kHookFunction, {&x}, [state](autograd::Node&, const Tensor& g) -> TensorList {
         // Reached without passing through the module's output (PyTorch skips the hooks too).
         if (!state->grad_outputs) return {g};
         auto alive = state->keep_alive();
@@ -521,7 +524,7 @@ Tensor wrap_input(const Tensor& x, const std::shared_ptr<BackwardHookState>& sta
 
 Tensor wrap_output(const Tensor& y, const std::shared_ptr<BackwardHookState>& state) {
   auto node = autograd::make_node(
-      "BackwardHookFunctionBackward", {&y}, [state](autograd::Node&, const Tensor& g) -> TensorList {
+      "BackwardHookFunctionBackward", kHookFunction, {&y}, [state](autograd::Node&, const Tensor& g) -> TensorList {
         state->grad_outputs = TensorList{g};
         if (!state->input_wrapped) {
           // No input requires grad: the hooks run here, with grad_input = {undefined}.

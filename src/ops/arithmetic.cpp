@@ -79,7 +79,7 @@ Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
     const T al = alpha.to<T>();
     return binary_kernel(a, b, dt, "add", [al](T x, T z) { return static_cast<T>(x + al * z); });
   });
-  if (auto node = make_node("AddBackward0", {&a, &b}, [alpha](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("AddBackward0", OpId::add, {&a, &b}, [alpha](Node&, const Tensor& g) -> TensorList {
         return {g, alpha.to_double() == 1.0 ? g : g * alpha};  // d/da = 1, d/db = alpha
       }))
     set_history(y, node);
@@ -93,7 +93,7 @@ Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
     const T v = static_cast<T>(b.to<T>() * alpha.to<T>());
     return scalar_kernel(a, dt, "add", [v](T x) { return static_cast<T>(x + v); });
   });
-  if (auto node = make_node("AddBackward1", {&a}, [](Node&, const Tensor& g) -> TensorList { return {g}; }))
+  if (auto node = make_node("AddBackward1", OpId::add, {&a}, [](Node&, const Tensor& g) -> TensorList { return {g}; }))
     set_history(y, node);
   return y;
 }
@@ -108,7 +108,7 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
     const T al = alpha.to<T>();
     return binary_kernel(a, b, dt, "sub", [al](T x, T z) { return static_cast<T>(x - al * z); });
   });
-  if (auto node = make_node("SubBackward0", {&a, &b}, [alpha](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("SubBackward0", OpId::sub, {&a, &b}, [alpha](Node&, const Tensor& g) -> TensorList {
         return {g, g * (-alpha.to_double())};  // d/da = 1, d/db = -alpha
       }))
     set_history(y, node);
@@ -125,7 +125,7 @@ Tensor rsub(const Tensor& a, const Scalar& b) {  // b - a
     const T v = b.to<T>();
     return scalar_kernel(a, dt, "rsub", [v](T x) { return static_cast<T>(v - x); });
   });
-  if (auto node = make_node("RsubBackward1", {&a}, [](Node&, const Tensor& g) -> TensorList { return {-g}; }))
+  if (auto node = make_node("RsubBackward1", OpId::rsub, {&a}, [](Node&, const Tensor& g) -> TensorList { return {-g}; }))
     set_history(y, node);
   return y;
 }
@@ -139,14 +139,14 @@ Tensor mul(const Tensor& a, const Tensor& b) {
                          : kernels::dispatch_numeric(dt, "mul", [&]<class T>() {
                              return binary_kernel(a, b, dt, "mul", [](T x, T z) { return static_cast<T>(x * z); });
                            });
-  if (auto node = make_node("MulBackward0", {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("MulBackward0", OpId::mul, {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
         // d/da = b, d/db = a
-        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        const bool need_a = n.needs_input_grad(0), need_b = n.needs_input_grad(1);
         return {need_a ? g * n.saved(1) : Tensor(), need_b ? g * n.saved(0) : Tensor()};
       })) {
     // Save only what a needed gradient reads: a for d/db, b for d/da.
-    node->save(node->next_edges[1].fn ? a : Tensor());
-    node->save(node->next_edges[0].fn ? b : Tensor());
+    node->save(node->needs_input_grad(1) ? a : Tensor());
+    node->save(node->needs_input_grad(0) ? b : Tensor());
     set_history(y, node);
   }
   return y;
@@ -159,7 +159,7 @@ Tensor mul(const Tensor& a, const Scalar& b) {
     const T v = b.to<T>();
     return scalar_kernel(a, dt, "mul", [v](T x) { return static_cast<T>(x * v); });
   });
-  if (auto node = make_node("MulBackward1", {&a}, [b](Node&, const Tensor& g) -> TensorList { return {g * b}; }))
+  if (auto node = make_node("MulBackward1", OpId::mul, {&a}, [b](Node&, const Tensor& g) -> TensorList { return {g * b}; }))
     set_history(y, node);
   return y;
 }
@@ -171,13 +171,13 @@ Tensor div(const Tensor& a, const Tensor& b) {
   if (!y.defined()) y = kernels::dispatch_floating(dt, "div", [&]<class T>() {
     return binary_kernel(a, b, dt, "div", [](T x, T z) { return x / z; });
   });
-  if (auto node = make_node("DivBackward0", {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("DivBackward0", OpId::div, {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
         // d/da = 1/b, d/db = -a/b^2
         const Tensor bb = n.saved(1);
-        const bool need_b = n.next_edges[1].fn != nullptr;
+        const bool need_b = n.needs_input_grad(1);
         return {g / bb, need_b ? -g * n.saved(0) / (bb * bb) : Tensor()};
       })) {
-    node->save(node->next_edges[1].fn ? a : Tensor());  // a is read only for d/db
+    node->save(node->needs_input_grad(1) ? a : Tensor());  // a is read only for d/db
     node->save(b);
     set_history(y, node);
   }
@@ -191,7 +191,7 @@ Tensor div(const Tensor& a, const Scalar& b) {
     const T v = b.to<T>();
     return scalar_kernel(a, dt, "div", [v](T x) { return x / v; });
   });
-  if (auto node = make_node("DivBackward1", {&a}, [b](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("DivBackward1", OpId::div, {&a}, [b](Node&, const Tensor& g) -> TensorList {
         return {g / b};
       }))
     set_history(y, node);
@@ -204,7 +204,7 @@ Tensor rdiv(const Tensor& a, const Scalar& b) {  // b / a
     const T v = b.to<T>();
     return scalar_kernel(a, dt, "rdiv", [v](T x) { return v / x; });
   });
-  if (auto node = make_node("RdivBackward0", {&a}, [b](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("RdivBackward0", OpId::rdiv, {&a}, [b](Node& n, const Tensor& g) -> TensorList {
         const Tensor x = n.saved(0);
         return {-g * b / (x * x)};  // d (b/a)/da = -b/a^2
       })) {
@@ -220,7 +220,7 @@ Tensor neg(const Tensor& a) {
   Tensor y = kernels::dispatch_numeric(a.dtype(), "neg", [&]<class T>() {
     return kernels::map<T, T>(a.dtype(), a.sizes(), [](T x) { return static_cast<T>(-x); }, a);
   });
-  if (auto node = make_node("NegBackward0", {&a}, [](Node&, const Tensor& g) -> TensorList { return {-g}; }))
+  if (auto node = make_node("NegBackward0", OpId::neg, {&a}, [](Node&, const Tensor& g) -> TensorList { return {-g}; }))
     set_history(y, node);
   return y;
 }

@@ -80,7 +80,8 @@ Tensor rounded_float32(const Tensor& x, DType h) {
   });
   // Straight through: the gradient passes unchanged, in float32 (x.to(h).to(float32) would round it
   // to h on the way, which second derivatives need not suffer).
-  if (auto node = autograd::make_node("ToCopyBackward0", {&x}, [](autograd::Node&, const Tensor& g) -> TensorList {
+  if (auto node = autograd::make_node("ToCopyBackward0", autograd::ForwardOp::unlisted("to"), {&x},
+                                      [](autograd::Node&, const Tensor& g) -> TensorList {
         return {g};
       }))
     autograd::set_history(y, node);

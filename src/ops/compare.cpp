@@ -111,10 +111,10 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   Tensor y = kernels::dispatch_all(dt, "where", [&]<class T>() {
     return kernels::map<T, bool, T, T>(dt, shape, [](bool c, T x, T z) { return c ? x : z; }, condition, ca, cb);
   });
-  if (auto node = make_node("WhereBackward0", {&condition, &a, &b}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("WhereBackward0", OpId::where, {&condition, &a, &b}, [](Node& n, const Tensor& g) -> TensorList {
         // d/da = [condition], d/db = [!condition]
         const Tensor c = n.saved(0);
-        const bool need_a = n.next_edges[1].fn != nullptr, need_b = n.next_edges[2].fn != nullptr;
+        const bool need_a = n.needs_input_grad(1), need_b = n.needs_input_grad(2);
         return {Tensor(), need_a ? where(c, g, Scalar(0)) : Tensor(), need_b ? where(c, Scalar(0), g) : Tensor()};
       })) {
     node->save(condition);
@@ -155,7 +155,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
     const T v = value.to<T>();
     return kernels::map<T, T, bool>(x.dtype(), x.sizes(), [v](T e, bool m) { return m ? v : e; }, x, mask);
   });
-  if (auto node = make_node("MaskedFillBackward0", {&x, &mask}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("MaskedFillBackward0", OpId::masked_fill, {&x, &mask}, [](Node& n, const Tensor& g) -> TensorList {
         return {where(n.saved(0), Scalar(0), g), Tensor()};  // no gradient where the value was written
       })) {
     node->save(mask);
@@ -207,6 +207,8 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
 }
 
 bool equal(const Tensor& a, const Tensor& b) {
+  GRAFT_CHECK(a.defined() && b.defined(), "equal", "two defined tensors", "an undefined tensor",
+              "an undefined tensor holds no values to compare");
   if (!a.sizes().equals(b.sizes())) return false;
   NoGradGuard ng;
   const Tensor da = as_dtype(a, kFloat64), db = as_dtype(b, kFloat64);

@@ -230,9 +230,9 @@ Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPara
   memory::OpScope op_scope("conv2d");  // names its allocations in the memory report
   Tensor y = conv_forward_kernel(x, w, b, p);
   const int64_t H = x.size(2), W = x.size(3), kH = w.size(2), kW = w.size(3);
-  if (auto node = make_node("ConvolutionBackward0", {&x, &w, &b}, [p, H, W, kH, kW](Node& n, const Tensor& g) -> TensorList {
-        const bool need_x = n.next_edges[0].fn != nullptr, need_w = n.next_edges[1].fn != nullptr,
-                   need_b = n.next_edges[2].fn != nullptr;
+  if (auto node = make_node("ConvolutionBackward0", OpId::conv2d, {&x, &w, &b}, [p, H, W, kH, kW](Node& n, const Tensor& g) -> TensorList {
+        const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1),
+                   need_b = n.needs_input_grad(2);
         return {need_x ? conv_input_backward(g, n.saved(1), p, H, W) : Tensor(),
                 need_w ? conv_weight_backward(g, n.saved(0), p, kH, kW) : Tensor(),
                 need_b ? conv_bias_backward(g) : Tensor()};
@@ -247,8 +247,8 @@ Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPara
 Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams& p, int64_t H, int64_t W) {
   Tensor gx = conv_input_backward_kernel(g, w, p, H, W);
   const int64_t kH = w.size(2), kW = w.size(3);
-  if (auto node = make_node("ConvolutionBackwardBackward0", {&g, &w}, [p, kH, kW](Node& n, const Tensor& gg) -> TensorList {
-        const bool need_g = n.next_edges[0].fn != nullptr, need_w = n.next_edges[1].fn != nullptr;
+  if (auto node = autograd::make_node("ConvolutionBackwardBackward0", autograd::ForwardOp::unlisted("convolution_backward"), {&g, &w}, [p, kH, kW](Node& n, const Tensor& gg) -> TensorList {
+        const bool need_g = n.needs_input_grad(0), need_w = n.needs_input_grad(1);
         return {need_g ? conv_op(gg, n.saved(1), Tensor(), p) : Tensor(),
                 need_w ? conv_weight_backward(n.saved(0), gg, p, kH, kW) : Tensor()};
       })) {
@@ -262,8 +262,8 @@ Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams& p
 Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams& p, int64_t kH, int64_t kW) {
   Tensor gw = conv_weight_backward_kernel(g, x, p, kH, kW);
   const int64_t H = x.size(2), W = x.size(3);
-  if (auto node = make_node("ConvolutionBackwardBackward0", {&g, &x}, [p, H, W](Node& n, const Tensor& gg) -> TensorList {
-        const bool need_g = n.next_edges[0].fn != nullptr, need_x = n.next_edges[1].fn != nullptr;
+  if (auto node = autograd::make_node("ConvolutionBackwardBackward0", autograd::ForwardOp::unlisted("convolution_backward"), {&g, &x}, [p, H, W](Node& n, const Tensor& gg) -> TensorList {
+        const bool need_g = n.needs_input_grad(0), need_x = n.needs_input_grad(1);
         return {need_g ? conv_op(n.saved(1), gg, Tensor(), p) : Tensor(),
                 need_x ? conv_input_backward(n.saved(0), gg, p, H, W) : Tensor()};
       })) {
@@ -287,9 +287,9 @@ Tensor lowp_conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const Con
             .to(h);
   }
   const int64_t H = x.size(2), W = x.size(3), kH = w.size(2), kW = w.size(3);
-  if (auto node = make_node("ConvolutionBackward0", {&x, &w, &b}, [p, H, W, kH, kW, h](Node& n, const Tensor& g) -> TensorList {
-        const bool need_x = n.next_edges[0].fn != nullptr, need_w = n.next_edges[1].fn != nullptr,
-                   need_b = n.next_edges[2].fn != nullptr;
+  if (auto node = make_node("ConvolutionBackward0", OpId::conv2d, {&x, &w, &b}, [p, H, W, kH, kW, h](Node& n, const Tensor& g) -> TensorList {
+        const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1),
+                   need_b = n.needs_input_grad(2);
         const Tensor g32 = g.to(kFloat32);
         return {need_x ? conv_input_backward(g32, detail::rounded_float32(n.saved(1), h), p, H, W) : Tensor(),
                 need_w ? conv_weight_backward(g32, detail::rounded_float32(n.saved(0), h), p, kH, kW) : Tensor(),

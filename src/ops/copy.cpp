@@ -72,7 +72,7 @@ void check_inplace(const Tensor& self, const char* op, bool records_grad) {
 Tensor Tensor::clone() const {
   Tensor y = make_empty(sizes(), dtype());
   detail::copy_into(y, *this);
-  if (auto node = make_node("CloneBackward0", {this}, [](Node&, const Tensor& g) -> TensorList { return {g}; }))
+  if (auto node = make_node("CloneBackward0", OpId::clone, {this}, [](Node&, const Tensor& g) -> TensorList { return {g}; }))
     set_history(y, node);
   return y;
 }
@@ -87,7 +87,7 @@ Tensor Tensor::to(DType dt, bool copy) const {
   Tensor y = make_empty(sizes(), dt);
   detail::copy_into(y, *this);
   if (graft::is_floating_point(dt)) {
-    if (auto node = make_node("ToCopyBackward0", {this}, [from = dtype()](Node&, const Tensor& g) -> TensorList {
+    if (auto node = make_node("ToCopyBackward0", OpId::to, {this}, [from = dtype()](Node&, const Tensor& g) -> TensorList {
           return {g.to(from)};
         }))
       set_history(y, node);
@@ -108,8 +108,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
   if (record) {
     // d copy_(self, src)/d src = g summed to src's shape; the old value of self gets nothing. Self is
     // an input too, so that a constant source still replaces self's history (as in PyTorch).
-    auto node = make_node("CopyBackwards", {this, &src}, [sd = src.dtype()](Node& n, const Tensor& g) -> TensorList {
-      return {Tensor(), n.next_edges[1].fn ? g.to(sd) : Tensor()};
+    auto node = make_node("CopyBackwards", OpId::copy_, {this, &src}, [sd = src.dtype()](Node& n, const Tensor& g) -> TensorList {
+      return {Tensor(), n.needs_input_grad(1) ? g.to(sd) : Tensor()};
     });
     set_history(*this, node);
   } else if (GradMode::is_enabled() && requires_grad() && !src.requires_grad()) {
@@ -120,7 +120,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 namespace {
 // fill_ and zero_ (named as called, for error messages and grad_fn).
-Tensor& fill_impl(Tensor& self, const Scalar& value, const char* op, const char* node_name) {
+Tensor& fill_impl(Tensor& self, const Scalar& value, OpId id, const char* node_name) {
+  const char* op = ops::op_name(id);
   const bool record = autograd::should_record({&self});
   detail::check_inplace(self, op, record);
   kernels::dispatch_all_and_half(self.dtype(), op, [&]<class T>() {
@@ -131,14 +132,14 @@ Tensor& fill_impl(Tensor& self, const Scalar& value, const char* op, const char*
   });
   self.impl().storage->bump_version(op);
   if (record) {
-    auto node = make_node(node_name, {&self}, [](Node&, const Tensor& g) -> TensorList { return {zeros_like(g)}; });
+    auto node = make_node(node_name, id, {&self}, [](Node&, const Tensor& g) -> TensorList { return {zeros_like(g)}; });
     set_history(self, node);
   }
   return self;
 }
 }  // namespace
 
-Tensor& Tensor::fill_(const Scalar& value) { return fill_impl(*this, value, "fill_", "FillBackward0"); }
-Tensor& Tensor::zero_() { return fill_impl(*this, 0, "zero_", "ZeroBackward0"); }
+Tensor& Tensor::fill_(const Scalar& value) { return fill_impl(*this, value, OpId::fill_, "FillBackward0"); }
+Tensor& Tensor::zero_() { return fill_impl(*this, 0, OpId::zero_, "ZeroBackward0"); }
 
 }  // namespace graft

@@ -106,9 +106,9 @@ Tensor fused_f32(const Tensor& g, const Tensor& v, K&& kernel) {
 
 // A floating unary op: y = f(x) by float_map, recorded as `node_name` with x or y saved.
 template <class F, class B>
-Tensor unary_float_op(const Tensor& x, const char* op, const char* node_name, Saved what, F&& f, B&& backward) {
-  Tensor y = float_map(x, op, std::forward<F>(f));
-  if (auto node = make_node(node_name, {&x}, std::forward<B>(backward))) {
+Tensor unary_float_op(const Tensor& x, OpId id, const char* node_name, Saved what, F&& f, B&& backward) {
+  Tensor y = float_map(x, ops::op_name(id), std::forward<F>(f));
+  if (auto node = make_node(node_name, id, {&x}, std::forward<B>(backward))) {
     set_history(y, node);  // before saving y: a saved output must carry its grad_fn (Note [Saved tensors])
     node->save(what == Saved::Output ? y : x, what == Saved::Output);
   }
@@ -170,8 +170,9 @@ DType clamp_type(const Tensor& x, const std::optional<Scalar>& mn, const std::op
   return dt;
 }
 
-Tensor clamp_impl(const Tensor& x, const std::optional<Scalar>& mn, const std::optional<Scalar>& mx, const char* op,
+Tensor clamp_impl(const Tensor& x, const std::optional<Scalar>& mn, const std::optional<Scalar>& mx, OpId id,
                   const char* node_name) {
+  const char* op = ops::op_name(id);
   const DType dt = clamp_type(x, mn, mx, op);
   const Bounds b = make_bounds(mn, mx);
   const Tensor cx = as_dtype(x, dt);
@@ -179,7 +180,7 @@ Tensor clamp_impl(const Tensor& x, const std::optional<Scalar>& mn, const std::o
     const T lo = mn ? mn->to<T>() : T(0), hi = mx ? mx->to<T>() : T(0);
     return kernels::map<T, T>(dt, x.sizes(), [&b, lo, hi](T v) { return clamp_fn(v, b, lo, hi); }, cx);
   });
-  if (auto node = make_node(node_name, {&x}, [b](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node(node_name, id, {&x}, [b](Node& n, const Tensor& g) -> TensorList {
         // d clamp(x)/dx = 1 where min <= x <= max (inclusive), else 0
         return {g * mask(n.saved(0), [b](auto v) {
                   using T = decltype(v);
@@ -194,7 +195,8 @@ Tensor clamp_impl(const Tensor& x, const std::optional<Scalar>& mn, const std::o
 
 // maximum / minimum: NaN propagates; ties split the gradient equally (0.5 each).
 template <bool IsMax>
-Tensor max_min(const Tensor& a, const Tensor& b, const char* op, const char* node_name) {
+Tensor max_min(const Tensor& a, const Tensor& b, OpId id, const char* node_name) {
+  const char* op = ops::op_name(id);
   const DType dt = detail::result_type(a, b);
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
   const Tensor ca = as_dtype(a, dt), cb = as_dtype(b, dt);
@@ -208,7 +210,7 @@ Tensor max_min(const Tensor& a, const Tensor& b, const char* op, const char* nod
       else return z < x ? z : x;
     }, ca, cb);
   });
-  if (auto node = make_node(node_name, {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node(node_name, id, {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
         // d/da = 1 where a wins, d/db = 1 where b wins, 0.5 each on ties
         const Tensor sa = n.saved(0), sb = n.saved(1);
         const DType dt = g.dtype();
@@ -218,7 +220,7 @@ Tensor max_min(const Tensor& a, const Tensor& b, const char* op, const char* nod
             return wins ? 1.0 : (x == z ? 0.5 : 0.0);
           });
         };
-        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        const bool need_a = n.needs_input_grad(0), need_b = n.needs_input_grad(1);
         return {need_a ? g * share(true) : Tensor(), need_b ? g * share(false) : Tensor()};
       })) {
     node->save(a);
@@ -238,10 +240,10 @@ Tensor pow(const Tensor& base, const Tensor& exponent) {
     const Tensor ca = as_dtype(base, dt), ce = as_dtype(exponent, dt);
     return kernels::map<T, T, T>(dt, shape, [](T x, T e) { return pow_fn(x, e); }, ca, ce);
   });
-  if (auto node = make_node("PowBackward1", {&base, &exponent}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("PowBackward1", OpId::pow, {&base, &exponent}, [](Node& n, const Tensor& g) -> TensorList {
         // d/da = b * a^(b-1) (0 where b == 0); d/db = a^b * log(a) (0 where a == 0 and b >= 0)
         const Tensor a = n.saved(0), b = n.saved(1);
-        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        const bool need_a = n.needs_input_grad(0), need_b = n.needs_input_grad(1);
         const DType dt = g.dtype();
         Tensor ga, gb;
         if (need_a) {
@@ -275,7 +277,7 @@ Tensor pow(const Tensor& base, const Scalar& exponent) {
     }
     return kernels::map<T, T>(dt, base.sizes(), [e](T x) { return pow_fn(x, e); }, cx);
   });
-  if (auto node = make_node("PowBackward0", {&base}, [exponent](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("PowBackward0", OpId::pow, {&base}, [exponent](Node& n, const Tensor& g) -> TensorList {
         // d x^e/dx = e * x^(e-1), and 0 for e == 0
         if (exponent.to_double() == 0.0) return {zeros_like(g)};
         const Scalar e1 = exponent.is_floating_point() ? Scalar(exponent.to_double() - 1.0) : Scalar(exponent.to_long() - 1);
@@ -295,7 +297,7 @@ Tensor pow(const Scalar& base, const Tensor& exponent) {
     return kernels::map<T, T>(dt, exponent.sizes(), [b](T e) { return pow_fn(b, e); }, ce);
   });
   const double s = base.to_double();
-  if (auto node = make_node("PowBackward2", {&exponent}, [s](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("PowBackward2", OpId::pow, {&exponent}, [s](Node& n, const Tensor& g) -> TensorList {
         // d s^e/de = s^e * log(s) (0 where s == 0 and e >= 0)
         const Tensor out = n.saved(0);
         if (s != 0.0) return {g * out * std::log(s)};
@@ -312,7 +314,7 @@ Tensor pow(const Scalar& base, const Tensor& exponent) {
 Tensor square(const Tensor& a) { return pow(a, 2); }
 
 Tensor reciprocal(const Tensor& a) {
-  return unary_float_op(a, "reciprocal", "ReciprocalBackward0", Saved::Output, [](auto v) { return 1 / v; },
+  return unary_float_op(a, OpId::reciprocal, "ReciprocalBackward0", Saved::Output, [](auto v) { return 1 / v; },
                         [](Node& n, const Tensor& g) -> TensorList {
                           const Tensor y = n.saved(0);
                           return {-(g * (y * y))};  // d (1/x)/dx = -1/x^2 = -y^2
@@ -327,35 +329,35 @@ Tensor exp(const Tensor& x) {
     float operator()(float v) const { return kernels::exp_f32(v); }
     double operator()(double v) const { return std::exp(v); }
   };
-  return unary_float_op(x, "exp", "ExpBackward0", Saved::Output, Exp{},
+  return unary_float_op(x, OpId::exp, "ExpBackward0", Saved::Output, Exp{},
                         [](Node& n, const Tensor& g) -> TensorList {
                           return {g * n.saved(0)};  // d exp(x)/dx = exp(x)
                         });
 }
 
 Tensor log(const Tensor& x) {
-  return unary_float_op(x, "log", "LogBackward0", Saved::Input, [](auto v) { return std::log(v); },
+  return unary_float_op(x, OpId::log, "LogBackward0", Saved::Input, [](auto v) { return std::log(v); },
                         [](Node& n, const Tensor& g) -> TensorList {
                           return {g / n.saved(0)};  // d log(x)/dx = 1/x
                         });
 }
 
 Tensor log1p(const Tensor& x) {
-  return unary_float_op(x, "log1p", "Log1PBackward0", Saved::Input, [](auto v) { return std::log1p(v); },
+  return unary_float_op(x, OpId::log1p, "Log1PBackward0", Saved::Input, [](auto v) { return std::log1p(v); },
                         [](Node& n, const Tensor& g) -> TensorList {
                           return {g / (n.saved(0) + 1.0)};  // d log(1+x)/dx = 1/(1+x)
                         });
 }
 
 Tensor sqrt(const Tensor& x) {
-  return unary_float_op(x, "sqrt", "SqrtBackward0", Saved::Output, [](auto v) { return std::sqrt(v); },
+  return unary_float_op(x, OpId::sqrt, "SqrtBackward0", Saved::Output, [](auto v) { return std::sqrt(v); },
                         [](Node& n, const Tensor& g) -> TensorList {
                           return {g / (n.saved(0) * 2.0)};  // d sqrt(x)/dx = 1/(2 sqrt(x))
                         });
 }
 
 Tensor rsqrt(const Tensor& x) {
-  return unary_float_op(x, "rsqrt", "RsqrtBackward0", Saved::Output, [](auto v) { return 1 / std::sqrt(v); },
+  return unary_float_op(x, OpId::rsqrt, "RsqrtBackward0", Saved::Output, [](auto v) { return 1 / std::sqrt(v); },
                         [](Node& n, const Tensor& g) -> TensorList {
                           const Tensor y = n.saved(0);
                           return {g * (y * y * y) * -0.5};  // d x^(-1/2)/dx = -x^(-3/2)/2 = -y^3/2
@@ -366,7 +368,7 @@ Tensor abs(const Tensor& x) {
   Tensor y = kernels::dispatch_numeric(x.dtype(), "abs", [&]<class T>() {
     return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return v < T(0) ? static_cast<T>(-v) : v; }, x);
   });
-  if (auto node = make_node("AbsBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("AbsBackward0", OpId::abs, {&x}, [](Node& n, const Tensor& g) -> TensorList {
         return {g * sign(n.saved(0))};  // d |x|/dx = sign(x)
       })) {
     node->save(x);
@@ -382,7 +384,7 @@ Tensor sign(const Tensor& x) {
       else return static_cast<T>((T(0) < v) - (v < T(0)));  // NaN gives 0, as PyTorch
     }, x);
   });
-  if (auto node = make_node("SignBackward0", {&x}, [](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("SignBackward0", OpId::sign, {&x}, [](Node&, const Tensor& g) -> TensorList {
         return {zeros_like(g)};  // d sign(x)/dx = 0 (almost everywhere)
       }))
     set_history(y, node);
@@ -390,21 +392,21 @@ Tensor sign(const Tensor& x) {
 }
 
 Tensor sin(const Tensor& x) {
-  return unary_float_op(x, "sin", "SinBackward0", Saved::Input, [](auto v) { return std::sin(v); },
+  return unary_float_op(x, OpId::sin, "SinBackward0", Saved::Input, [](auto v) { return std::sin(v); },
                         [](Node& n, const Tensor& g) -> TensorList {
                           return {g * cos(n.saved(0))};  // d sin(x)/dx = cos(x)
                         });
 }
 
 Tensor cos(const Tensor& x) {
-  return unary_float_op(x, "cos", "CosBackward0", Saved::Input, [](auto v) { return std::cos(v); },
+  return unary_float_op(x, OpId::cos, "CosBackward0", Saved::Input, [](auto v) { return std::cos(v); },
                         [](Node& n, const Tensor& g) -> TensorList {
                           return {-(g * sin(n.saved(0)))};  // d cos(x)/dx = -sin(x)
                         });
 }
 
 Tensor erf(const Tensor& x) {
-  return unary_float_op(x, "erf", "ErfBackward0", Saved::Input, [](auto v) { return std::erf(v); },
+  return unary_float_op(x, OpId::erf, "ErfBackward0", Saved::Input, [](auto v) { return std::erf(v); },
                         [](Node& n, const Tensor& g) -> TensorList {
                           const Tensor s = n.saved(0);
                           // d erf(x)/dx = 2/sqrt(pi) exp(-x^2)
@@ -419,7 +421,7 @@ Tensor tanh(const Tensor& x) {
     float operator()(float v) const { return kernels::tanh_f32(v); }
     double operator()(double v) const { return std::tanh(v); }
   };
-  return unary_float_op(x, "tanh", "TanhBackward0", Saved::Output, Tanh{},
+  return unary_float_op(x, OpId::tanh, "TanhBackward0", Saved::Output, Tanh{},
                         [](Node& n, const Tensor& g) -> TensorList {
                           return {detail::tanh_backward(g, n.saved(0))};
                         });
@@ -432,7 +434,7 @@ Tensor sigmoid(const Tensor& x) {
     float operator()(float v) const { return kernels::sigmoid_f32(v); }
     double operator()(double v) const { return sigmoid_fn(v); }
   };
-  return unary_float_op(x, "sigmoid", "SigmoidBackward0", Saved::Output, Sigmoid{},
+  return unary_float_op(x, OpId::sigmoid, "SigmoidBackward0", Saved::Output, Sigmoid{},
                         [](Node& n, const Tensor& g) -> TensorList {
                           return {detail::sigmoid_backward(g, n.saved(0))};
                         });
@@ -450,7 +452,7 @@ Tensor relu_half(const Tensor& x) {
       return Tensor();
     }
   });
-  if (auto node = make_node("ReluBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("ReluBackward0", OpId::relu, {&x}, [](Node& n, const Tensor& g) -> TensorList {
         // g where y > 0, else 0; g has y's dtype (the engine casts it). With create_graph, in float32
         // with recorded ops (the engine rounds the result back to the half dtype).
         const Tensor y = n.saved(0);
@@ -528,7 +530,7 @@ Tensor relu(const Tensor& x) {
   Tensor y = kernels::dispatch_numeric(x.dtype(), "relu", [&]<class T>() {
     return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return relu_fn(v); }, x);
   });
-  if (auto node = make_node("ReluBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("ReluBackward0", OpId::relu, {&x}, [](Node& n, const Tensor& g) -> TensorList {
         return {detail::relu_backward(g, n.saved(0))};
       })) {
     set_history(y, node);
@@ -539,14 +541,14 @@ Tensor relu(const Tensor& x) {
 
 // ---- clamp ----
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
-  return clamp_impl(x, min, max, "clamp", "ClampBackward1");
+  return clamp_impl(x, min, max, OpId::clamp, "ClampBackward1");
 }
-Tensor clamp_min(const Tensor& x, const Scalar& min) { return clamp_impl(x, min, std::nullopt, "clamp_min", "ClampMinBackward0"); }
-Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp_impl(x, std::nullopt, max, "clamp_max", "ClampMaxBackward0"); }
+Tensor clamp_min(const Tensor& x, const Scalar& min) { return clamp_impl(x, min, std::nullopt, OpId::clamp_min, "ClampMinBackward0"); }
+Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp_impl(x, std::nullopt, max, OpId::clamp_max, "ClampMaxBackward0"); }
 
 // ---- maximum / minimum ----
-Tensor maximum(const Tensor& a, const Tensor& b) { return max_min<true>(a, b, "maximum", "MaximumBackward0"); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return max_min<false>(a, b, "minimum", "MinimumBackward0"); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return max_min<true>(a, b, OpId::maximum, "MaximumBackward0"); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return max_min<false>(a, b, OpId::minimum, "MinimumBackward0"); }
 
 // ---- in-place forms (Note [In-place ops]) ----
 Tensor& Tensor::relu_() {
@@ -597,7 +599,7 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
     using T = decltype(v);
     return v > T(0) ? v : static_cast<T>(v * static_cast<T>(slope));
   });
-  if (auto node = make_node("LeakyReluBackward0", {&x}, [slope](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("LeakyReluBackward0", OpId::leaky_relu, {&x}, [slope](Node& n, const Tensor& g) -> TensorList {
         // d/dx = 1 where x > 0, negative_slope elsewhere
         return {g * const_map(g.dtype(), g.dtype(), n.saved(0), [slope](auto v) { return v > 0 ? 1.0 : slope; })};
       })) {
@@ -627,7 +629,7 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
   } else {
     y = floating_only_map(x, "gelu", gelu_fn);
   }
-  if (auto node = make_node("GeluBackward0", {&x}, [use_tanh](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("GeluBackward0", OpId::gelu, {&x}, [use_tanh](Node& n, const Tensor& g) -> TensorList {
         return {detail::gelu_backward(g, n.saved(0), use_tanh)};
       })) {
     node->save(x);
@@ -638,7 +640,7 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
 
 Tensor silu(const Tensor& x) {
   Tensor y = floating_only_map(x, "silu", [](auto v) { return v * sigmoid_fn(v); });
-  if (auto node = make_node("SiluBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("SiluBackward0", OpId::silu, {&x}, [](Node& n, const Tensor& g) -> TensorList {
         // d x sigmoid(x)/dx = s (1 + x (1 - s)), s = sigmoid(x)
         const Tensor s = n.saved(0);
         const Tensor sg = graft::sigmoid(s);
@@ -656,7 +658,7 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
     const T bx = v * static_cast<T>(beta);
     return bx > static_cast<T>(threshold) ? v : static_cast<T>(std::log1p(std::exp(bx)) / static_cast<T>(beta));
   });
-  if (auto node = make_node("SoftplusBackward0", {&x}, [beta, threshold](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("SoftplusBackward0", OpId::softplus, {&x}, [beta, threshold](Node& n, const Tensor& g) -> TensorList {
         // dy/dx = sigmoid(beta x), and 1 where beta x > threshold (the linear part)
         const Tensor s = n.saved(0);
         const Tensor lin = const_map(g.dtype(), g.dtype(), s, [beta, threshold](auto v) {
@@ -676,7 +678,7 @@ Tensor elu(const Tensor& x, double alpha) {
     using T = decltype(v);
     return v > T(0) ? v : static_cast<T>(static_cast<T>(alpha) * std::expm1(v));
   });
-  if (auto node = make_node("EluBackward0", {&x}, [alpha](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("EluBackward0", OpId::elu, {&x}, [alpha](Node& n, const Tensor& g) -> TensorList {
         // dy/dx = 1 where x > 0, alpha exp(x) elsewhere (exp of min(x, 0) so large x cannot overflow)
         const Tensor s = n.saved(0);
         const Tensor pos = mask(s, [](auto v) { return v > 0; });

@@ -159,7 +159,7 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
       start += len;
     }
   }
-  if (auto node = make_node("CatBackward0", tensors, [d, lengths](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("CatBackward0", OpId::cat, tensors, [d, lengths](Node& n, const Tensor& g) -> TensorList {
         // d cat = the gradient split back along d
         TensorList out;
         int64_t start = 0;
@@ -168,7 +168,7 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
             out.push_back(Tensor());
             continue;
           }
-          if (n.next_edges[i].fn) out.push_back(g.narrow(d, start, lengths[i]));
+          if (n.needs_input_grad(i)) out.push_back(g.narrow(d, start, lengths[i]));
           else out.push_back(Tensor());
           start += lengths[i];
         }
@@ -214,7 +214,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Shape out_shape(x.sizes());
   out_shape[static_cast<size_t>(d)] = static_cast<int64_t>(idx.size());
   Tensor y = select_kernel(x, d, idx, out_shape);
-  if (auto node = make_node("IndexSelectBackward0", {&x}, [in = Shape(x.sizes()), d](Node& n_, const Tensor& g) -> TensorList {
+  if (auto node = make_node("IndexSelectBackward0", OpId::index_select, {&x}, [in = Shape(x.sizes()), d](Node& n_, const Tensor& g) -> TensorList {
         // d index_select = the gradient added back at the selected positions
         return {zeros(in, g.dtype()).index_add(d, n_.saved(0), g)};
       })) {
@@ -276,14 +276,14 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
         }
     });
   }
-  if (auto node = make_node("IndexAddBackward0", {&x, &source}, [dim, alpha](Node& n_, const Tensor& g) -> TensorList {
+  if (auto node = make_node("IndexAddBackward0", OpId::index_add, {&x, &source}, [dim, alpha](Node& n_, const Tensor& g) -> TensorList {
         // d x = g; d source = alpha * g.index_select(dim, index)
         Tensor gs;
-        if (n_.next_edges[1].fn) {
+        if (n_.needs_input_grad(1)) {
           gs = g.index_select(dim, n_.saved(0));
           if (alpha.to_double() != 1.0) gs = gs * alpha;
         }
-        return {n_.next_edges[0].fn ? g : Tensor(), gs};
+        return {n_.needs_input_grad(0) ? g : Tensor(), gs};
       })) {
     node->save(index);
     set_history(y, node);
@@ -354,7 +354,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
       ++k;
     });
   });
-  if (auto node = make_node("GatherBackward0", {&x}, [in = Shape(x.sizes()), d](Node& n_, const Tensor& g) -> TensorList {
+  if (auto node = make_node("GatherBackward0", OpId::gather, {&x}, [in = Shape(x.sizes()), d](Node& n_, const Tensor& g) -> TensorList {
         // d gather = the gradient scattered back (and added) at the gathered positions
         return {zeros(in, g.dtype()).scatter_add(d, n_.saved(0), g)};
       })) {
@@ -391,15 +391,15 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
     });
   });
   if (x.dim() == 0) y = y.reshape({});
-  if (auto node = make_node("ScatterAddBackward0", {&x, &src}, [d, src_shape = Shape(src.sizes())](Node& n_, const Tensor& g) -> TensorList {
+  if (auto node = make_node("ScatterAddBackward0", OpId::scatter_add, {&x, &src}, [d, src_shape = Shape(src.sizes())](Node& n_, const Tensor& g) -> TensorList {
         // d x = g; d src = g.gather(dim, index) (zero where src has no index entry)
         Tensor gs;
-        if (n_.next_edges[1].fn) {
+        if (n_.needs_input_grad(1)) {
           const Tensor index = n_.saved(0);
           gs = pad_to(g.gather(d, index), src_shape);
           if (src_shape.size() == 0) gs = gs.reshape({});
         }
-        return {n_.next_edges[0].fn ? g : Tensor(), gs};
+        return {n_.needs_input_grad(0) ? g : Tensor(), gs};
       })) {
     node->save(index);
     set_history(y, node);
@@ -427,7 +427,7 @@ Tensor embedding(const Tensor& weight, const Tensor& input, std::optional<int64_
   Shape out_shape(input.sizes());
   out_shape.push_back(dim);
   Tensor y = select_kernel(weight, 0, v, out_shape);
-  if (auto node = make_node("EmbeddingBackward0", {&weight}, [num, dim, has_pad = pad.has_value()](Node& n_, const Tensor& g) -> TensorList {
+  if (auto node = make_node("EmbeddingBackward0", OpId::embedding, {&weight}, [num, dim, has_pad = pad.has_value()](Node& n_, const Tensor& g) -> TensorList {
         // d weight = the gradient rows added into the looked-up rows (none into padding_idx's row)
         Tensor gf = g.reshape({-1, dim});
         if (has_pad) gf = gf * n_.saved(1);

@@ -209,17 +209,18 @@ Tensor lowp_gemm(const Tensor& a_, const Tensor& b_, DType h, const Tensor& init
 // and multiplied with float32 accumulation. a (n, k); b (k, m), or (m, k) when trans_b; bias
 // broadcasts to (n, m) or is undefined.
 Tensor lowp_addmm(const Tensor& bias, const Tensor& a, const Tensor& b, bool trans_b, DType h, const Scalar& beta,
-                  const Scalar& alpha, const char* node_name, const char* op) {
+                  const Scalar& alpha, const char* node_name, OpId id) {
+  const char* op = ops::op_name(id);
   Tensor y;
   {
     NoGradGuard ng;
     y = lowp_gemm(a, trans_b ? b.t() : b, h, bias, bias.defined() ? beta : Scalar(0), alpha, op).to(h);
   }
-  if (auto node = make_node(node_name, {&bias, &a, &b}, [h, trans_b, beta, alpha](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node(node_name, id, {&bias, &a, &b}, [h, trans_b, beta, alpha](Node& n, const Tensor& g) -> TensorList {
         // In float32 on the rounded operands ar, br (op(br) = br^T when trans_b):
         //   d bias = beta * g,  d a = alpha * g @ op(br)^T,  d b = alpha * ar^T @ g (or its transpose)
-        const bool need_in = n.next_edges[0].fn != nullptr, need_a = n.next_edges[1].fn != nullptr,
-                   need_b = n.next_edges[2].fn != nullptr;
+        const bool need_in = n.needs_input_grad(0), need_a = n.needs_input_grad(1),
+                   need_b = n.needs_input_grad(2);
         Tensor gi, ga, gb;
         if (need_in) {
           const Tensor g32 = g.to(kFloat32);
@@ -270,9 +271,9 @@ Tensor lowp_bmm(const Tensor& a, const Tensor& b, DType h) {
     gemm<float>(batch, n, m, k, 1.0f, ar, br, 0.0f, y32.data_ptr<float>(), "bmm");
     y = y32.to(h);
   }
-  if (auto node = make_node("BmmBackward0", {&a, &b}, [h](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("BmmBackward0", OpId::bmm, {&a, &b}, [h](Node& n, const Tensor& g) -> TensorList {
         // d a = g @ br^T, d b = ar^T @ g per batch, in float32 on the rounded operands
-        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        const bool need_a = n.needs_input_grad(0), need_b = n.needs_input_grad(1);
         const Tensor g32 = g.to(kFloat32);
         return {need_a ? bmm(g32, detail::rounded_float32(n.saved(1), h).transpose(1, 2)) : Tensor(),
                 need_b ? bmm(detail::rounded_float32(n.saved(0), h).transpose(1, 2), g32) : Tensor()};
@@ -293,14 +294,14 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   check_matrix(b, 2, "mm", "mat2");
   if (const auto h = detail::lowp_dtype({&a, &b})) {
     check_multipliable(a, b, "mm");
-    return lowp_addmm(Tensor(), a, b, false, *h, 0, 1, "MmBackward0", "mm");
+    return lowp_addmm(Tensor(), a, b, false, *h, 0, 1, "MmBackward0", OpId::mm);
   }
   check_same_dtype(a, b, "mm");
   check_multipliable(a, b, "mm");
   Tensor y = mm_kernel(a, b, "mm");
-  if (auto node = make_node("MmBackward0", {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("MmBackward0", OpId::mm, {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
         // d a = g @ b^T, d b = a^T @ g
-        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        const bool need_a = n.needs_input_grad(0), need_b = n.needs_input_grad(1);
         return {need_a ? mm(g, n.saved(1).t()) : Tensor(), need_b ? mat2_grad(n.saved(0), g, n.saved(1)) : Tensor()};
       })) {
     node->save(a);
@@ -330,9 +331,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
       gemm<T>(batch, n, m, k, T(1), a.detach(), b.detach(), T(0), y.data_ptr<T>(), "bmm");
     });
   }
-  if (auto node = make_node("BmmBackward0", {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("BmmBackward0", OpId::bmm, {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
         // d a = g @ b^T, d b = a^T @ g (per batch)
-        const bool need_a = n.next_edges[0].fn != nullptr, need_b = n.next_edges[1].fn != nullptr;
+        const bool need_a = n.needs_input_grad(0), need_b = n.needs_input_grad(1);
         return {need_a ? bmm(g, n.saved(1).transpose(1, 2)) : Tensor(),
                 need_b ? bmm(n.saved(0).transpose(1, 2), g) : Tensor()};
       })) {
@@ -365,13 +366,13 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
               "an input of shape " + shape_str(input.sizes()) + " for mat1 " + shape_str(mat1.sizes()) + " and mat2 " +
                   shape_str(mat2.sizes()),
               "");
-  if (h) return lowp_addmm(input, mat1, mat2, false, *h, beta, alpha, "AddmmBackward0", "addmm");
+  if (h) return lowp_addmm(input, mat1, mat2, false, *h, beta, alpha, "AddmmBackward0", OpId::addmm);
   Tensor y = mm_kernel(mat1, mat2, "addmm", input, beta, alpha);
-  if (auto node = make_node("AddmmBackward0", {&input, &mat1, &mat2}, [beta, alpha](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("AddmmBackward0", OpId::addmm, {&input, &mat1, &mat2}, [beta, alpha](Node& n, const Tensor& g) -> TensorList {
         // d input = beta * g (summed to input's shape by the engine), d mat1 = alpha * g @ mat2^T,
         // d mat2 = alpha * mat1^T @ g
-        const bool need_in = n.next_edges[0].fn != nullptr, need_1 = n.next_edges[1].fn != nullptr,
-                   need_2 = n.next_edges[2].fn != nullptr;
+        const bool need_in = n.needs_input_grad(0), need_1 = n.needs_input_grad(1),
+                   need_2 = n.needs_input_grad(2);
         const bool unit_alpha = alpha.to_double() == 1.0;
         Tensor gi, g1, g2;
         if (need_in) gi = beta.to_double() == 1.0 ? g : g * beta;
@@ -479,8 +480,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
     // any leading dims fold into the rows.
     const int64_t in = weight.size(1), out = weight.size(0);
     const Tensor x2 = input.dim() == 2 ? input : input.reshape({-1, in});
-    Tensor y = bias.defined() ? lowp_addmm(bias, x2, weight, true, *h, 1, 1, "AddmmBackward0", "linear")
-                              : lowp_addmm(Tensor(), x2, weight, true, *h, 0, 1, "MmBackward0", "linear");
+    Tensor y = bias.defined() ? lowp_addmm(bias, x2, weight, true, *h, 1, 1, "AddmmBackward0", OpId::linear)
+                              : lowp_addmm(Tensor(), x2, weight, true, *h, 0, 1, "MmBackward0", OpId::linear);
     if (input.dim() == 2) return y;
     Shape shape(input.sizes());
     shape[shape.size() - 1] = out;
@@ -518,21 +519,22 @@ namespace {
 struct FusedKind {
   kernels::EpilogueActivation kernel;
   const char* node;
+  const char* op;  // the forward op's name with its activation (Note [Forward op of a node])
 };
 
 FusedKind fused_kind(FusedActivation a) {
   using A = FusedActivation;
   using K = kernels::EpilogueActivation;
   switch (a) {
-    case A::ReLU: return {K::ReLU, "FusedLinearReluBackward0"};
-    case A::GELU: return {K::Gelu, "FusedLinearGeluBackward0"};
-    case A::GELUTanh: return {K::GeluTanh, "FusedLinearGeluBackward0"};
-    case A::Sigmoid: return {K::Sigmoid, "FusedLinearSigmoidBackward0"};
-    case A::Tanh: return {K::Tanh, "FusedLinearTanhBackward0"};
+    case A::ReLU: return {K::ReLU, "FusedLinearReluBackward0", "fused_linear_relu"};
+    case A::GELU: return {K::Gelu, "FusedLinearGeluBackward0", "fused_linear_gelu"};
+    case A::GELUTanh: return {K::GeluTanh, "FusedLinearGeluBackward0", "fused_linear_gelu"};
+    case A::Sigmoid: return {K::Sigmoid, "FusedLinearSigmoidBackward0", "fused_linear_sigmoid"};
+    case A::Tanh: return {K::Tanh, "FusedLinearTanhBackward0", "fused_linear_tanh"};
   }
   GRAFT_CHECK(false, "fused_linear", "a FusedActivation (ReLU, GELU, GELUTanh, Sigmoid or Tanh)",
               "the value " + std::to_string(static_cast<int>(a)), "");
-  return {K::ReLU, ""};
+  return {K::ReLU, "", ""};
 }
 
 Tensor unfused_activation(const Tensor& y, FusedActivation a) {
@@ -577,10 +579,11 @@ Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bia
   }
   if (records) {
     const bool has_bias = bias.defined();
-    auto node = make_node(kind.node, {&x, &weight, &bias}, [kind, has_bias](Node& n, const Tensor& g) -> TensorList {
+    const autograd::ForwardOp op{static_cast<int>(OpId::fused_linear), kind.op};
+    auto node = autograd::make_node(kind.node, op, {&x, &weight, &bias}, [kind, has_bias](Node& n, const Tensor& g) -> TensorList {
       const Tensor xs = n.saved(0), w = n.saved(1), s = n.saved(2);
-      const bool need_x = n.next_edges[0].fn != nullptr, need_w = n.next_edges[1].fn != nullptr;
-      const bool need_b = has_bias && n.next_edges[2].fn != nullptr;
+      const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1);
+      const bool need_b = has_bias && n.needs_input_grad(2);
       Tensor gz, gb;
       if (GradMode::is_enabled()) {  // create_graph: differentiable ops
         using K = kernels::EpilogueActivation;

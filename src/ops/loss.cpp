@@ -304,7 +304,7 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ig
     if (red == Reduction::Sum) po[0] = static_cast<T>(total);
     if (red == Reduction::Mean) po[0] = static_cast<T>(total / static_cast<double>(counted));  // 0 / 0 = nan
   });
-  if (auto node = make_node("NllLossBackward0", {&input}, [ignore_index, red, counted](Node& n, const Tensor& g)
+  if (auto node = make_node("NllLossBackward0", OpId::nll_loss, {&input}, [ignore_index, red, counted](Node& n, const Tensor& g)
                                                                -> TensorList {
         const Tensor xs = n.saved(0), ts = n.saved(1), ls = n.saved(2);
         const int64_t rows = xs.size(0), cols = xs.size(1);

@@ -319,10 +319,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     }
   }
 
-  if (auto node = make_node("NativeBatchNormBackward0", {&input, &w, &b},
+  if (auto node = make_node("NativeBatchNormBackward0", OpId::batch_norm, {&input, &w, &b},
                             [training, eps](Node& n, const Tensor& g) -> TensorList {
-                              const bool nx = n.next_edges[0].fn != nullptr, nw = n.next_edges[1].fn != nullptr,
-                                         nb = n.next_edges[2].fn != nullptr;
+                              const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1),
+                                         nb = n.needs_input_grad(2);
                               if (GradMode::is_enabled())
                                 return bn_backward_composite(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3),
                                                              training, eps, nx, nw, nb);
@@ -376,10 +376,10 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
     }
   });
 
-  if (auto node = make_node("NativeLayerNormBackward0", {&input, &w, &b},
+  if (auto node = make_node("NativeLayerNormBackward0", OpId::layer_norm, {&input, &w, &b},
                             [ns, eps](Node& n, const Tensor& g) -> TensorList {
-                              const bool nx = n.next_edges[0].fn != nullptr, nw = n.next_edges[1].fn != nullptr,
-                                         nb = n.next_edges[2].fn != nullptr;
+                              const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1),
+                                         nb = n.needs_input_grad(2);
                               if (GradMode::is_enabled())
                                 return ln_backward_composite(g, n.saved(0), n.saved(1), ns, eps, nx, nw, nb);
                               return ln_backward_fused(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), ns, nx, nw,

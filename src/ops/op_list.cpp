@@ -6,12 +6,12 @@
 namespace graft::ops {
 
 namespace {
-constexpr std::array kNames = {
-#define GRAFT_OP_NAME(name) std::string_view(#name),
-    GRAFT_FORALL_OPS(GRAFT_OP_NAME)
-#undef GRAFT_OP_NAME
-};
-static_assert(kNames.size() == static_cast<size_t>(OpId::kCount), "op table and enum disagree");
+constexpr std::array<std::string_view, kNumOps> make_names() {
+  std::array<std::string_view, kNumOps> names{};
+  for (size_t i = 0; i < kNumOps; ++i) names[i] = kOpNames[i];
+  return names;
+}
+constexpr std::array<std::string_view, kNumOps> kNames = make_names();
 }  // namespace
 
 std::span<const std::string_view> op_names() { return kNames; }

@@ -8,9 +8,28 @@
 #include "core/type_promotion.h"
 #include "graft/autograd/node.h"
 #include "graft/core/factory.h"
+#include "graft/ops/op_list.h"
 #include "graft/ops/ops.h"
 
 namespace graft {
+
+using ops::OpId;
+
+// make_node for an op of GRAFT_FORALL_OPS: the node records the op's OpId and its name in the list
+// (Note [Forward op of a node] in graft/autograd/node.h). Nodes of no listed op (double-backward
+// nodes) call autograd::make_node with autograd::ForwardOp::unlisted("avg_pool2d_backward").
+constexpr autograd::ForwardOp forward_op(OpId id) { return {static_cast<int>(id), ops::op_name(id)}; }
+
+template <class F>
+std::shared_ptr<autograd::Node> make_node(const char* name, OpId op, std::initializer_list<const Tensor*> inputs,
+                                          F&& fn) {
+  return autograd::make_node(name, forward_op(op), inputs, std::forward<F>(fn));
+}
+
+template <class F>
+std::shared_ptr<autograd::Node> make_node(const char* name, OpId op, const TensorList& inputs, F&& fn) {
+  return autograd::make_node(name, forward_op(op), inputs, std::forward<F>(fn));
+}
 
 // A tensor sharing x's storage with the given geometry (no autograd recording).
 Tensor make_view(const Tensor& x, IntArrayRef sizes, IntArrayRef strides, int64_t offset);

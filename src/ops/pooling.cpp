@@ -204,7 +204,7 @@ Tensor max_pool_backward(const Tensor& g, const Tensor& idx, int64_t H, int64_t 
         }
     });
   }
-  if (auto node = make_node("MaxPool2DWithIndicesBackwardBackward0", {&g}, [](Node& n, const Tensor& gg) -> TensorList {
+  if (auto node = autograd::make_node("MaxPool2DWithIndicesBackwardBackward0", autograd::ForwardOp::unlisted("max_pool2d_with_indices_backward"), {&g}, [](Node& n, const Tensor& gg) -> TensorList {
         // d g = gg at the argmax positions
         const Tensor ix = n.saved(0);
         const int64_t N = ix.size(0), C = ix.size(1);
@@ -221,7 +221,7 @@ Tensor max_pool_backward(const Tensor& g, const Tensor& idx, int64_t H, int64_t 
 std::tuple<Tensor, Tensor> max_pool_op(const Tensor& x4, const PoolGeom& geom) {
   auto [y, idx] = max_pool_kernel(x4, geom);
   const int64_t H = geom.H, W = geom.W;
-  if (auto node = make_node("MaxPool2DWithIndicesBackward0", {&x4}, [H, W](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("MaxPool2DWithIndicesBackward0", OpId::max_pool2d_with_indices, {&x4}, [H, W](Node& n, const Tensor& g) -> TensorList {
         return {max_pool_backward(g, n.saved(0), H, W)};
       })) {
     node->save(idx);
@@ -271,7 +271,7 @@ Tensor avg_pool_backward(const Tensor& g, const PoolGeom& geom, const AvgOpts& o
       }
     });
   }
-  if (auto node = make_node("AvgPool2DBackwardBackward0", {&g}, [geom, o](Node&, const Tensor& gg) -> TensorList {
+  if (auto node = autograd::make_node("AvgPool2DBackwardBackward0", autograd::ForwardOp::unlisted("avg_pool2d_backward"), {&g}, [geom, o](Node&, const Tensor& gg) -> TensorList {
         return {avg_pool_op(gg, geom, o)};  // the adjoint of spreading is averaging
       })) {
     set_history(gx, node);
@@ -304,7 +304,7 @@ Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o) {
       }
     });
   }
-  if (auto node = make_node("AvgPool2DBackward0", {&x4}, [geom, o](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("AvgPool2DBackward0", OpId::avg_pool2d, {&x4}, [geom, o](Node&, const Tensor& g) -> TensorList {
         return {avg_pool_backward(g, geom, o)};
       })) {
     set_history(y, node);
@@ -355,7 +355,7 @@ Tensor adaptive_avg_backward(const Tensor& g, int64_t H, int64_t W) {
     });
   }
   const int64_t oH = g.size(2), oW = g.size(3);
-  if (auto node = make_node("AdaptiveAvgPool2DBackwardBackward0", {&g}, [oH, oW](Node&, const Tensor& gg) -> TensorList {
+  if (auto node = autograd::make_node("AdaptiveAvgPool2DBackwardBackward0", autograd::ForwardOp::unlisted("adaptive_avg_pool2d_backward"), {&g}, [oH, oW](Node&, const Tensor& gg) -> TensorList {
         return {adaptive_avg_op(gg, oH, oW)};
       })) {
     set_history(gx, node);
@@ -375,7 +375,7 @@ Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW) {
                                 oH, oW);
     });
   }
-  if (auto node = make_node("AdaptiveAvgPool2DBackward0", {&x4}, [H, W](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("AdaptiveAvgPool2DBackward0", OpId::adaptive_avg_pool2d, {&x4}, [H, W](Node&, const Tensor& g) -> TensorList {
         return {adaptive_avg_backward(g, H, W)};
       })) {
     set_history(y, node);

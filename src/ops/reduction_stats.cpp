@@ -132,7 +132,7 @@ Tensor var_std_impl(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdi
   const double scale = 1.0 / static_cast<double>(n - correction);
   const int64_t in_dim = x.dim();
   if (!take_sqrt) {
-    if (auto node = make_node("VarBackward0", {&x}, [dims, keepdim, in_dim, scale](Node& nd, const Tensor& g) -> TensorList {
+    if (auto node = make_node("VarBackward0", OpId::var, {&x}, [dims, keepdim, in_dim, scale](Node& nd, const Tensor& g) -> TensorList {
           // d var / dx_i = 2 (x_i - mean) / (N - correction)
           const Tensor xs = nd.saved(0);
           const Tensor centred = xs - mean(xs, dims, /*keepdim=*/true);
@@ -142,7 +142,7 @@ Tensor var_std_impl(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdi
       set_history(y, node);
     }
   } else {
-    if (auto node = make_node("StdBackward0", {&x}, [dims, keepdim, in_dim, scale](Node& nd, const Tensor& g) -> TensorList {
+    if (auto node = make_node("StdBackward0", OpId::std, {&x}, [dims, keepdim, in_dim, scale](Node& nd, const Tensor& g) -> TensorList {
           // d std / dx_i = (x_i - mean) / ((N - correction) std); 0 where std == 0 (as PyTorch)
           const Tensor xs = nd.saved(0), s = restore_dims(nd.saved(1), dims, in_dim, keepdim);
           Tensor is_zero;
@@ -246,7 +246,7 @@ Tensor prod_impl(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<D
   });
   const int64_t in_dim = x.dim();
   if (!is_floating_point(out_dt)) return y;  // an integer product carries no gradient
-  if (auto node = make_node(full ? "ProdBackward0" : "ProdBackward1", {&x},
+  if (auto node = make_node(full ? "ProdBackward0" : "ProdBackward1", OpId::prod, {&x},
                             [dims, keepdim, in_dim](Node& nd, const Tensor& g) -> TensorList {
         // d prod / dx_i = prod_{j != i} x_j: prod / x_i when the slice has no zero; otherwise the
         // product of the others computed directly (non-zero only at a slice's single zero).
@@ -289,8 +289,9 @@ Tensor even_split_weights(const Tensor& x, const Tensor& r, const std::vector<in
   return mask / sum(mask, dims, /*keepdim=*/true);
 }
 
-Tensor extreme_all_dims(const Tensor& x, IntArrayRef dim, bool keepdim, bool greater, const char* op,
+Tensor extreme_all_dims(const Tensor& x, IntArrayRef dim, bool keepdim, bool greater, OpId id,
                         const char* node_name, bool dims_given) {
+  const char* op = ops::op_name(id);
   const auto dims = detail::reduction_dims(x, dim, op);
   check_nonempty_reduction(x, dims, dims_given, op);
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
@@ -300,7 +301,7 @@ Tensor extreme_all_dims(const Tensor& x, IntArrayRef dim, bool keepdim, bool gre
     });
   });
   const int64_t in_dim = x.dim();
-  if (auto node = make_node(node_name, {&x}, [dims, keepdim, in_dim](Node& nd, const Tensor& g) -> TensorList {
+  if (auto node = make_node(node_name, id, {&x}, [dims, keepdim, in_dim](Node& nd, const Tensor& g) -> TensorList {
         // d max / dx_i = 1 / (number of ties) at the elements equal to the max, 0 elsewhere
         const Tensor xs = nd.saved(0);
         const Tensor w = even_split_weights(xs, restore_dims(nd.saved(1), dims, in_dim, keepdim), dims);
@@ -314,8 +315,9 @@ Tensor extreme_all_dims(const Tensor& x, IntArrayRef dim, bool keepdim, bool gre
 }
 
 // (values, indices) along one dim.
-std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool greater, const char* op,
+std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool greater, OpId id,
                                        const char* node_name) {
+  const char* op = ops::op_name(id);
   const auto dims = detail::reduction_dims(x, {dim}, op);
   check_nonempty_reduction(x, dims, true, op);
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
@@ -331,7 +333,7 @@ std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdi
     });
   });
   const int64_t in_dim = x.dim();
-  if (auto node = make_node(node_name, {&x}, [dims, keepdim, in_dim, in = Shape(x.sizes())](Node& nd, const Tensor& g) -> TensorList {
+  if (auto node = make_node(node_name, id, {&x}, [dims, keepdim, in_dim, in = Shape(x.sizes())](Node& nd, const Tensor& g) -> TensorList {
         // d values / dx = 1 at the selected index of each slice, 0 elsewhere
         if (in_dim == 0) return {g};
         const int64_t d = dims[0];
@@ -389,21 +391,21 @@ Tensor prod(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType>
 }
 
 // ---- max / min ----
-Tensor max(const Tensor& x) { return extreme_all_dims(x, {}, false, true, "max", "MaxBackward1", false); }
-Tensor min(const Tensor& x) { return extreme_all_dims(x, {}, false, false, "min", "MinBackward1", false); }
+Tensor max(const Tensor& x) { return extreme_all_dims(x, {}, false, true, OpId::max, "MaxBackward1", false); }
+Tensor min(const Tensor& x) { return extreme_all_dims(x, {}, false, false, OpId::min, "MinBackward1", false); }
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
-  return extreme_dim(x, dim, keepdim, true, "max", "MaxBackward0");
+  return extreme_dim(x, dim, keepdim, true, OpId::max, "MaxBackward0");
 }
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
-  return extreme_dim(x, dim, keepdim, false, "min", "MinBackward0");
+  return extreme_dim(x, dim, keepdim, false, OpId::min, "MinBackward0");
 }
 
 // ---- amax / amin ----
 Tensor amax(const Tensor& x, IntArrayRef dim, bool keepdim) {
-  return extreme_all_dims(x, dim, keepdim, true, "amax", "AmaxBackward0", !dim.empty());
+  return extreme_all_dims(x, dim, keepdim, true, OpId::amax, "AmaxBackward0", !dim.empty());
 }
 Tensor amin(const Tensor& x, IntArrayRef dim, bool keepdim) {
-  return extreme_all_dims(x, dim, keepdim, false, "amin", "AminBackward0", !dim.empty());
+  return extreme_all_dims(x, dim, keepdim, false, OpId::amin, "AminBackward0", !dim.empty());
 }
 
 // ---- argmax / argmin ----
@@ -429,7 +431,7 @@ Tensor logsumexp(const Tensor& x, IntArrayRef dim, bool keepdim) {
     });
   });
   const int64_t in_dim = x.dim();
-  if (auto node = make_node("LogsumexpBackward0", {&x}, [dims, keepdim, in_dim](Node& nd, const Tensor& g) -> TensorList {
+  if (auto node = make_node("LogsumexpBackward0", OpId::logsumexp, {&x}, [dims, keepdim, in_dim](Node& nd, const Tensor& g) -> TensorList {
         // d lse / dx_i = exp(x_i - lse) (the softmax of the slice)
         const Tensor lse = restore_dims(nd.saved(1), dims, in_dim, keepdim);
         return {restore_dims(g, dims, in_dim, keepdim) * exp(nd.saved(0) - lse)};

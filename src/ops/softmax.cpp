@@ -97,7 +97,7 @@ Tensor softmax(const Tensor& x_, int64_t dim, std::optional<DType> dtype) {
   const Tensor x = softmax_input(x_, dtype, "softmax");
   const int64_t d = wrap_dim(dim, x.dim(), "softmax");
   Tensor y = softmax_forward<false>(x, d, "softmax");
-  if (auto node = make_node("SoftmaxBackward0", {&x}, [d](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("SoftmaxBackward0", OpId::softmax, {&x}, [d](Node& n, const Tensor& g) -> TensorList {
         // d x = y * (g - sum(g * y, dim))
         const Tensor yy = n.saved(0);
         return {yy * (g - (g * yy).sum(d, /*keepdim=*/true))};
@@ -113,7 +113,7 @@ Tensor log_softmax(const Tensor& x_, int64_t dim, std::optional<DType> dtype) {
   const Tensor x = softmax_input(x_, dtype, "log_softmax");
   const int64_t d = wrap_dim(dim, x.dim(), "log_softmax");
   Tensor y = softmax_forward<true>(x, d, "log_softmax");
-  if (auto node = make_node("LogSoftmaxBackward0", {&x}, [d](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("LogSoftmaxBackward0", OpId::log_softmax, {&x}, [d](Node& n, const Tensor& g) -> TensorList {
         // d x = g - exp(y) * sum(g, dim)
         const Tensor yy = n.saved(0);
         return {g - exp(yy) * g.sum(d, /*keepdim=*/true)};

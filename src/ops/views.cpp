@@ -88,7 +88,7 @@ Tensor Tensor::view(IntArrayRef shape) const {
                   " to view as " + shape_str(s),
               "use .reshape(), which copies when needed, or call .contiguous() first");
   Tensor y = make_view(*this, s, *st, storage_offset());
-  if (auto node = make_node("ViewBackward0", {this}, [in = Shape(sizes())](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("ViewBackward0", OpId::view, {this}, [in = Shape(sizes())](Node&, const Tensor& g) -> TensorList {
         return {g.reshape(in)};  // d view = reshape back
       }))
     set_history(y, node);
@@ -125,7 +125,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
     std::swap(st[static_cast<size_t>(a)], st[static_cast<size_t>(b)]);
   }
   Tensor y = make_view(*this, sz, st, storage_offset());
-  if (auto node = make_node("TransposeBackward0", {this}, [a, b](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("TransposeBackward0", OpId::transpose, {this}, [a, b](Node&, const Tensor& g) -> TensorList {
         return {g.transpose(a, b)};
       }))
     set_history(y, node);
@@ -152,7 +152,7 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     st.push_back(stride(d));
   }
   Tensor y = make_view(*this, sz, st, storage_offset());
-  if (auto node = make_node("PermuteBackward0", {this}, [inverse](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("PermuteBackward0", OpId::permute, {this}, [inverse](Node&, const Tensor& g) -> TensorList {
         return {g.permute(inverse)};
       }))
     set_history(y, node);
@@ -171,7 +171,7 @@ Tensor slice_backward(const Tensor& g, IntArrayRef input_sizes, int64_t dim, int
     Tensor region = out.slice(dim, start, end, step);
     detail::copy_into(region, g);
   }
-  if (auto node = make_node("SliceBackwardBackward0", {&g}, [dim, start, end, step](Node&, const Tensor& gg) -> TensorList {
+  if (auto node = autograd::make_node("SliceBackwardBackward0", autograd::ForwardOp::unlisted("slice_backward"), {&g}, [dim, start, end, step](Node&, const Tensor& gg) -> TensorList {
         return {gg.slice(dim, start, end, step)};
       }))
     set_history(out, node);
@@ -194,7 +194,7 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   sz[static_cast<size_t>(dd)] = len;
   st[static_cast<size_t>(dd)] *= step;
   Tensor y = make_view(*this, sz, st, storage_offset() + start * stride(dd));
-  if (auto node = make_node("SliceBackward0", {this}, [in = Shape(sizes()), dd, start, end, step](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("SliceBackward0", OpId::slice, {this}, [in = Shape(sizes()), dd, start, end, step](Node&, const Tensor& g) -> TensorList {
         return {slice_backward(g, in, dd, start, end, step)};
       }))
     set_history(y, node);
@@ -223,7 +223,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   sz.erase(static_cast<size_t>(dd));
   st.erase(static_cast<size_t>(dd));
   Tensor y = make_view(*this, sz, st, storage_offset() + index * stride(dd));
-  if (auto node = make_node("SelectBackward0", {this}, [in = Shape(sizes()), dd, index](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("SelectBackward0", OpId::select, {this}, [in = Shape(sizes()), dd, index](Node&, const Tensor& g) -> TensorList {
         return {slice_backward(g.unsqueeze(dd), in, dd, index, index + 1, 1)};
       }))
     set_history(y, node);
@@ -253,7 +253,7 @@ Tensor Tensor::expand(IntArrayRef target) const {
     st.push_back(cur == want ? stride(static_cast<int64_t>(i - lead)) : 0);
   }
   Tensor y = make_view(*this, sz, st, storage_offset());
-  if (auto node = make_node("ExpandBackward0", {this}, [in = Shape(sizes())](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("ExpandBackward0", OpId::expand, {this}, [in = Shape(sizes())](Node&, const Tensor& g) -> TensorList {
         return {sum_to(g, in)};  // d expand = sum over the expanded dims
       }))
     set_history(y, node);
@@ -268,7 +268,7 @@ Tensor Tensor::squeeze() const {
       st.push_back(stride(d));
     }
   Tensor y = make_view(*this, sz, st, storage_offset());
-  if (auto node = make_node("SqueezeBackward0", {this}, [in = Shape(sizes())](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("SqueezeBackward0", OpId::squeeze, {this}, [in = Shape(sizes())](Node&, const Tensor& g) -> TensorList {
         return {g.reshape(in)};
       }))
     set_history(y, node);
@@ -282,7 +282,7 @@ Tensor Tensor::squeeze(int64_t d) const {
   sz.erase(static_cast<size_t>(dd));
   st.erase(static_cast<size_t>(dd));
   Tensor y = make_view(*this, sz, st, storage_offset());
-  if (auto node = make_node("SqueezeBackward1", {this}, [dd](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("SqueezeBackward1", OpId::squeeze, {this}, [dd](Node&, const Tensor& g) -> TensorList {
         return {g.unsqueeze(dd)};
       }))
     set_history(y, node);
@@ -298,7 +298,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   sz.insert(static_cast<size_t>(dd), 1);
   st.insert(static_cast<size_t>(dd), new_stride);
   Tensor y = make_view(*this, sz, st, storage_offset());
-  if (auto node = make_node("UnsqueezeBackward0", {this}, [dd](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("UnsqueezeBackward0", OpId::unsqueeze, {this}, [dd](Node&, const Tensor& g) -> TensorList {
         return {g.squeeze(dd)};
       }))
     set_history(y, node);

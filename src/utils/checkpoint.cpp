@@ -102,7 +102,7 @@ class GeneratorReplay {
 class CheckpointBackward final : public Node {
  public:
   CheckpointBackward(CheckpointFunction fn, const Generator::State& rng)
-      : Node("CheckpointBackward0"), fn_(std::move(fn)), rng_(rng) {}
+      : Node("CheckpointBackward0", autograd::ForwardOp::unlisted("checkpoint")), fn_(std::move(fn)), rng_(rng) {}
 
   TensorList apply(const Tensor& grad_output) override {
     const autograd::detail::BackwardPassInfo* pass = autograd::detail::current_backward_pass();
@@ -115,7 +115,7 @@ class CheckpointBackward final : public Node {
     TensorList wanted;  // the copies whose gradient the outer pass needs
     for (size_t i = 0; i < num_inputs(); ++i) {
       detached[i] = saved(i).detach();
-      if (next_edges[i].fn) {
+      if (needs_input_grad(i)) {
         detached[i].requires_grad_(true);
         wanted.push_back(detached[i]);
       }
@@ -141,7 +141,7 @@ class CheckpointBackward final : public Node {
       if (wanted.empty()) return {};
       TensorList g = autograd::grad({out}, wanted, {grad_output}, std::nullopt, false, /*allow_unused=*/true);
       for (size_t i = 0, k = 0; i < num_inputs(); ++i)
-        if (next_edges[i].fn) result[i] = g[k++];
+        if (needs_input_grad(i)) result[i] = g[k++];
       return result;
     }
     if (pass && pass->inputs) {
@@ -154,7 +154,7 @@ class CheckpointBackward final : public Node {
     }
     out = Tensor();
     for (size_t i = 0; i < num_inputs(); ++i)
-      if (next_edges[i].fn) result[i] = detached[i].grad();
+      if (needs_input_grad(i)) result[i] = detached[i].grad();
     return result;
   }
 

@@ -2,6 +2,8 @@
 // anomaly mode names the op that produced a NaN.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "../support/test_util.h"
 
 namespace graft::test {
@@ -65,7 +67,7 @@ TEST(Gradcheck, CatchesAWrongBackwardFormula) {
       NoGradGuard ng;
       y = x * x;
     }
-    if (auto node = autograd::make_node("WrongSquareBackward", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+    if (auto node = autograd::make_node("WrongSquareBackward", autograd::ForwardOp::unlisted("wrong_square"), {&x}, [](Node& n, const Tensor& g) -> TensorList {
           return {g * n.saved(0)};
         })) {
       node->save(x);
@@ -99,6 +101,58 @@ TEST(Anomaly, NamesTheForwardOpThatProducedNaN) {
   Tensor y = (x.sqrt() * 0.0).sum();  // without anomaly mode: no error, a NaN gradient
   EXPECT_NO_THROW(y.backward());
   EXPECT_TRUE(std::isnan(values(x.grad())[0]));
+}
+
+// Issue 14 item 17: the forward op named in these messages is the one the node recorded (Note
+// [Forward op of a node]), not a guess from the node's name ("Log1PBackward0" once printed log1_p,
+// "AvgPool2DBackward0" avg_pool2_d).
+TEST(ForwardOpName, NodesCarryTheirOpIdAndTheListsName) {
+  namespace F = graft::nn::functional;
+  Tensor x = tensor({0.5, 1.5}, TensorOptions(kFloat64).requires_grad(true));
+  const Tensor y = x.log1p();
+  ASSERT_NE(y.grad_fn(), nullptr);
+  EXPECT_STREQ(y.grad_fn()->name(), "Log1PBackward0");
+  EXPECT_STREQ(y.grad_fn()->forward_op_name(), "log1p");
+  EXPECT_EQ(y.grad_fn()->op_id(), static_cast<int>(ops::OpId::log1p));
+  Tensor img = ones({1, 1, 4, 4}, TensorOptions(kFloat64).requires_grad(true));
+  EXPECT_STREQ(F::avg_pool2d(img, 2).grad_fn()->forward_op_name(), "avg_pool2d");
+  EXPECT_STREQ(F::max_pool2d(img, 2).grad_fn()->forward_op_name(), "max_pool2d_with_indices");
+  EXPECT_STREQ(F::adaptive_avg_pool2d(img, 1).grad_fn()->forward_op_name(), "adaptive_avg_pool2d");
+  // Nodes of no listed op have a name and no id.
+  EXPECT_STREQ(autograd::grad_accumulator(x)->forward_op_name(), "accumulate_grad");
+  EXPECT_EQ(autograd::grad_accumulator(x)->op_id(), autograd::ForwardOp::kNoId);
+}
+
+TEST(ForwardOpName, TheInPlaceVersionErrorNamesLog1p) {
+  Tensor x = tensor({0.5, 1.5}, TensorOptions(kFloat64).requires_grad(true));
+  Tensor a = x * 1.0;
+  Tensor y = a.log1p();  // saves its input a
+  a.add_(1.0);
+  EXPECT_TRUE(throws_error([&] { y.sum().backward(); },
+                           {"modified by an in-place operation", "saved by Log1PBackward0 (the backward of log1p)"}));
+}
+
+TEST(ForwardOpName, AnomalyModeNamesAvgPool2d) {
+  namespace F = graft::nn::functional;
+  Tensor x = ones({1, 1, 4, 4}, TensorOptions(kFloat64).requires_grad(true));
+  Tensor y = F::avg_pool2d(x, 2);
+  Tensor g = ones({1, 1, 2, 2}, kFloat64);
+  g.select(3, 1).fill_(std::numeric_limits<double>::infinity());
+  autograd::DetectAnomalyGuard guard;
+  EXPECT_TRUE(throws_error([&] { y.backward(g); }, {"AvgPool2DBackward0", "the forward op 'avg_pool2d'", "NaN or Inf"}));
+}
+
+TEST(ForwardOpName, TheMemoryReportNamesTheOpThatProducedASavedTensor) {
+  namespace F = graft::nn::functional;
+  Tensor x = ones({1, 1, 64, 64}, TensorOptions(kFloat64).requires_grad(true));
+  Tensor y = F::avg_pool2d(x, 2).sin();  // sin saves its input, the output of avg_pool2d
+  bool found = false;
+  for (const auto& a : memory::largest_saved_activations(100)) {
+    if (a.saved_by != "SinBackward0") continue;
+    found = true;
+    EXPECT_EQ(a.produced_by, "avg_pool2d");
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST(VersionCounter, SharedByViews) {

@@ -1,4 +1,4 @@
-// Op records: add, sub, mul, div, neg (and their in-place forms add_, sub_, mul_, div_).
+// Op records: add, sub, rsub, mul, div, rdiv, neg (and the in-place forms add_, sub_, mul_, div_).
 #include "../support/op_table.h"
 #include "../support/test_util.h"
 
@@ -42,10 +42,15 @@ GRAFT_OP_RECORDS(arithmetic) {
                   .reference = [](const TensorList& a) { return ref_map(a, [](auto& v) { return v[0] - 0.5 * v[1]; }); },
                   .samples = [] { return binary_samples(); },
                   .errors = {shape_mismatch([](auto& a, auto& b) { return a - b; }, "sub")}});
-  recs.push_back({.name = "sub", .variant = "rsub",
+  recs.push_back({.name = "rsub", .variant = "operator",
                   .fn = [](const TensorList& a) { return 1.5 - a[0]; },
                   .reference = [](const TensorList& a) { return ref_map(a, [](auto& v) { return 1.5 - v[0]; }); },
-                  .samples = [] { return std::vector<TensorList>{{r({2, 2}, 10)}}; }});
+                  .samples = [] { return std::vector<TensorList>{{r({2, 2}, 10)}}; },
+                  .errors = {{[] { rsub(zeros({2}, kFloat16), 1.0); }, {"rsub", "float16"}}}});
+  recs.push_back({.name = "rsub",
+                  .fn = [](const TensorList& a) { return rsub(a[0], -0.75); },
+                  .reference = [](const TensorList& a) { return ref_map(a, [](auto& v) { return -0.75 - v[0]; }); },
+                  .samples = [] { return std::vector<TensorList>{{r({3, 2}, 15)}, {r({}, 16)}}; }});
   recs.push_back({.name = "mul",
                   .fn = [](const TensorList& a) { return a[0] * a[1]; },
                   .reference = [](const TensorList& a) { return ref_map(a, [](auto& v) { return v[0] * v[1]; }); },
@@ -60,10 +65,15 @@ GRAFT_OP_RECORDS(arithmetic) {
                     return s;
                   },
                   .errors = {shape_mismatch([](auto& a, auto& b) { return a / b; }, "div")}});
-  recs.push_back({.name = "div", .variant = "scalar_over_tensor",
+  recs.push_back({.name = "rdiv", .variant = "operator",
                   .fn = [](const TensorList& a) { return 2.0 / a[0]; },
                   .reference = [](const TensorList& a) { return ref_map(a, [](auto& v) { return 2.0 / v[0]; }); },
-                  .samples = [] { return std::vector<TensorList>{{r({3}, 11, 0.5, 2)}}; }});
+                  .samples = [] { return std::vector<TensorList>{{r({3}, 11, 0.5, 2)}}; },
+                  .errors = {{[] { rdiv(zeros({2}, kFloat16), 1.0); }, {"rdiv", "float16"}}}});
+  recs.push_back({.name = "rdiv",
+                  .fn = [](const TensorList& a) { return rdiv(a[0], -1.5); },
+                  .reference = [](const TensorList& a) { return ref_map(a, [](auto& v) { return -1.5 / v[0]; }); },
+                  .samples = [] { return std::vector<TensorList>{{make({-1.2, 0.7, 1.9, -0.5}, {2, 2})}}; }});
   recs.push_back({.name = "neg",
                   .fn = [](const TensorList& a) { return -a[0]; },
                   .reference = [](const TensorList& a) { return ref_map(a, [](auto& v) { return -v[0]; }); },

@@ -1,5 +1,6 @@
-// Op records: gt, lt, ge, le, eq, ne, where, masked_fill, masked_fill_; plus direct tests of the
-// rest of the family (logical ops, allclose, equal, isnan/isinf/isfinite, dtypes, promotion).
+// Op records: gt, lt, ge, le, eq, ne, logical_not/and/or, isnan/isinf/isfinite, allclose, equal,
+// where, masked_fill, masked_fill_; plus direct tests of the family (NaN, dtypes, promotion).
+#include <cmath>
 #include <limits>
 
 #include "../support/op_table.h"
@@ -73,6 +74,98 @@ GRAFT_OP_RECORDS(compare) {
   recs.push_back(comparison_scalar("le", [](auto& a, auto& s) { return le(a, s); }, [](double x, double y) { return x <= y; }));
   recs.push_back(comparison_scalar("eq", [](auto& a, auto& s) { return eq(a, s); }, [](double x, double y) { return x == y; }));
   recs.push_back(comparison_scalar("ne", [](auto& a, auto& s) { return ne(a, s); }, [](double x, double y) { return x != y; }));
+
+  // ---- logical ops: nonzero is true (NaN included) ----
+  auto truthy = [](double v) { return v != 0; };  // NaN != 0
+  recs.push_back({.name = "logical_not",
+                  .fn = [](const TensorList& a) { return logical_not(a[0]); },
+                  .reference = [truthy](const TensorList& a) {
+                    return ref_map(a, [truthy](auto& v) { return truthy(v[0]) ? 0.0 : 1.0; }, kBool);
+                  },
+                  .samples = [] {
+                    return std::vector<TensorList>{{make({0, 2, -1, 0, 0.5, 0}, {2, 3})},
+                                                   {make({0, 3, 0}, {3}, kInt64)},
+                                                   {make({1, 0}, {2}, kBool)}};
+                  },
+                  .gradcheck = false,
+                  .gradgradcheck = false,
+                  .errors = {{[] { logical_not(zeros({2}, kFloat16)); }, {"logical_not", "float16"}}}});
+  auto logical = [truthy](std::string name, std::function<Tensor(const Tensor&, const Tensor&)> op,
+                          std::function<bool(bool, bool)> f) {
+    return OpRecord{.name = name,
+                    .fn = [op](const TensorList& a) { return op(a[0], a[1]); },
+                    .reference = [f, truthy](const TensorList& a) {
+                      return ref_map(a, [f, truthy](auto& v) { return f(truthy(v[0]), truthy(v[1])) ? 1.0 : 0.0; }, kBool);
+                    },
+                    .samples = compare_samples,
+                    .gradcheck = false,
+                    .gradgradcheck = false,
+                    .errors = {{[op] { op(zeros({2}), zeros({3})); }, {name, "[2]", "[3]"}}}};
+  };
+  recs.push_back(logical("logical_and", [](auto& a, auto& b) { return logical_and(a, b); }, [](bool x, bool y) { return x && y; }));
+  recs.push_back(logical("logical_or", [](auto& a, auto& b) { return logical_or(a, b); }, [](bool x, bool y) { return x || y; }));
+
+  // ---- isnan / isinf / isfinite ----
+  auto classify = [](std::string name, std::function<Tensor(const Tensor&)> op, std::function<bool(double)> f) {
+    return OpRecord{.name = name,
+                    .fn = [op](const TensorList& a) { return op(a[0]); },
+                    .reference = [f](const TensorList& a) {
+                      return ref_map(a, [f](auto& v) { return f(v[0]) ? 1.0 : 0.0; }, kBool);
+                    },
+                    .samples = [] {
+                      const double inf = std::numeric_limits<double>::infinity();
+                      const double nan = std::numeric_limits<double>::quiet_NaN();
+                      return std::vector<TensorList>{{make({1.5, nan, inf, -inf, 0, -2}, {2, 3})},
+                                                     {make({1, -2, 3}, {3}, kInt64)},
+                                                     {make({nan}, {})}};
+                    },
+                    .gradcheck = false,
+                    .gradgradcheck = false,
+                    .errors = {{[op] { op(zeros({2}, kFloat16)); }, {name, "float16"}}}};
+  };
+  recs.push_back(classify("isnan", [](auto& x) { return isnan(x); }, [](double v) { return std::isnan(v); }));
+  recs.push_back(classify("isinf", [](auto& x) { return isinf(x); }, [](double v) { return std::isinf(v); }));
+  recs.push_back(classify("isfinite", [](auto& x) { return isfinite(x); }, [](double v) { return std::isfinite(v); }));
+
+  // ---- allclose / equal: one bool for the whole tensor, returned here as a 0-dim bool tensor ----
+  auto as_tensor = [](bool b) { return make({b ? 1.0 : 0.0}, {}, kBool); };
+  // Pairs that are close (within 1e-8 + 1e-5 * |b|), not close, broadcast, and equal.
+  auto close_samples = [] {
+    return std::vector<TensorList>{{make({1, 100, -3}, {3}), make({1 + 5e-6, 100 + 5e-4, -3}, {3})},
+                                   {make({1, 100, -3}, {3}), make({1 + 2e-5, 100, -3}, {3})},
+                                   {make({2, 2, 2, 2}, {2, 2}), make({2}, {1})},
+                                   {make({1, 2}, {2}, kInt64), make({1, 2}, {2}, kInt64)}};
+  };
+  recs.push_back({.name = "allclose",
+                  .fn = [as_tensor](const TensorList& a) { return as_tensor(allclose(a[0], a[1])); },
+                  .reference = [as_tensor](const TensorList& a) {
+                    const Tensor c = ref_map(a, [](auto& v) {
+                      const double d = v[0] > v[1] ? v[0] - v[1] : v[1] - v[0];
+                      return d <= 1e-8 + 1e-5 * (v[1] < 0 ? -v[1] : v[1]) ? 1.0 : 0.0;
+                    });
+                    bool all = true;
+                    for (double x : values(c)) all = all && x != 0;
+                    return as_tensor(all);
+                  },
+                  .samples = close_samples,
+                  .gradcheck = false,
+                  .gradgradcheck = false,
+                  .float32 = false,  // the close pairs are closer than float32 resolves
+                  .errors = {{[] { allclose(zeros({2}), zeros({3})); }, {"allclose", "[2]", "[3]"}},
+                             {[] { allclose(zeros({2}), zeros({2}), -1.0); }, {"allclose", "rtol"}}}});
+  recs.push_back({.name = "equal",
+                  .fn = [as_tensor](const TensorList& a) { return as_tensor(equal(a[0], a[1])); },
+                  .reference = [as_tensor](const TensorList& a) {
+                    const std::vector<double> x = values(a[0]), y = values(a[1]);
+                    bool same = a[0].sizes().equals(a[1].sizes());
+                    for (size_t i = 0; same && i < x.size(); ++i) same = x[i] == y[i];
+                    return as_tensor(same);
+                  },
+                  .samples = close_samples,
+                  .gradcheck = false,
+                  .gradgradcheck = false,
+                  .float32 = false,
+                  .errors = {{[] { equal(Tensor(), zeros({2})); }, {"equal", "undefined"}}}});
 
   // where(condition, a, b)
   auto where_ref = [](const TensorList& a) { return ref_map(a, [](auto& v) { return v[0] != 0 ? v[1] : v[2]; }); };

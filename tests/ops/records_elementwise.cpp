@@ -1,4 +1,5 @@
-// Op records: pow, the unary math functions, the activations, clamp, maximum/minimum and the
+// Op records: pow, square, reciprocal, the unary math functions, the activations, clamp,
+// clamp_min/clamp_max, maximum/minimum and the
 // in-place forms relu_, sigmoid_, clamp_. Plus plain tests of what the generic runner cannot see:
 // tie splitting, pow's zero masking, integer dtypes, grad_fn names.
 #include <cmath>
@@ -107,9 +108,9 @@ GRAFT_OP_RECORDS(elementwise) {
                   .reference = ref1([](double x) { return std::exp(x * std::log(1.7)); }),
                   .samples = [] { return unary_samples(-2, 2); },
                   .errors = {{[] { pow(2.0, zeros({2}, kFloat16)); }, {"pow", "float16"}}}});
-  recs.push_back(unary("pow", "square", [](auto& x) { return square(x); }, [](double x) { return x * x; },
+  recs.push_back(unary("square", "", [](auto& x) { return square(x); }, [](double x) { return x * x; },
                        unary_samples(-2, 2), {{[] { square(zeros({2}, kFloat16)); }, {"pow", "float16"}}}));
-  recs.push_back(unary("pow", "reciprocal", [](auto& x) { return reciprocal(x); }, [](double x) { return 1.0 / x; },
+  recs.push_back(unary("reciprocal", "", [](auto& x) { return reciprocal(x); }, [](double x) { return 1.0 / x; },
                        unary_samples(0.5, 2, {-1.5, -0.6}), {half_input([](auto& x) { return reciprocal(x); }, "reciprocal")}));
 
   // ---- unary math ----
@@ -188,10 +189,10 @@ GRAFT_OP_RECORDS(elementwise) {
                         {[] { clamp(tensor({true}), 0, 1); }, {"clamp", "bool"}}}));
   recs.push_back(unary("clamp", "max_only", [](auto& x) { return x.clamp(std::nullopt, 0.8); },
                        [](double x) { return x > 0.8 ? 0.8 : x; }, clamp_samples(), {}));
-  recs.push_back(unary("clamp", "clamp_min", [](auto& x) { return clamp_min(x, -0.5); },
+  recs.push_back(unary("clamp_min", "", [](auto& x) { return clamp_min(x, -0.5); },
                        [](double x) { return x < -0.5 ? -0.5 : x; }, clamp_samples(),
                        {half_input([](auto& x) { return clamp_min(x, 0.0); }, "clamp_min")}));
-  recs.push_back(unary("clamp", "clamp_max", [](auto& x) { return x.clamp_max(0.8); },
+  recs.push_back(unary("clamp_max", "method", [](auto& x) { return x.clamp_max(0.8); },
                        [](double x) { return x > 0.8 ? 0.8 : x; }, clamp_samples(),
                        {half_input([](auto& x) { return clamp_max(x, 0.0); }, "clamp_max")}));
 

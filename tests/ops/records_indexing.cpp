@@ -1,4 +1,4 @@
-// Op records: cat, stack, split, chunk, index_select, gather, scatter_add, index_add, embedding,
+// Op records: cat, stack, split, split_with_sizes, chunk, index_select, gather, scatter_add, index_add, embedding,
 // one_hot. References are plain loops in double over row-major index arithmetic written here.
 #include "../support/op_table.h"
 #include "../support/test_util.h"
@@ -235,12 +235,16 @@ GRAFT_OP_RECORDS(indexing) {
                   .reference = [](const TensorList& a) { return ref_scaled_pieces(a[0], 0, {2, 2, 1}); },
                   .samples = [] { return std::vector<TensorList>{{r({5, 3}, 22)}}; },
                   .errors = {{[] { zeros({4}).split(-1, 0); }, {"split", "-1"}},
-                             {[] { split_with_sizes(zeros({2, 5}), {1, 3}, 1); }, {"split_with_sizes", "5", "[1, 3]", "4"}},
                              {[] { zeros({2, 5}).split(2, 2); }, {"split", "dim 2"}}}});
-  recs.push_back({.name = "split", .variant = "with_sizes_dim1",
+  recs.push_back({.name = "split_with_sizes", .variant = "dim1",
                   .fn = [](const TensorList& a) { return cat_scaled(split_with_sizes(a[0], {1, 3, 1}, 1), 1); },
                   .reference = [](const TensorList& a) { return ref_scaled_pieces(a[0], 1, {1, 3, 1}); },
-                  .samples = [] { return std::vector<TensorList>{{r({2, 5}, 23)}}; }});
+                  .samples = [] { return std::vector<TensorList>{{r({2, 5}, 23)}}; },
+                  .errors = {{[] { split_with_sizes(zeros({2, 5}), {1, 3}, 1); }, {"split_with_sizes", "5", "[1, 3]", "4"}}}});
+  recs.push_back({.name = "split_with_sizes", .variant = "dim0",
+                  .fn = [](const TensorList& a) { return cat_scaled(split_with_sizes(a[0], {3, 1}), 0); },
+                  .reference = [](const TensorList& a) { return ref_scaled_pieces(a[0], 0, {3, 1}); },
+                  .samples = [] { return std::vector<TensorList>{{r({4, 3}, 29)}}; }});
   recs.push_back({.name = "chunk", .variant = "dim1",
                   .fn = [](const TensorList& a) { return cat_scaled(a[0].chunk(3, 1), 1); },
                   .reference = [](const TensorList& a) { return ref_scaled_pieces(a[0], 1, {3, 3, 1}); },

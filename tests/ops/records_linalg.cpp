@@ -1,5 +1,7 @@
-// Op records: matmul, mm, bmm, addmm, linear; plus plain tests of BLAS operand layouts
+// Op records: matmul, mm, bmm, addmm, linear, fused_linear; plus plain tests of BLAS operand layouts
 // (transposed and strided operands), grad_fn names and edge cases.
+#include <cmath>
+
 #include "../support/op_table.h"
 #include "../support/test_util.h"
 
@@ -186,6 +188,50 @@ GRAFT_OP_RECORDS(linalg) {
                   .fn = [](const TensorList& a) { return F::linear(a[0], a[1]); },
                   .reference = [](const TensorList& a) { return ref_linear(a[0], a[1], Tensor()); },
                   .samples = [] { return std::vector<TensorList>{{r({2, 3, 4}, 82), r({2, 4}, 83)}}; },
+                  .atol32 = 1e-4, .rtol32 = 1e-4});
+
+  // ---- fused_linear: act(linear(x, w, b)) as one node, against the plain loop and the activation ----
+  using Act = F::FusedActivation;
+  struct FusedCase {
+    const char* variant;
+    Act act;
+    double (*f)(double);
+  };
+  static constexpr FusedCase kFused[] = {
+      {"relu", Act::ReLU, [](double z) { return z > 0 ? z : 0.0; }},
+      {"gelu", Act::GELU, [](double z) { return 0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0))); }},
+      {"gelu_tanh", Act::GELUTanh,
+       [](double z) { return 0.5 * z * (1.0 + std::tanh(0.7978845608028654 * (z + 0.044715 * z * z * z))); }},
+      {"sigmoid", Act::Sigmoid, [](double z) { return 1.0 / (1.0 + std::exp(-z)); }},
+      {"tanh", Act::Tanh, [](double z) { return std::tanh(z); }}};
+  for (const FusedCase& c : kFused) {
+    recs.push_back({.name = "fused_linear", .variant = c.variant,
+                    .fn = [act = c.act](const TensorList& a) { return F::fused_linear(a[0], a[1], a[2], act); },
+                    .reference = [f = c.f](const TensorList& a) {
+                      const Tensor z = ref_linear(a[0], a[1], a[2]);
+                      std::vector<double> v = values(z);
+                      for (double& x : v) x = f(x);
+                      return make(v, z.sizes());
+                    },
+                    .samples = [] {
+                      return std::vector<TensorList>{{r({3, 4}, 91), r({2, 4}, 92), r({2}, 93)},
+                                                     {r({2, 3, 4}, 94), r({3, 4}, 95), r({3}, 96)}};
+                    },
+                    .atol32 = 1e-4, .rtol32 = 1e-4});
+  }
+  recs.back().errors = {{[] { F::fused_linear(zeros({2, 5}), zeros({3, 4}), Tensor(), Act::ReLU); },
+                         {"fused_linear", "in_features", "[2, 5]"}},
+                        {[] { F::fused_linear(zeros({2, 4}), zeros({3, 4}), zeros({2}), Act::ReLU); },
+                         {"fused_linear", "bias of shape [3]"}}};
+  recs.push_back({.name = "fused_linear", .variant = "relu_no_bias",
+                  .fn = [](const TensorList& a) { return F::fused_linear(a[0], a[1], Tensor(), Act::ReLU); },
+                  .reference = [](const TensorList& a) {
+                    const Tensor z = ref_linear(a[0], a[1], Tensor());
+                    std::vector<double> v = values(z);
+                    for (double& x : v) x = x > 0 ? x : 0.0;
+                    return make(v, z.sizes());
+                  },
+                  .samples = [] { return std::vector<TensorList>{{r({3, 4}, 97), r({2, 4}, 98)}}; },
                   .atol32 = 1e-4, .rtol32 = 1e-4});
   return recs;
 }

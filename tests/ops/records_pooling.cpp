@@ -1,4 +1,4 @@
-// Op records: max_pool2d, avg_pool2d, adaptive_avg_pool2d (padding, dilation, ceil_mode,
+// Op records: max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d (padding, dilation, ceil_mode,
 // count_include_pad, divisor_override, unbatched inputs) against plain loops in double; plus ties,
 // nan, indices and grad_fn names.
 #include <cmath>
@@ -176,6 +176,16 @@ GRAFT_OP_RECORDS(pooling) {
   recs.push_back(max_record("ceil_mode_padding", {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .ceil = true},
                             {{S({1, 1, 6, 5}, 7)}}));
   recs.push_back(max_record("unbatched", {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1}, {{S({2, 5, 5}, 8)}}));
+
+  // max_pool2d_with_indices: the values (its indices are checked by hand below).
+  recs.push_back(max_record("with_indices", {.kh = 3, .kw = 2, .sh = 2, .sw = 1, .ph = 1, .pw = 1},
+                            {{S({2, 2, 5, 4}, 9)}, {S({2, 5, 5}, 10)}}));
+  recs.back().name = "max_pool2d_with_indices";
+  recs.back().fn = [](const TensorList& t) {
+    return std::get<0>(F::max_pool2d_with_indices(t[0], F::MaxPool2dFuncOptions({3, 2}).stride({2, 1}).padding(1)));
+  };
+  // Its argument checks are max_pool2d's (it is the op max_pool2d runs).
+  recs.back().errors = input_errors("max_pool2d", [](const Tensor& x) { F::max_pool2d_with_indices(x, 2); });
 
   recs.push_back(avg_record("basic", {.kh = 2, .kw = 2, .sh = 2, .sw = 2}, {{S({2, 2, 4, 4}, 11)}, {S({1, 1, 5, 3}, 12)}}));
   recs.back().errors = input_errors("avg_pool2d", [](const Tensor& x) { F::avg_pool2d(x, 2); });

@@ -1,4 +1,4 @@
-// Op records: sum, mean, var, std, prod, max, min, amax, amin, argmax, argmin, logsumexp; plus plain
+// Op records: sum, mean, var, std, prod, max, min, amax, amin, argmax, argmin, logsumexp, sum_to; plus plain
 // tests for what the table cannot express (gradients at zeros for prod, tie splitting for amax/max,
 // NaN propagation, indices of max/min along a dim, degenerate var/std, infinities in logsumexp).
 #include <algorithm>
@@ -143,6 +143,35 @@ ErrorCase empty_all(std::function<void(const Tensor&)> f, const std::string& op)
 }
 ErrorCase empty_dim(std::function<void(const Tensor&)> f, const std::string& op) {
   return {[f] { f(zeros({3, 0})); }, {op, "non-zero size", "dim 1 of size 0", "[3, 0]"}};
+}
+
+// sum_to(x, shape): every element of x adds into the element of `shape` it broadcasts from (leading
+// dims of x dropped, size-1 dims of `shape` pinned to 0); a plain loop over x's row-major indices.
+Tensor ref_sum_to(const Tensor& x, const std::vector<int64_t>& shape) {
+  const std::vector<double> v = values(x);
+  const std::vector<int64_t> xs(x.sizes().begin(), x.sizes().end());
+  const size_t lead = xs.size() - shape.size();
+  int64_t n_out = 1;
+  for (int64_t s : shape) n_out *= s;
+  std::vector<double> out(static_cast<size_t>(n_out), 0.0);
+  std::vector<int64_t> coord(xs.size(), 0);
+  for (size_t flat = 0; flat < v.size(); ++flat) {
+    int64_t key = 0;
+    for (size_t d = 0; d < shape.size(); ++d) key = key * shape[d] + (shape[d] == 1 ? 0 : coord[lead + d]);
+    out[static_cast<size_t>(key)] += v[flat];
+    for (size_t d = xs.size(); d-- > 0;) {  // next row-major coordinate
+      if (++coord[d] < xs[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return make(out, shape);
+}
+
+OpRecord sum_to_record(std::string variant, std::vector<int64_t> shape, SampleSpecs samples) {
+  return {.name = "sum_to", .variant = std::move(variant),
+          .fn = [shape](const TensorList& a) { return sum_to(a[0], shape); },
+          .reference = [shape](const TensorList& a) { return ref_sum_to(a[0], shape); },
+          .samples = lazy_samples(std::move(samples))};
 }
 
 }  // namespace
@@ -346,6 +375,15 @@ GRAFT_OP_RECORDS(reduction) {
                                     return std::vector<TensorList>{{r({3, 4}, 40, 995, 1005)}, {r({2, 3}, 41, -1005, -995)}};
                                   }));
   recs.back().atol32 = 1e-3;  // float32 holds values near 1000 to about 6e-5
+
+  // ---- sum_to: the reverse of broadcasting (every broadcasting backward uses it) ----
+  recs.push_back(sum_to_record("leading_and_inner", {3, 1}, {{{{2, 3, 4}, 42, -2, 2}}}));
+  recs.back().errors = {{[] { sum_to(zeros({3}), {2, 3}); }, {"sum_to", "at most 1 dims", "[2, 3]"}},
+                        {[] { sum_to(zeros({2, 3}), {4}); }, {"sum_to", "[2, 3]", "[4]"}}};
+  recs.push_back(sum_to_record("rows", {1, 3}, {{{{2, 3}, 43, -2, 2}}}));
+  recs.push_back(sum_to_record("leading_only", {4}, {{{{2, 3, 4}, 44, -2, 2}}}));
+  recs.push_back(sum_to_record("to_scalar", {}, {{{{4}, 45, -2, 2}}, {{{2, 3}, 46, -2, 2}}}));
+  recs.push_back(sum_to_record("same_shape", {2, 3}, {{{{2, 3}, 47, -2, 2}}}));
   return recs;
 }
 

@@ -1,6 +1,8 @@
 // Runs every record of the op table through the generic checks listed in tests/support/op_table.h.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <regex>
 #include <set>
 
 #include "../support/op_table.h"
@@ -153,6 +155,29 @@ TEST(OpCoverage, EveryOpHasARecord) {
     EXPECT_TRUE(recorded.count(std::string(n))) << "op '" << n << "' has no record in the op test table";
   }
   for (const auto& n : recorded) EXPECT_TRUE(listed.count(n)) << "record for unlisted op '" << n << "'";
+}
+
+// Every op that the public headers declare is in GRAFT_FORALL_OPS (and so, by the test above, has
+// records): a declaration returning a tensor, tensors or a bool at namespace level is an op.
+TEST(OpCoverage, EveryPublicOpIsListed) {
+  std::set<std::string> listed;
+  for (auto n : ops::op_names()) listed.insert(std::string(n));
+  // var_all / std_all are the all-dims forms behind var(x) / std(x) (a braced list must not pick them).
+  const std::set<std::string> not_ops = {"var_all", "std_all"};
+  const std::regex decl(R"(^(?:inline )?(?:Tensor|TensorList|bool|std::tuple<[^>]*>) ([a-z_0-9]+)\()");
+  size_t declared = 0;
+  for (const char* header : {"/include/graft/ops/ops.h", "/include/graft/nn/functional.h"}) {
+    std::ifstream in(std::string(GRAFT_SOURCE_DIR) + header);
+    ASSERT_TRUE(in) << "cannot read " << header;
+    std::string line;
+    std::smatch m;
+    while (std::getline(in, line)) {
+      if (!std::regex_search(line, m, decl) || not_ops.count(m[1].str())) continue;
+      ++declared;
+      EXPECT_TRUE(listed.count(m[1].str())) << header << " declares '" << m[1].str() << "', which is not in GRAFT_FORALL_OPS";
+    }
+  }
+  EXPECT_GT(declared, 100u);  // the pattern still matches the headers' style
 }
 
 TEST(OpCoverage, EveryRecordHasErrorCasesOrIsAView) {

@@ -42,13 +42,27 @@ struct InputMeta {
   DType dtype = DType::Float32;
 };
 
-// "LogSoftmaxBackward0" -> "log_softmax": the forward op a backward node belongs to.
-std::string forward_op_name(const char* node_name);
+// Note [Forward op of a node]
+// Each node records the forward op it is the backward of, for the messages that name it (the
+// in-place version check, anomaly mode, the out-of-memory report): "the backward of log1p". An op
+// of GRAFT_FORALL_OPS (graft/ops/op_list.h) passes its OpId and the list's name for it; autograd
+// sits below ops, so a node keeps the id as a plain integer and the name as a pointer to the list's
+// static string (src/ops/ops_common.h's make_node(name, OpId, inputs, fn) fills both). Nodes made
+// elsewhere (AccumulateGrad, checkpoint, nn's backward hooks, autocast's casts) and the
+// double-backward nodes of a few ops ("avg_pool2d_backward") pass ForwardOp::unlisted(name): a
+// name, no id. fused_linear's nodes name their activation as well ("fused_linear_tanh").
+struct ForwardOp {
+  static constexpr int kNoId = -1;
+  int id = kNoId;            // a graft::ops::OpId, or kNoId
+  const char* name = "";     // static storage
+  static constexpr ForwardOp unlisted(const char* op_name) { return {kNoId, op_name}; }
+};
 
 struct SavedTensorHookPair;  // graft/autograd/saved_tensor_hooks.h
 
 // Marks a storage as held by the graph for the memory accounting, for as long as it lives
-// (copies mark again; moved-from marks do nothing).
+// (copies mark again; moved-from marks do nothing). `produced_by`: the forward op that made the
+// tensor (null for inputs and leaves); `saved_by`: the node saving it. Both are static strings.
 class SavedMark {
  public:
   SavedMark() = default;
@@ -69,8 +83,8 @@ class SavedMark {
 class SavedTensor {
  public:
   SavedTensor() = default;
-  // `saved_by`: the name of the node saving it (for the memory report).
-  SavedTensor(const Tensor& t, bool is_output, const char* saved_by = nullptr);
+  // `saver`: the node saving it (its name and forward op go to the memory report).
+  SavedTensor(const Tensor& t, bool is_output, const Node& saver);
   // Throws when the graph was freed or the tensor was changed in place since it was saved.
   Tensor unpack(Node& owner) const;
   void reset() {
@@ -103,21 +117,23 @@ using GradHook = std::function<Tensor(const Tensor&)>;
 
 class Node : public std::enable_shared_from_this<Node> {
  public:
-  explicit Node(const char* name);
+  Node(const char* name, ForwardOp op);
   virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
   // "MulBackward0", as PyTorch names it.
   const char* name() const { return name_; }
-  // "mul": the forward op whose backward this is, for error messages.
-  std::string forward_op_name() const;
+  // "mul": the forward op whose backward this is (Note [Forward op of a node]).
+  const char* forward_op_name() const { return op_.name; }
+  // Its graft::ops::OpId as an integer, or ForwardOp::kNoId.
+  int op_id() const { return op_.id; }
 
   // Given d(output), returns d(input_i) for every input (undefined where none flows).
   virtual TensorList apply(const Tensor& grad_output) = 0;
 
   // ---- saved tensors ----
-  void save(const Tensor& t, bool is_output = false) { saved_.emplace_back(t, is_output, name_); }
+  void save(const Tensor& t, bool is_output = false) { saved_.emplace_back(t, is_output, *this); }
   Tensor saved(size_t i) { return saved_.at(i).unpack(*this); }
   void release_saved();
   bool released() const { return released_; }
@@ -128,7 +144,12 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges;
   std::vector<InputMeta> input_meta;
   size_t num_inputs() const { return next_edges.size(); }
+  // Whether input i takes a gradient (PyTorch's needs_input_grad): a backward skips the work for
+  // inputs that do not.
+  bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].fn != nullptr; }
   uint64_t sequence_nr() const { return sequence_nr_; }
+  // An AccumulateGrad (the engine asks this for every node it runs; cheaper than a dynamic_cast).
+  bool is_accumulate_grad() const { return is_accumulate_grad_; }
 
   // ---- hooks on the gradient of this node's output (tensor hooks of non-leaf tensors) ----
   unsigned add_pre_hook(GradHook hook);
@@ -137,17 +158,19 @@ class Node : public std::enable_shared_from_this<Node> {
   // retain_grad(): runs after the other hooks and stores the gradient on the tensor.
   std::function<void(const Tensor&)> retain_grad_hook;
 
+  // Registered with the graph-leak detector (src/autograd/node_tracking.h).
+  bool tracked() const { return tracked_; }
+  void set_tracked(bool tracked) { tracked_ = tracked; }
+
  protected:
   uint64_t sequence_nr_;
-  bool released_ = false;
-
- public:
-  bool tracked_ = false;  // registered with the graph-leak detector (src/autograd/node_tracking.h)
-
- protected:
+  bool is_accumulate_grad_ = false;
 
  private:
   const char* name_;
+  ForwardOp op_;
+  bool released_ = false;
+  bool tracked_ = false;
   std::vector<SavedTensor> saved_;
   std::vector<std::pair<unsigned, GradHook>> pre_hooks_;
 };
@@ -158,14 +181,14 @@ class Node : public std::enable_shared_from_this<Node> {
 template <class F>
 class LambdaNode final : public Node {
  public:
-  LambdaNode(const char* name, F fn) : Node(name), fn_(std::move(fn)) {}
+  LambdaNode(const char* name, ForwardOp op, F fn) : Node(name, op), fn_(std::move(fn)) {}
   TensorList apply(const Tensor& grad_output) override { return fn_(static_cast<Node&>(*this), grad_output); }
 
  private:
   F fn_;
 };
 
-// Writes a gradient into a leaf's .grad (Note [Accumulating into .grad]).
+// Writes a gradient into a leaf's .grad (Note [Accumulating into .grad] in node.cpp).
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf);
@@ -201,27 +224,34 @@ inline bool should_record(std::initializer_list<const Tensor*> inputs) {
 }
 
 // Returns a node connected to `inputs`, or null when nothing needs recording (grad mode off or
-// no input requires grad). Typical use, next to the forward kernel:
-//   if (auto node = make_node("ExpBackward0", {&x}, [](Node& n, const Tensor& g) -> TensorList {
+// no input requires grad). Typical use, next to the forward kernel (ops pass an OpId instead of a
+// ForwardOp, Note [Forward op of a node]):
+//   if (auto node = make_node("ExpBackward0", OpId::exp, {&x}, [](Node& n, const Tensor& g) -> TensorList {
 //         return {g * n.saved(0)};            // d exp(x)/dx = exp(x)
 //       })) { node->save(y, /*is_output=*/true); set_history(y, node); }
+namespace detail {
 template <class F>
-std::shared_ptr<Node> make_node(const char* name, std::initializer_list<const Tensor*> inputs, F&& fn) {
+std::shared_ptr<Node> new_lambda_node(const char* name, ForwardOp op, F&& fn) {
+  using N = LambdaNode<std::decay_t<F>>;
+  return std::allocate_shared<N>(graft::detail::PoolAllocator<N>(), name, op, std::forward<F>(fn));  // Note [Small-object pool]
+}
+}  // namespace detail
+
+template <class F>
+std::shared_ptr<Node> make_node(const char* name, ForwardOp op, std::initializer_list<const Tensor*> inputs, F&& fn) {
   if (!should_record(inputs)) return nullptr;
-  auto node = std::allocate_shared<LambdaNode<std::decay_t<F>>>(graft::detail::PoolAllocator<LambdaNode<std::decay_t<F>>>(), name,
-                                                                 std::forward<F>(fn));  // Note [Small-object pool]
+  auto node = detail::new_lambda_node(name, op, std::forward<F>(fn));
   collect_edges(*node, inputs);
   return node;
 }
 
 template <class F>
-std::shared_ptr<Node> make_node(const char* name, const TensorList& inputs, F&& fn) {
+std::shared_ptr<Node> make_node(const char* name, ForwardOp op, const TensorList& inputs, F&& fn) {
   if (!GradMode::is_enabled()) return nullptr;
   bool any = false;
   for (const auto& t : inputs) any = any || (t.defined() && t.requires_grad());
   if (!any) return nullptr;
-  auto node = std::allocate_shared<LambdaNode<std::decay_t<F>>>(graft::detail::PoolAllocator<LambdaNode<std::decay_t<F>>>(), name,
-                                                                 std::forward<F>(fn));  // Note [Small-object pool]
+  auto node = detail::new_lambda_node(name, op, std::forward<F>(fn));
   collect_edges(*node, inputs);
   return node;
 }

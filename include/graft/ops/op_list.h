@@ -1,30 +1,37 @@
-// The list of graft's user-facing ops. The op test table (tests/ops/) must hold a record for every
-// name here; OpCoverage (tests/ops/test_op_table.cpp) fails when one is missing, so an op cannot be
-// half-added.
+// The list of graft's user-facing ops: every public op of graft/ops/ops.h and
+// graft/nn/functional.h (and the Tensor methods that are ops) has one entry. The op test table
+// (tests/ops/records_*.cpp) must hold a record, with an error case, for every name here;
+// OpCoverage in tests/ops/test_op_table.cpp fails when one is missing, so an op cannot be
+// half-added. Each backward node an op records carries its OpId (Note [Forward op of a node] in
+// graft/autograd/node.h), which is how errors name the forward op.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string_view>
 
-#define GRAFT_FORALL_OPS(X)                                                                        \
-  /* arithmetic */ X(add) X(sub) X(mul) X(div) X(neg) X(pow)                                        \
+#define GRAFT_FORALL_OPS(X)                                                                         \
+  /* arithmetic */ X(add) X(sub) X(rsub) X(mul) X(div) X(rdiv) X(neg) X(pow) X(square)              \
+      X(reciprocal)                                                                                 \
   /* unary math */ X(exp) X(log) X(log1p) X(sqrt) X(rsqrt) X(abs) X(sign) X(sin) X(cos) X(erf)      \
   /* activations */ X(tanh) X(sigmoid) X(relu) X(leaky_relu) X(gelu) X(silu) X(softplus) X(elu)     \
-  /* selection */ X(clamp) X(maximum) X(minimum) X(where) X(masked_fill)                           \
-  /* comparisons */ X(gt) X(lt) X(ge) X(le) X(eq) X(ne)                                             \
-  /* reductions */ X(sum) X(mean) X(var) X(std) X(prod) X(max) X(min) X(amax) X(amin) X(argmax)    \
-      X(argmin) X(logsumexp)                                                                        \
-  /* linear algebra */ X(matmul) X(mm) X(bmm) X(addmm) X(linear)                                   \
+  /* selection */ X(clamp) X(clamp_min) X(clamp_max) X(maximum) X(minimum) X(where)                 \
+      X(masked_fill)                                                                                \
+  /* comparisons */ X(gt) X(lt) X(ge) X(le) X(eq) X(ne) X(logical_not) X(logical_and)               \
+      X(logical_or) X(isnan) X(isinf) X(isfinite) X(allclose) X(equal)                              \
+  /* reductions */ X(sum) X(mean) X(var) X(std) X(prod) X(max) X(min) X(amax) X(amin) X(argmax)     \
+      X(argmin) X(logsumexp) X(sum_to)                                                              \
+  /* linear algebra */ X(matmul) X(mm) X(bmm) X(addmm) X(linear) X(fused_linear)                    \
   /* softmax */ X(softmax) X(log_softmax)                                                           \
-  /* convolution, pooling, normalisation */ X(conv2d) X(max_pool2d) X(avg_pool2d)                  \
-      X(adaptive_avg_pool2d) X(batch_norm) X(layer_norm)                                            \
-  /* joining and indexing */ X(cat) X(stack) X(split) X(chunk) X(index_select) X(gather)            \
-      X(scatter_add) X(index_add) X(embedding) X(one_hot)                                           \
-  /* losses */ X(cross_entropy) X(nll_loss) X(mse_loss) X(l1_loss) X(smooth_l1_loss)               \
+  /* convolution, pooling, normalisation */ X(conv2d) X(max_pool2d) X(max_pool2d_with_indices)      \
+      X(avg_pool2d) X(adaptive_avg_pool2d) X(batch_norm) X(layer_norm)                              \
+  /* joining and indexing */ X(cat) X(stack) X(split) X(split_with_sizes) X(chunk)                  \
+      X(index_select) X(gather) X(scatter_add) X(index_add) X(embedding) X(one_hot)                 \
+  /* losses */ X(cross_entropy) X(nll_loss) X(mse_loss) X(l1_loss) X(smooth_l1_loss)                \
       X(binary_cross_entropy) X(binary_cross_entropy_with_logits)                                   \
   /* views */ X(view) X(reshape) X(transpose) X(permute) X(narrow) X(slice) X(select) X(expand)     \
       X(squeeze) X(unsqueeze) X(flatten) X(contiguous) X(clone) X(to)                               \
-  /* in-place */ X(add_) X(sub_) X(mul_) X(div_) X(relu_) X(sigmoid_) X(zero_) X(fill_) X(copy_)   \
+  /* in-place */ X(add_) X(sub_) X(mul_) X(div_) X(relu_) X(sigmoid_) X(zero_) X(fill_) X(copy_)    \
       X(clamp_) X(masked_fill_)
 
 namespace graft::ops {
@@ -35,6 +42,16 @@ enum class OpId {
 #undef GRAFT_OP_ENUM
   kCount
 };
+
+inline constexpr size_t kNumOps = static_cast<size_t>(OpId::kCount);
+
+// The op's name as written in the list ("log1p"): a static string, so nodes can keep the pointer.
+inline constexpr const char* kOpNames[] = {
+#define GRAFT_OP_NAME(name) #name,
+    GRAFT_FORALL_OPS(GRAFT_OP_NAME)
+#undef GRAFT_OP_NAME
+};
+constexpr const char* op_name(OpId id) { return kOpNames[static_cast<size_t>(id)]; }
 
 // All op names, in list order.
 std::span<const std::string_view> op_names();
