@@ -42,7 +42,6 @@ const char* reduction_name(Reduction r) {
 
 namespace {
 
-using autograd::make_node;
 using autograd::Node;
 using autograd::set_history;
 using detail::cast;
