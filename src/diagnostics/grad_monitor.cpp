@@ -4,7 +4,6 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -16,6 +15,7 @@
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/shape.h"
+#include "../core/format.h"
 
 namespace graft::diagnostics {
 
@@ -269,11 +269,7 @@ double weight_pass(const T* w, T* snap, int64_t n) {
 }
 
 // Numbers in messages: 3 significant digits.
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3g", v);
-  return buf;
-}
+std::string fmt(double v) { return graft::detail::significant(v, 3); }
 
 using Json = nlohmann::ordered_json;
 
@@ -288,9 +284,7 @@ void json_number(std::string& o, double v) {
     o += "null";
     return;
   }
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  o.append(buf, r.ptr);
+  graft::detail::append_shortest(o, v);
 }
 
 void json_int(std::string& o, int64_t v) {
