@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "../core/dispatch.h"
+#include "../core/format.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 
@@ -11,7 +12,7 @@ namespace graft::amp {
 
 namespace {
 
-std::string num(double v) { return optim::detail::format_double(v); }
+std::string num(double v) { return graft::detail::shortest(v); }
 
 void check_factors(double growth, double backoff, int64_t interval, const char* op) {
   GRAFT_CHECK(growth > 1.0, op, "growth_factor > 1", "growth_factor " + num(growth), "PyTorch's default is 2.0");

@@ -14,12 +14,12 @@
 // nan and inf print as "nan", "inf", "-inf". Suffixes follow the contents: dtype= for dtypes other
 // than float32, int64 and bool (graft.float64), grad_fn=<MulBackward0> or requires_grad=True.
 #include <cmath>
-#include <cstdio>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/autograd_interface.h"
+#include "core/format.h"
 #include "graft/core/half.h"
 #include "graft/core/tensor.h"
 
@@ -51,23 +51,11 @@ struct Reader {
   bool as_bool(int64_t off) const { return reinterpret_cast<const bool*>(base)[off]; }
 };
 
-std::string printf_double(const char* fmt, int width, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, width, static_cast<int>(kPrecision), v);
-  return buf;
-}
-
-// Python's str.format of a float: nan never carries a sign.
+// Python's str.format of a float (core/format.h): 'e' and 'f' with kPrecision decimals, '0' with none.
 std::string format_float(double v, char mode, int width) {
-  if (std::isnan(v)) {
-    std::string s(static_cast<size_t>(std::max(0, width - 3)), ' ');
-    return s.append("nan");
-  }
-  if (mode == 'e') return printf_double("%*.*e", width, v);
-  if (mode == 'f') return printf_double("%*.*f", width, v);
-  char buf[64];  // '0': no decimals
-  std::snprintf(buf, sizeof buf, "%*.0f", width, v);
-  return buf;
+  constexpr int p = static_cast<int>(kPrecision);
+  if (mode == 'e') return detail::py_scientific(v, p, width);
+  return detail::py_fixed(v, mode == 'f' ? p : 0, width);
 }
 
 class Formatter {

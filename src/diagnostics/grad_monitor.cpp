@@ -4,7 +4,6 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -16,6 +15,8 @@
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/shape.h"
+#include "../core/format.h"
+#include "../kernels/vector_clones.h"
 
 namespace graft::diagnostics {
 
@@ -34,7 +35,8 @@ constexpr double kRatioEps = 1e-12;
 // (one scalar accumulator per lane) came out as scalar code with g++ 12, 480 us for a 512 x 784
 // float32 gradient. So the loops are written with GCC/clang vector types (vector_size(32): 8
 // floats or 4 doubles), which compile for any target (two 16-byte halves on the x86-64
-// baseline), and the avx2 clone is chosen at run time as in src/optim/sgd.cpp.
+// baseline), and the variant for the processor is chosen when the program loads
+// (GRAFT_VEC_CLONES, src/kernels/vector_clones.h), as for the optimisers' update loops.
 // - Sums of squares: two vector accumulators per tensor, in the parameter's dtype, over blocks of
 //   kBlock elements, added into double at the end of each block. For float32 each lane adds at
 //   most kBlock / 16 = 32 squares in float: a relative error of ~1e-7 typically, ~2e-6 at worst
@@ -215,46 +217,31 @@ template <bool Write, class T>
   return r;
 }
 
-template <bool WithWeight, class T>
-GradPass grad_pass_portable(const GradPassArgs<T>& a) {
-  return grad_pass_body<WithWeight>(a);
+// The passes compiled per processor (vector_clones.h). target_clones takes no templates: one
+// overload per dtype, the flag choosing between the two always-inlined bodies inside each clone.
+// The vectors are 32 bytes in every clone and nothing is contracted or reordered, so the
+// baseline, AVX2 and AVX-512 variants give the same bits.
+GRAFT_VEC_CLONES GradPass grad_pass_clone(const GradPassArgs<float>& a, bool with_weight) {
+  return with_weight ? grad_pass_body<true>(a) : grad_pass_body<false>(a);
 }
-template <bool Write, class T>
-UpdatePass update_pass_portable(const UpdateArgs<T>& a) {
-  return update_pass_body<Write>(a);
+GRAFT_VEC_CLONES GradPass grad_pass_clone(const GradPassArgs<double>& a, bool with_weight) {
+  return with_weight ? grad_pass_body<true>(a) : grad_pass_body<false>(a);
 }
-
-#if defined(__x86_64__)
-// The same loops compiled for AVX2 (twice the vector width of the x86-64 baseline).
-template <bool WithWeight, class T>
-[[gnu::target("avx2,fma")]] GradPass grad_pass_avx2(const GradPassArgs<T>& a) {
-  return grad_pass_body<WithWeight>(a);
+GRAFT_VEC_CLONES UpdatePass update_pass_clone(const UpdateArgs<float>& a, bool write) {
+  return write ? update_pass_body<true>(a) : update_pass_body<false>(a);
 }
-template <bool Write, class T>
-[[gnu::target("avx2,fma")]] UpdatePass update_pass_avx2(const UpdateArgs<T>& a) {
-  return update_pass_body<Write>(a);
+GRAFT_VEC_CLONES UpdatePass update_pass_clone(const UpdateArgs<double>& a, bool write) {
+  return write ? update_pass_body<true>(a) : update_pass_body<false>(a);
 }
-
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
-#endif
 
 template <bool WithWeight, class T>
 GradPass grad_pass(const GradPassArgs<T>& a) {
-#if defined(__x86_64__)
-  if (has_avx2()) return grad_pass_avx2<WithWeight>(a);
-#endif
-  return grad_pass_portable<WithWeight>(a);
+  return grad_pass_clone(a, WithWeight);
 }
 
 template <class T>
 UpdatePass update_pass(const UpdateArgs<T>& a, bool write) {
-#if defined(__x86_64__)
-  if (has_avx2()) return write ? update_pass_avx2<true>(a) : update_pass_avx2<false>(a);
-#endif
-  return write ? update_pass_portable<true>(a) : update_pass_portable<false>(a);
+  return update_pass_clone(a, write);
 }
 
 // A parameter without a gradient: the weight's sum of squares and its snapshot.
@@ -269,11 +256,7 @@ double weight_pass(const T* w, T* snap, int64_t n) {
 }
 
 // Numbers in messages: 3 significant digits.
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3g", v);
-  return buf;
-}
+std::string fmt(double v) { return graft::detail::significant(v, 3); }
 
 using Json = nlohmann::ordered_json;
 
@@ -288,9 +271,7 @@ void json_number(std::string& o, double v) {
     o += "null";
     return;
   }
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  o.append(buf, r.ptr);
+  graft::detail::append_shortest(o, v);
 }
 
 void json_int(std::string& o, int64_t v) {

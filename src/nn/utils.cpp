@@ -7,23 +7,23 @@
 #include <vector>
 #include <string>
 
+#include "../core/format.h"
 #include "../kernels/vector_clones.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
 #include "graft/runtime/parallel.h"
 #include "graft/ops/ops.h"
-#include "graft/optim/optimizer.h"
 
 namespace graft::nn::utils {
 
-using optim::detail::format_double;
+using graft::detail::shortest;
 
 namespace {
 
 constexpr const char* kClipNorm = "clip_grad_norm_";
 
-std::string norm_name(double p) { return std::isinf(p) ? std::string("inf") : format_double(p); }
+std::string norm_name(double p) { return std::isinf(p) ? std::string("inf") : shortest(p); }
 
 // Accumulates |x|^p (or max |x| for p = inf) in double; nan propagates.
 struct NormAccumulator {
@@ -192,9 +192,8 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   double total = total_acc.result();
   if (dtype == kFloat32) total = static_cast<double>(static_cast<float>(total));
 
-  GRAFT_CHECK(!error_if_nonfinite || std::isfinite(total), kClipNorm,
-              "a finite total norm of the gradients",
-              "total norm of order " + norm_name(norm_type) + " = " + format_double(total),
+  GRAFT_CHECK(!error_if_nonfinite || std::isfinite(total), kClipNorm, "a finite total norm of the gradients",
+              "total norm of order " + norm_name(norm_type) + " = " + shortest(total),
               "a gradient holds nan or inf (check the loss and the learning rate; graft::DetectAnomalyGuard finds "
               "the op that made it); to scale the gradients by the non-finite norm anyway, pass "
               "error_if_nonfinite = false");
@@ -210,7 +209,7 @@ Tensor clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_typ
 }
 
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) {
-  GRAFT_CHECK(clip_value >= 0, "clip_grad_value_", "clip_value >= 0", "clip_value = " + format_double(clip_value),
+  GRAFT_CHECK(clip_value >= 0, "clip_grad_value_", "clip_value >= 0", "clip_value = " + shortest(clip_value),
               "gradients are clamped to [-clip_value, clip_value]");
   NoGradGuard no_grad;
   for (Tensor g : grads_of(parameters, "clip_grad_value_")) g.clamp_(-clip_value, clip_value);

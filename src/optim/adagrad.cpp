@@ -2,11 +2,12 @@
 #include "graft/optim/adagrad.h"
 
 #include "../core/dispatch.h"
+#include "../core/format.h"
 #include "update.h"
 
 namespace graft::optim {
 
-using detail::format_double;
+using graft::detail::shortest;
 
 void AdagradOptions::visit(OptionsVisitor& v) {
   v("lr", lr_);
@@ -18,13 +19,12 @@ void AdagradOptions::visit(OptionsVisitor& v) {
 }
 
 void AdagradOptions::validate() const {
-  GRAFT_CHECK(lr_ >= 0, "Adagrad", "a learning rate >= 0", "lr = " + format_double(lr_), "");
-  GRAFT_CHECK(lr_decay_ >= 0, "Adagrad", "lr_decay >= 0", "lr_decay = " + format_double(lr_decay_), "");
-  GRAFT_CHECK(weight_decay_ >= 0, "Adagrad", "weight_decay >= 0", "weight_decay = " + format_double(weight_decay_),
-              "");
+  GRAFT_CHECK(lr_ >= 0, "Adagrad", "a learning rate >= 0", "lr = " + shortest(lr_), "");
+  GRAFT_CHECK(lr_decay_ >= 0, "Adagrad", "lr_decay >= 0", "lr_decay = " + shortest(lr_decay_), "");
+  GRAFT_CHECK(weight_decay_ >= 0, "Adagrad", "weight_decay >= 0", "weight_decay = " + shortest(weight_decay_), "");
   GRAFT_CHECK(initial_accumulator_value_ >= 0, "Adagrad", "initial_accumulator_value >= 0",
-              "initial_accumulator_value = " + format_double(initial_accumulator_value_), "");
-  GRAFT_CHECK(eps_ >= 0, "Adagrad", "eps >= 0", "eps = " + format_double(eps_), "");
+              "initial_accumulator_value = " + shortest(initial_accumulator_value_), "");
+  GRAFT_CHECK(eps_ >= 0, "Adagrad", "eps >= 0", "eps = " + shortest(eps_), "");
 }
 
 Adagrad::Adagrad(std::vector<OptimizerParamGroup> param_groups, const AdagradOptions& defaults)

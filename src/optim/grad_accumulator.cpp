@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/format.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/nn/module.h"
@@ -28,10 +29,10 @@ GradAccumulator::GradAccumulator(Optimizer& optimizer, std::shared_ptr<nn::Modul
   GRAFT_CHECK(options_.steps >= 1, kOp, "steps >= 1 (micro-batches per optimiser step)",
               "steps = " + std::to_string(options_.steps), "use steps = 1 for no accumulation");
   GRAFT_CHECK(!options_.max_grad_norm || *options_.max_grad_norm >= 0, kOp, "max_grad_norm >= 0",
-              "max_grad_norm = " + detail::format_double(options_.max_grad_norm.value_or(0)),
+              "max_grad_norm = " + graft::detail::shortest(options_.max_grad_norm.value_or(0)),
               "leave max_grad_norm unset for no clipping");
   GRAFT_CHECK(options_.norm_type > 0, kOp, "norm_type > 0 or infinity",
-              "norm_type = " + detail::format_double(options_.norm_type), "2 is the Euclidean norm");
+              "norm_type = " + graft::detail::shortest(options_.norm_type), "2 is the Euclidean norm");
 }
 
 void GradAccumulator::check_batch_norm() {

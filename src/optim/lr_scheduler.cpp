@@ -8,12 +8,13 @@
 #include <limits>
 #include <numbers>
 
+#include "../core/format.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
 
 namespace graft::optim {
 
-using detail::format_double;
+using graft::detail::shortest;
 
 namespace {
 
@@ -208,9 +209,9 @@ std::vector<double> CosineAnnealingLR::get_lrs() {
 LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
     : LRScheduler(optimizer), start_factor_(start_factor), end_factor_(end_factor), total_iters_(total_iters) {
   GRAFT_CHECK(start_factor > 0 && start_factor <= 1, "LinearLR", "start_factor in (0, 1]",
-              "start_factor = " + format_double(start_factor), "the lr starts at start_factor * lr");
+              "start_factor = " + shortest(start_factor), "the lr starts at start_factor * lr");
   GRAFT_CHECK(end_factor >= 0 && end_factor <= 1, "LinearLR", "end_factor in [0, 1]",
-              "end_factor = " + format_double(end_factor), "");
+              "end_factor = " + shortest(end_factor), "");
   GRAFT_CHECK(total_iters >= 1, "LinearLR", "total_iters >= 1", "total_iters = " + std::to_string(total_iters), "");
   initial_step();
 }
@@ -233,7 +234,7 @@ std::vector<double> LinearLR::get_lrs() {
 
 ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
     : LRScheduler(optimizer), factor_(factor), total_iters_(total_iters) {
-  GRAFT_CHECK(factor > 0 && factor <= 1, "ConstantLR", "factor in (0, 1]", "factor = " + format_double(factor), "");
+  GRAFT_CHECK(factor > 0 && factor <= 1, "ConstantLR", "factor in (0, 1]", "factor = " + shortest(factor), "");
   GRAFT_CHECK(total_iters >= 0, "ConstantLR", "total_iters >= 0", "total_iters = " + std::to_string(total_iters), "");
   initial_step();
 }
@@ -284,7 +285,7 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& options)
   const int64_t total = options_.total_steps();
   const double pct = options_.pct_start();
   GRAFT_CHECK(total >= 1, "OneCycleLR", "a positive total_steps", "total_steps = " + std::to_string(total), "");
-  GRAFT_CHECK(pct >= 0 && pct <= 1, "OneCycleLR", "pct_start in [0, 1]", "pct_start = " + format_double(pct), "");
+  GRAFT_CHECK(pct >= 0 && pct <= 1, "OneCycleLR", "pct_start in [0, 1]", "pct_start = " + shortest(pct), "");
   auto& groups = optimizer_.param_groups();
   const size_t n = groups.size();
   GRAFT_CHECK(options_.max_lrs().size() == 1 || options_.max_lrs().size() == n, "OneCycleLR",
@@ -346,7 +347,7 @@ std::vector<double> OneCycleLR::get_lrs() {
       const Phase& phase = phases_[i];
       if (static_cast<double>(step_num) <= phase.end_step || i + 1 == phases_.size()) {
         GRAFT_CHECK(phase.end_step != start_step, "OneCycleLR", "phases of at least one step",
-                    "an empty phase (pct_start = " + format_double(options_.pct_start()) +
+                    "an empty phase (pct_start = " + shortest(options_.pct_start()) +
                         ", total_steps = " + std::to_string(options_.total_steps()) + ")",
                     "increase total_steps or change pct_start");
         const double pct = (static_cast<double>(step_num) - start_step) / (phase.end_step - start_step);
@@ -381,7 +382,7 @@ ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, SchedulerMode mode, d
       threshold_mode_(threshold_mode),
       cooldown_(cooldown),
       eps_(eps) {
-  GRAFT_CHECK(factor < 1.0, "ReduceLROnPlateau", "factor < 1", "factor = " + format_double(factor),
+  GRAFT_CHECK(factor < 1.0, "ReduceLROnPlateau", "factor < 1", "factor = " + shortest(factor),
               "the lr is multiplied by factor when the metric plateaus");
   GRAFT_CHECK(patience >= 0 && cooldown >= 0, "ReduceLROnPlateau", "patience >= 0 and cooldown >= 0",
               "patience = " + std::to_string(patience) + ", cooldown = " + std::to_string(cooldown), "");

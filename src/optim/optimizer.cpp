@@ -1,13 +1,13 @@
 // The optimiser base: param groups, zero_grad, step, state dicts (Note [Optimizer state dict]).
 #include "graft/optim/optimizer.h"
 
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
 #include <typeinfo>
 #include <unordered_set>
 
+#include "../core/format.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
@@ -15,17 +15,9 @@
 
 namespace graft::optim {
 
-namespace detail {
-std::string format_double(double v) {
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  return std::string(buf, r.ptr);
-}
-}  // namespace detail
-
 namespace {
 
-using detail::format_double;
+using graft::detail::shortest;
 using StateDict = OrderedDict<std::string, Tensor>;
 
 // Flattens every hyper-parameter to (name, values): for comparing options.
@@ -63,7 +55,7 @@ class OptionsLoader : public OptionsVisitor {
   void operator()(const char* name, double& v) override { v = scalar(name, false); }
   void operator()(const char* name, bool& v) override {
     const double d = scalar(name, true);
-    GRAFT_CHECK(d == 0 || d == 1, op_, prefix_ + name + " to be true or false", format_double(d), "");
+    GRAFT_CHECK(d == 0 || d == 1, op_, prefix_ + name + " to be true or false", shortest(d), "");
     v = d != 0;
   }
   void operator()(const char* name, std::tuple<double, double>& v) override {
@@ -124,7 +116,7 @@ class StateLoader : public ParamStateVisitor {
                 std::string("a ") + dtype_name(t->dtype()) + " tensor of shape " + shape_str(t->sizes()), "");
     const double d = t->to(kFloat64).item<double>();
     GRAFT_CHECK(d >= 0 && d == std::floor(d) && d < 9.0e15, op_, prefix_ + name + " to be a count (an integer >= 0)",
-                format_double(d), "");
+                shortest(d), "");
     v = static_cast<int64_t>(d);
   }
   void operator()(const char* name, Tensor& v, bool required) override {

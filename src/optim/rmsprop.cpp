@@ -2,11 +2,12 @@
 #include "graft/optim/rmsprop.h"
 
 #include "../core/dispatch.h"
+#include "../core/format.h"
 #include "update.h"
 
 namespace graft::optim {
 
-using detail::format_double;
+using graft::detail::shortest;
 
 void RMSpropOptions::visit(OptionsVisitor& v) {
   v("lr", lr_);
@@ -19,12 +20,11 @@ void RMSpropOptions::visit(OptionsVisitor& v) {
 }
 
 void RMSpropOptions::validate() const {
-  GRAFT_CHECK(lr_ >= 0, "RMSprop", "a learning rate >= 0", "lr = " + format_double(lr_), "");
-  GRAFT_CHECK(eps_ >= 0, "RMSprop", "eps >= 0", "eps = " + format_double(eps_), "");
-  GRAFT_CHECK(momentum_ >= 0, "RMSprop", "momentum >= 0", "momentum = " + format_double(momentum_), "");
-  GRAFT_CHECK(weight_decay_ >= 0, "RMSprop", "weight_decay >= 0", "weight_decay = " + format_double(weight_decay_),
-              "");
-  GRAFT_CHECK(alpha_ >= 0, "RMSprop", "alpha >= 0", "alpha = " + format_double(alpha_),
+  GRAFT_CHECK(lr_ >= 0, "RMSprop", "a learning rate >= 0", "lr = " + shortest(lr_), "");
+  GRAFT_CHECK(eps_ >= 0, "RMSprop", "eps >= 0", "eps = " + shortest(eps_), "");
+  GRAFT_CHECK(momentum_ >= 0, "RMSprop", "momentum >= 0", "momentum = " + shortest(momentum_), "");
+  GRAFT_CHECK(weight_decay_ >= 0, "RMSprop", "weight_decay >= 0", "weight_decay = " + shortest(weight_decay_), "");
+  GRAFT_CHECK(alpha_ >= 0, "RMSprop", "alpha >= 0", "alpha = " + shortest(alpha_),
               "alpha is the smoothing constant of the squared-gradient average, e.g. 0.99");
 }
 

@@ -6,12 +6,13 @@
 
 #include "graft/runtime/parallel.h"
 #include "../core/dispatch.h"
+#include "../core/format.h"
 #include "../kernels/vector_clones.h"
 #include "update.h"
 
 namespace graft::optim {
 
-using detail::format_double;
+using graft::detail::shortest;
 
 void SGDOptions::visit(OptionsVisitor& v) {
   v("lr", lr_);
@@ -23,12 +24,12 @@ void SGDOptions::visit(OptionsVisitor& v) {
 }
 
 void SGDOptions::validate() const {
-  GRAFT_CHECK(lr_ >= 0, "SGD", "a learning rate >= 0", "lr = " + format_double(lr_), "");
-  GRAFT_CHECK(momentum_ >= 0, "SGD", "momentum >= 0", "momentum = " + format_double(momentum_), "");
-  GRAFT_CHECK(weight_decay_ >= 0, "SGD", "weight_decay >= 0", "weight_decay = " + format_double(weight_decay_), "");
+  GRAFT_CHECK(lr_ >= 0, "SGD", "a learning rate >= 0", "lr = " + shortest(lr_), "");
+  GRAFT_CHECK(momentum_ >= 0, "SGD", "momentum >= 0", "momentum = " + shortest(momentum_), "");
+  GRAFT_CHECK(weight_decay_ >= 0, "SGD", "weight_decay >= 0", "weight_decay = " + shortest(weight_decay_), "");
   GRAFT_CHECK(!nesterov_ || (momentum_ > 0 && dampening_ == 0), "SGD",
               "momentum > 0 and dampening = 0 for Nesterov momentum",
-              "momentum = " + format_double(momentum_) + ", dampening = " + format_double(dampening_),
+              "momentum = " + shortest(momentum_) + ", dampening = " + shortest(dampening_),
               "Nesterov momentum requires a momentum and zero dampening");
 }
 

@@ -253,9 +253,4 @@ class Optimizer {
   std::unordered_map<const TensorImpl*, std::unique_ptr<OptimizerParamState>> state_;
 };
 
-namespace detail {
-// The shortest decimal that reads back as `v` (for error messages).
-std::string format_double(double v);
-}  // namespace detail
-
 }  // namespace graft::optim

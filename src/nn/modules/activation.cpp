@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "graft/nn/modules/linear.h"
+#include "../../core/format.h"
 
 namespace graft::nn {
 
@@ -13,7 +13,7 @@ namespace {
 // Python prints the defaults of Softplus as ints (beta=1, threshold=20): integral values without ".0".
 std::string py_number(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
-  return detail::py_float(v);
+  return graft::detail::py_repr(v);
 }
 }  // namespace
 
@@ -29,7 +29,9 @@ std::string ReLUImpl::extra_repr() const { return options.inplace() ? "inplace=T
 Tensor LeakyReLUImpl::forward(const Tensor& input) {
   return F::leaky_relu(input, F::LeakyReLUFuncOptions().negative_slope(options.negative_slope()));
 }
-std::string LeakyReLUImpl::extra_repr() const { return "negative_slope=" + detail::py_float(options.negative_slope()); }
+std::string LeakyReLUImpl::extra_repr() const {
+  return "negative_slope=" + graft::detail::py_repr(options.negative_slope());
+}
 
 Tensor SigmoidImpl::forward(const Tensor& input) { return F::sigmoid(input); }
 Tensor TanhImpl::forward(const Tensor& input) { return F::tanh(input); }
@@ -53,7 +55,7 @@ std::string SoftplusImpl::extra_repr() const {
 }
 
 Tensor ELUImpl::forward(const Tensor& input) { return F::elu(input, F::ELUFuncOptions().alpha(options.alpha())); }
-std::string ELUImpl::extra_repr() const { return "alpha=" + detail::py_float(options.alpha()); }
+std::string ELUImpl::extra_repr() const { return "alpha=" + graft::detail::py_repr(options.alpha()); }
 
 Tensor SoftmaxImpl::forward(const Tensor& input) { return F::softmax(input, options.dim()); }
 std::string SoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }

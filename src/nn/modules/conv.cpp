@@ -5,7 +5,6 @@
 
 #include "graft/core/factory.h"
 #include "graft/nn/init.h"
-#include "graft/nn/modules/linear.h"  // detail::py_bool
 
 namespace graft::nn {
 

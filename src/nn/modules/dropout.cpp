@@ -1,8 +1,8 @@
 // Dropout, built from graft ops so that its gradient is the mask's: x * mask / (1 - p).
 #include "graft/nn/modules/dropout.h"
 
+#include "../../core/format.h"
 #include "graft/core/factory.h"
-#include "graft/nn/modules/linear.h"
 #include "graft/ops/ops.h"
 
 namespace graft::nn {
@@ -11,7 +11,7 @@ DropoutImpl::DropoutImpl(const DropoutOptions& options_) : options(options_) { r
 
 void DropoutImpl::reset() {
   GRAFT_CHECK(options.p() >= 0.0 && options.p() <= 1.0, "Dropout", "a probability p in [0, 1]",
-              "p = " + detail::py_float(options.p()), "p is the probability of zeroing an element");
+              "p = " + graft::detail::py_repr(options.p()), "p is the probability of zeroing an element");
 }
 
 Tensor DropoutImpl::forward(const Tensor& input) {
@@ -30,7 +30,7 @@ Tensor DropoutImpl::forward(const Tensor& input) {
 }
 
 std::string DropoutImpl::extra_repr() const {
-  return "p=" + detail::py_float(options.p()) + ", inplace=" + detail::py_bool(options.inplace());
+  return "p=" + graft::detail::py_repr(options.p()) + ", inplace=" + graft::detail::py_bool(options.inplace());
 }
 
 }  // namespace graft::nn

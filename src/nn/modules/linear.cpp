@@ -1,37 +1,13 @@
 // Linear, Identity, Flatten.
 #include "graft/nn/modules/linear.h"
 
-#include <charconv>
 #include <cmath>
 
+#include "../../core/format.h"
 #include "graft/core/factory.h"
 #include "graft/nn/init.h"
 
 namespace graft::nn {
-
-namespace detail {
-std::string py_float(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  // Python's repr switches to exponent form below 1e-4 and from 1e16.
-  const double a = std::abs(v);
-  const bool sci = a != 0 && (a < 1e-4 || a >= 1e16);
-  auto res = std::to_chars(buf, buf + sizeof buf, v, sci ? std::chars_format::scientific : std::chars_format::fixed);
-  std::string s(buf, res.ptr);
-  if (sci) {
-    // "1e-05": at least two exponent digits, as Python prints.
-    const size_t e = s.find('e');
-    std::string mant = s.substr(0, e), exp = s.substr(e + 1);
-    std::string sign = exp[0] == '-' ? "-" : "+";
-    if (exp[0] == '-' || exp[0] == '+') exp = exp.substr(1);
-    if (exp.size() < 2) exp = "0" + exp;
-    return mant + "e" + sign + exp;
-  }
-  if (s.find('.') == std::string::npos) s += ".0";
-  return s;
-}
-}  // namespace detail
 
 LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
   GRAFT_CHECK(options.in_features() >= 0 && options.out_features() >= 0, "Linear",
@@ -60,8 +36,9 @@ void LinearImpl::reset_parameters() {
 Tensor LinearImpl::forward(const Tensor& input) { return functional::linear(input, weight, bias); }
 
 std::string LinearImpl::extra_repr() const {
-  return "in_features=" + std::to_string(options.in_features()) + ", out_features=" +
-         std::to_string(options.out_features()) + ", bias=" + detail::py_bool(options.bias());
+  return "in_features=" + std::to_string(options.in_features()) +
+         ", out_features=" + std::to_string(options.out_features()) +
+         ", bias=" + graft::detail::py_bool(options.bias());
 }
 
 std::string FlattenImpl::extra_repr() const {

@@ -1,10 +1,10 @@
 // BatchNorm1d, BatchNorm2d, LayerNorm.
 #include "graft/nn/modules/normalization.h"
 
+#include "../../core/format.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/nn/init.h"
-#include "graft/nn/modules/linear.h"  // detail::py_float, py_bool
 
 namespace graft::nn {
 
@@ -72,10 +72,10 @@ Tensor BatchNormImplBase<Derived>::forward(const Tensor& input) {
 
 template <class Derived>
 std::string BatchNormImplBase<Derived>::extra_repr() const {
-  return std::to_string(options.num_features()) + ", eps=" + detail::py_float(options.eps()) + ", momentum=" +
-         (options.momentum() ? detail::py_float(*options.momentum()) : std::string("None")) +
-         ", affine=" + detail::py_bool(options.affine()) +
-         ", track_running_stats=" + detail::py_bool(options.track_running_stats());
+  return std::to_string(options.num_features()) + ", eps=" + graft::detail::py_repr(options.eps()) +
+         ", momentum=" + (options.momentum() ? graft::detail::py_repr(*options.momentum()) : std::string("None")) +
+         ", affine=" + graft::detail::py_bool(options.affine()) +
+         ", track_running_stats=" + graft::detail::py_bool(options.track_running_stats());
 }
 
 template class BatchNormImplBase<BatchNorm1dImpl>;
@@ -125,8 +125,8 @@ std::string LayerNormImpl::extra_repr() const {
   std::string s = "(";
   for (size_t i = 0; i < ns.size(); ++i) s += (i ? ", " : "") + std::to_string(ns[i]);
   s += ns.size() == 1 ? ",)" : ")";
-  return s + ", eps=" + detail::py_float(options.eps()) +
-         ", elementwise_affine=" + detail::py_bool(options.elementwise_affine());
+  return s + ", eps=" + graft::detail::py_repr(options.eps()) +
+         ", elementwise_affine=" + graft::detail::py_bool(options.elementwise_affine());
 }
 
 }  // namespace graft::nn

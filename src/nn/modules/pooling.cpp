@@ -1,7 +1,7 @@
 // MaxPool2d, AvgPool2d, AdaptiveAvgPool2d.
 #include "graft/nn/modules/pooling.h"
 
-#include "graft/nn/modules/linear.h"  // detail::py_bool
+#include "../../core/format.h"
 
 namespace graft::nn {
 
@@ -27,7 +27,7 @@ std::tuple<Tensor, Tensor> MaxPool2dImpl::forward_with_indices(const Tensor& inp
 std::string MaxPool2dImpl::extra_repr() const {
   return "kernel_size=" + value_str(options.kernel_size()) + ", stride=" + value_str(options.stride()) +
          ", padding=" + value_str(options.padding()) + ", dilation=" + value_str(options.dilation()) +
-         ", ceil_mode=" + detail::py_bool(options.ceil_mode());
+         ", ceil_mode=" + graft::detail::py_bool(options.ceil_mode());
 }
 
 Tensor AvgPool2dImpl::forward(const Tensor& input) { return functional::avg_pool2d(input, options); }

@@ -59,10 +59,4 @@ class FlattenImpl : public Cloneable<FlattenImpl> {
 };
 GRAFT_MODULE(Flatten);
 
-namespace detail {
-// Python's repr of a float ("0.01", "1.0", "1e-05") and of a bool ("True"), for extra_repr.
-std::string py_float(double v);
-inline std::string py_bool(bool b) { return b ? "True" : "False"; }
-}  // namespace detail
-
 }  // namespace graft::nn
