@@ -9,7 +9,7 @@ jobs=$(nproc)
 
 # Source checks first (seconds): Notes and the paths comments name, then the layer order.
 tools/check-notes.sh
-# tools/check-layers.sh    # enabled once the includes that run up a layer are moved (issue 13)
+tools/check-layers.sh
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON
 cmake --build build -j"$jobs"
