@@ -1,6 +1,8 @@
 // Arithmetic: add, sub, mul, div, neg (tensor-tensor with broadcasting, and tensor-scalar), their
 // in-place forms, and the C++ operators. Gradients come back in the broadcast shape; the engine
 // sums them down (Note [The engine validates gradients]).
+#include <type_traits>
+
 #include "../core/dispatch.h"
 #include "../kernels/loops.h"
 #include "../kernels/vec_f32.h"
@@ -115,8 +117,26 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   return y;
 }
 
+// a - alpha * b with a Python-style scalar: the dtype is promoted as for add (an int64 tensor minus
+// 1 stays int64, as in PyTorch), and the node is SubBackward1. Floating dtypes add the negated
+// product, rounded once from double, which is what sub computed before it had its own kernel.
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
-  return add(a, Scalar(-b.to_double() * alpha.to_double()));
+  DType dt = detail::result_type(a, b);
+  if (!is_floating_point(dt) && alpha.is_floating_point()) dt = detail::result_type(a, alpha);
+  const double neg = -(b.to_double() * alpha.to_double());
+  Tensor y = scalar_f32(a, dt, BinaryOp::Add, static_cast<float>(neg));
+  if (!y.defined()) y = kernels::dispatch_numeric(dt, "sub", [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T v = static_cast<T>(neg);
+      return scalar_kernel(a, dt, "sub", [v](T x) { return static_cast<T>(x + v); });
+    } else {
+      const T v = static_cast<T>(b.to<T>() * alpha.to<T>());
+      return scalar_kernel(a, dt, "sub", [v](T x) { return static_cast<T>(x - v); });
+    }
+  });
+  if (auto node = make_node("SubBackward1", OpId::sub, {&a}, [](Node&, const Tensor& g) -> TensorList { return {g}; }))
+    set_history(y, node);
+  return y;
 }
 
 Tensor rsub(const Tensor& a, const Scalar& b) {  // b - a
