@@ -164,7 +164,7 @@ int64_t DataLoader::size() const {
 
 void DataLoader::set_epoch(int64_t epoch) {
   GRAFT_CHECK(epoch >= 0, "DataLoader::set_epoch", "epoch >= 0", std::to_string(epoch), "");
-  next_epoch_ = epoch;
+  next_epoch_.store(epoch, std::memory_order_relaxed);
 }
 
 std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
@@ -180,7 +180,7 @@ std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
 DataLoader::Iterator DataLoader::begin() {
   auto run = std::make_shared<Run>();
   run->dataset = dataset_;
-  run->order = epoch_order(next_epoch_++);
+  run->order = epoch_order(next_epoch_.fetch_add(1, std::memory_order_relaxed));
   run->batch_size = options_.batch_size();
   run->num_batches = size();
   run->prefetch = options_.prefetch();

@@ -15,6 +15,7 @@
 // them. An exception thrown while preparing a batch is rethrown by the loop at that batch.
 #pragma once
 
+#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <iterator>
@@ -98,7 +99,7 @@ class DataLoader {
   uint64_t seed() const { return seed_; }
   // The number of the epoch the next begin() starts (0 for the first); set it to replay an epoch or
   // to resume training.
-  int64_t epoch() const { return next_epoch_; }
+  int64_t epoch() const { return next_epoch_.load(std::memory_order_relaxed); }
   void set_epoch(int64_t epoch);
   // The order in which epoch `epoch` visits the examples.
   std::vector<int64_t> epoch_order(int64_t epoch) const;
@@ -107,7 +108,20 @@ class DataLoader {
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   uint64_t seed_ = 0;
-  int64_t next_epoch_ = 0;
+  // Atomic: begin() may be called from several threads on one loader; each call takes its own
+  // epoch number.
+  std::atomic<int64_t> next_epoch_{0};
+
+ public:
+  DataLoader(const DataLoader& o)
+      : dataset_(o.dataset_), options_(o.options_), seed_(o.seed_), next_epoch_(o.epoch()) {}
+  DataLoader& operator=(const DataLoader& o) {
+    dataset_ = o.dataset_;
+    options_ = o.options_;
+    seed_ = o.seed_;
+    next_epoch_.store(o.epoch(), std::memory_order_relaxed);
+    return *this;
+  }
 };
 
 }  // namespace graft::data
