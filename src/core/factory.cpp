@@ -38,9 +38,16 @@ void fill_with(Tensor& t, F&& value_at) {
 
 Tensor make_empty(IntArrayRef sizes, DType dtype) {
   const int64_t n = numel_of(sizes);
+  // The byte size is checked too: 2^62 float32 elements are 2^64 bytes, which wraps to 0 in a
+  // size_t and would make a tensor without memory (issue 14, item 10).
+  int64_t nbytes = 0;
+  GRAFT_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(element_size(dtype)), &nbytes), "empty",
+              "a tensor of at most 2^63 - 1 bytes",
+              shape_str(sizes) + " elements of " + std::to_string(element_size(dtype)) + " bytes",
+              "no machine has that much memory; check the sizes");
   // Note [Small-object pool]: both bookkeeping blocks come from the per-thread cache.
   auto storage = std::allocate_shared<Storage>(graft::detail::PoolAllocator<Storage>(),
-                                               static_cast<size_t>(n) * element_size(dtype), cpu_allocator());
+                                               static_cast<size_t>(nbytes), cpu_allocator());
   return Tensor(std::allocate_shared<TensorImpl>(graft::detail::PoolAllocator<TensorImpl>(), std::move(storage), 0, sizes,
                                                  contiguous_strides(sizes), dtype));
 }

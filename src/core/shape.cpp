@@ -12,9 +12,20 @@ std::string shape_str(IntArrayRef shape) {
   return s + "]";
 }
 
+// Element counts are multiplied with overflow checks (issue 14, item 10): a shape such as
+// {2^31, 2^31, 2^31} would otherwise wrap to a small or negative count, and a tensor of that
+// shape would read far outside its buffer. Every TensorImpl (factories, views, expand, reshape)
+// computes its numel here, so the check covers them all.
 int64_t numel_of(IntArrayRef sizes) {
+  for (int64_t s : sizes) {
+    if (s == 0) return 0;  // an empty tensor, whatever the other sizes
+  }
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes) {
+    GRAFT_CHECK(!__builtin_mul_overflow(n, s, &n), "numel", "a shape with at most 2^63 - 1 elements",
+                "shape " + shape_str(sizes), "no tensor can hold that many elements; check the sizes passed to "
+                "the factory, view, reshape or expand");
+  }
   return n;
 }
 
@@ -24,7 +35,10 @@ Shape contiguous_strides(IntArrayRef sizes) {
   int64_t acc = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= std::max<int64_t>(sizes[i], 1);
+    // Sizes of 0 count as 1, so an empty tensor's strides can exceed its numel: checked too.
+    GRAFT_CHECK(!__builtin_mul_overflow(acc, std::max<int64_t>(sizes[i], 1), &acc), "contiguous_strides",
+                "a shape whose strides fit in int64", "shape " + shape_str(sizes),
+                "the product of the non-zero sizes must stay below 2^63");
   }
   return st;
 }

@@ -463,5 +463,30 @@ TEST(Factory, DataPtrChecksDtype) {
   EXPECT_EQ(x.slice(0, 2).data_ptr<double>(), x.data_ptr<double>() + 2);
 }
 
+// Issue 14, item 10: element counts and byte sizes that do not fit are errors, not wrapped
+// counts. Each case crashed (SIGSEGV), returned a tensor without memory, or summed to 0 before.
+TEST(Factory, SizesThatOverflowAreErrors) {
+  auto expect_error = [](auto&& f, const std::string& word) {
+    try {
+      f();
+      ADD_FAILURE() << "expected a graft::Error mentioning " << word;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+    }
+  };
+  // 2^62 float32 elements: 2^64 bytes, which wrapped to 0 in a size_t.
+  expect_error([] { (void)ones({int64_t{1} << 62}).select(0, 12345).item<float>(); }, "bytes");
+  expect_error([] { (void)empty({int64_t{1} << 62}); }, "bytes");
+  // 2^93 elements: the count itself overflows int64.
+  expect_error([] { (void)zeros({int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31}); }, "elements");
+  // An expanded view of 2^64 elements (no memory needed, but its numel cannot be represented).
+  expect_error([] { (void)ones({1, 1}).expand({int64_t{1} << 32, int64_t{1} << 32}).sum(); }, "elements");
+  // A reshape to such a shape is refused in the same way.
+  expect_error([] { (void)zeros({0}).reshape({0, int64_t{1} << 40, int64_t{1} << 40}); }, "strides");
+  // Shapes that do fit still work, including empty ones with large sizes (hand count: 0 elements).
+  EXPECT_EQ(zeros({0, int64_t{1} << 40}).numel(), 0);
+  EXPECT_EQ(ones({1, 1}).expand({int64_t{1} << 20, int64_t{1} << 20}).numel(), int64_t{1} << 40);
+}
+
 }  // namespace
 }  // namespace graft::test
