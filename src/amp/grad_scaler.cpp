@@ -64,7 +64,8 @@ GradScaler::GradScaler(const GradScalerOptions& options) : options_(options) {
 Tensor GradScaler::scale(const Tensor& outputs) const {
   if (!options_.enabled()) return outputs;
   GRAFT_CHECK(outputs.defined() && outputs.is_floating_point(), "GradScaler::scale", "a floating-point loss tensor",
-              outputs.defined() ? std::string("a ") + dtype_name(outputs.dtype()) + " tensor" : "an undefined tensor", "");
+              outputs.defined() ? std::string("a ") + dtype_name(outputs.dtype()) + " tensor" : "an undefined tensor",
+              "scale the loss tensor returned by the loss function (a floating-point tensor)");
   return outputs * scale_;
 }
 
@@ -111,7 +112,8 @@ void GradScaler::update(std::optional<double> new_scale) {
   if (!options_.enabled()) return;
   if (new_scale) {
     GRAFT_CHECK(*new_scale > 0 && std::isfinite(static_cast<float>(*new_scale)), "GradScaler::update",
-                "a positive, finite float32 new_scale", "new_scale " + num(*new_scale), "");
+                "a positive, finite float32 new_scale", "new_scale " + num(*new_scale),
+                "pass a positive finite new_scale, or call update() without one");
     scale_ = static_cast<float>(*new_scale);
   } else {
     bool any_recorded = false, found_inf = false;
@@ -171,16 +173,18 @@ void GradScaler::load_state_dict(const OrderedDict<std::string, Tensor>& state) 
                 std::string("\"") + key + "\" as a one-element " + (integral ? "int64" : "floating-point") + " tensor",
                 t.defined() ? std::string("a ") + dtype_name(t.dtype()) + " tensor of shape " + shape_str(t.sizes())
                             : std::string("an undefined tensor"),
-                "");
+                "load a state dict saved by GradScaler::state_dict()");
     return t.item<double>();
   };
   const double s = get("scale", false), gf = get("growth_factor", false), bf = get("backoff_factor", false);
   const auto gi = static_cast<int64_t>(get("growth_interval", true));
   const auto tracker = static_cast<int64_t>(get("_growth_tracker", true));
   check_factors(gf, bf, gi, op);
-  GRAFT_CHECK(s > 0 && std::isfinite(static_cast<float>(s)), op, "a positive, finite scale", "scale " + num(s), "");
+  GRAFT_CHECK(s > 0 && std::isfinite(static_cast<float>(s)), op, "a positive, finite scale", "scale " + num(s),
+              "load a state dict saved by GradScaler::state_dict()");
   GRAFT_CHECK(tracker >= 0 && tracker < gi, op, "0 <= _growth_tracker < growth_interval",
-              "_growth_tracker " + std::to_string(tracker) + " with growth_interval " + std::to_string(gi), "");
+              "_growth_tracker " + std::to_string(tracker) + " with growth_interval " + std::to_string(gi),
+              "load a state dict saved by GradScaler::state_dict()");
   scale_ = static_cast<float>(s);
   options_.growth_factor(gf);
   options_.backoff_factor(bf);

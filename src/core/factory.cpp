@@ -105,9 +105,10 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   GRAFT_CHECK(std::isfinite(s) && std::isfinite(e) && std::isfinite(st), "arange", "finite start, end and step",
               "start " + std::to_string(s) + ", end " + std::to_string(e) + ", step " + std::to_string(st),
               "an infinite or NaN bound gives no finite range");
-  GRAFT_CHECK(st != 0, "arange", "a non-zero step", "step 0", "");
+  GRAFT_CHECK(st != 0, "arange", "a non-zero step", "step 0", "pass a non-zero step, e.g. 1");
   GRAFT_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange", "a step that moves from start towards end",
-              "start " + std::to_string(s) + ", end " + std::to_string(e) + ", step " + std::to_string(st), "");
+              "start " + std::to_string(s) + ", end " + std::to_string(e) + ", step " + std::to_string(st),
+              "use a negative step to count down, or swap start and end");
   const bool all_int = start.is_integral() && end.is_integral() && step.is_integral();
   const DType dt = o.has_dtype() ? o.dtype() : (all_int ? kInt64 : kFloat32);
   const int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
@@ -117,7 +118,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 }
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& o) {
-  GRAFT_CHECK(steps >= 0, "linspace", "steps >= 0", std::to_string(steps), "");
+  GRAFT_CHECK(steps >= 0, "linspace", "steps >= 0", std::to_string(steps), "pass steps >= 0");
   check_device(o, "linspace");
   const double s = start.to_double(), e = end.to_double();
   Tensor t = make_empty({steps}, o.dtype());
@@ -134,7 +135,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
 Tensor eye(int64_t n, const TensorOptions& o) { return eye(n, n, o); }
 
 Tensor eye(int64_t n, int64_t m, const TensorOptions& o) {
-  GRAFT_CHECK(n >= 0 && m >= 0, "eye", "non-negative sizes", shape_str({n, m}), "");
+  GRAFT_CHECK(n >= 0 && m >= 0, "eye", "non-negative sizes", shape_str({n, m}), "pass n, m >= 0");
   check_device(o, "eye");
   Tensor t = zeros({n, m}, o.dtype());
   kernels::dispatch_all(t.dtype(), "eye", [&]<class T>() {
@@ -226,8 +227,9 @@ Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& o) {
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& o) {
   check_sizes(sizes, "from_blob");
   GRAFT_CHECK(sizes.size() == strides.size(), "from_blob", "as many strides as sizes",
-              shape_str(sizes) + " and strides " + shape_str(strides), "");
-  GRAFT_CHECK(data != nullptr || numel_of(sizes) == 0, "from_blob", "a non-null data pointer", "nullptr", "");
+              shape_str(sizes) + " and strides " + shape_str(strides), "pass one stride per size");
+  GRAFT_CHECK(data != nullptr || numel_of(sizes) == 0, "from_blob", "a non-null data pointer", "nullptr",
+              "pass a pointer to the data");
   int64_t extent = 0;
   for (size_t i = 0; i < sizes.size(); ++i) extent += (sizes[i] - 1) * strides[i];
   const size_t nbytes = static_cast<size_t>(numel_of(sizes) ? extent + 1 : 0) * element_size(o.dtype());

@@ -141,8 +141,10 @@ struct DataLoader::Run {
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(std::move(options)) {
-  GRAFT_CHECK(dataset_ != nullptr, "DataLoader", "a dataset", "a null pointer", "");
-  GRAFT_CHECK(options_.batch_size() >= 1, "DataLoader", "batch_size >= 1", std::to_string(options_.batch_size()), "");
+  GRAFT_CHECK(dataset_ != nullptr, "DataLoader", "a dataset", "a null pointer",
+              "pass a dataset, e.g. std::make_shared<TensorDataset>(x, y)");
+  GRAFT_CHECK(options_.batch_size() >= 1, "DataLoader", "batch_size >= 1", std::to_string(options_.batch_size()),
+              "pass batch_size >= 1");
   GRAFT_CHECK(options_.num_workers() >= 0 && options_.num_workers() <= 256, "DataLoader",
               "num_workers in [0, 256]", std::to_string(options_.num_workers()),
               "0 prepares batches in the loop itself; 1 or 2 background threads are usually enough");
@@ -163,7 +165,8 @@ int64_t DataLoader::size() const {
 }
 
 void DataLoader::set_epoch(int64_t epoch) {
-  GRAFT_CHECK(epoch >= 0, "DataLoader::set_epoch", "epoch >= 0", std::to_string(epoch), "");
+  GRAFT_CHECK(epoch >= 0, "DataLoader::set_epoch", "epoch >= 0", std::to_string(epoch),
+              "epochs count from 0 (the first epoch is 0)");
   next_epoch_.store(epoch, std::memory_order_relaxed);
 }
 
@@ -199,7 +202,7 @@ Example& DataLoader::Iterator::operator*() const {
 
 DataLoader::Iterator& DataLoader::Iterator::operator++() {
   GRAFT_CHECK(run_ && !run_->done, "DataLoader::Iterator", "an iterator at a batch", "an iterator past the end",
-              "");
+              "do not dereference or advance end(); compare with end() first");
   run_->advance();
   return *this;
 }

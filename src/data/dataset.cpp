@@ -40,7 +40,7 @@ Tensor gather_rows(const Tensor& t, std::span<const int64_t> indices, const char
 }  // namespace detail
 
 Example Dataset::get_batch(std::span<const int64_t> indices) const {
-  GRAFT_CHECK(!indices.empty(), "Dataset::get_batch", "at least one index", "none", "");
+  GRAFT_CHECK(!indices.empty(), "Dataset::get_batch", "at least one index", "none", "pass at least one index");
   TensorList data, targets;
   data.reserve(indices.size());
   targets.reserve(indices.size());
@@ -57,7 +57,7 @@ Example Dataset::get_batch(std::span<const int64_t> indices) const {
 
 TensorDataset::TensorDataset(const Tensor& data, const Tensor& targets) {
   GRAFT_CHECK(data.defined() && targets.defined(), "TensorDataset", "defined data and targets", "an undefined tensor",
-              "");
+              "pass defined tensors for data and targets");
   GRAFT_CHECK(data.dim() >= 1 && targets.dim() >= 1, "TensorDataset",
               "data and targets with a first (example) dim",
               "shapes " + shape_str(data.sizes()) + " and " + shape_str(targets.sizes()),
@@ -78,7 +78,7 @@ Example TensorDataset::get(int64_t index) const {
 }
 
 Example TensorDataset::get_batch(std::span<const int64_t> indices) const {
-  GRAFT_CHECK(!indices.empty(), "TensorDataset::get_batch", "at least one index", "none", "");
+  GRAFT_CHECK(!indices.empty(), "TensorDataset::get_batch", "at least one index", "none", "pass at least one index");
   return {detail::gather_rows(data_, indices, "TensorDataset::get_batch"),
           detail::gather_rows(targets_, indices, "TensorDataset::get_batch")};
 }
@@ -114,7 +114,8 @@ Tensor Normalize::operator()(const Tensor& x) const {
       m.data_ptr<double>()[c] = mean_[static_cast<size_t>(c)];
       s.data_ptr<double>()[c] = std_[static_cast<size_t>(c)];
     } else {
-      GRAFT_CHECK(x.dtype() == kFloat32, "Normalize", "float32 or float64 data", dtype_name(x.dtype()), "");
+      GRAFT_CHECK(x.dtype() == kFloat32, "Normalize", "float32 or float64 data", dtype_name(x.dtype()),
+                  "convert it: x.to(graft::kFloat32)");
       m.data_ptr<float>()[c] = static_cast<float>(mean_[static_cast<size_t>(c)]);
       s.data_ptr<float>()[c] = static_cast<float>(std_[static_cast<size_t>(c)]);
     }
@@ -126,7 +127,8 @@ TransformDataset::TransformDataset(std::shared_ptr<const Dataset> base, Transfor
                                    Transform target_transform)
     : base_(std::move(base)), data_transform_(std::move(data_transform)),
       target_transform_(std::move(target_transform)), batchable_(batchable) {
-  GRAFT_CHECK(base_ != nullptr, "TransformDataset", "a dataset", "a null pointer", "");
+  GRAFT_CHECK(base_ != nullptr, "TransformDataset", "a dataset", "a null pointer",
+              "pass a dataset, e.g. std::make_shared<TensorDataset>(x, y)");
 }
 
 Example TransformDataset::get(int64_t index) const {

@@ -155,7 +155,8 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> in, const std::string& op) 
       GRAFT_CHECK(in.size() - consumed >= 2 && in[consumed] == 0x1f && in[consumed + 1] == 0x8b, op,
                   "nothing after the end of the gzip stream",
                   std::to_string(in.size() - consumed) + " extra bytes", "the file is corrupt");
-      GRAFT_CHECK(inflateReset(&zs) == Z_OK, op, "zlib to reset", "an error", "");
+      GRAFT_CHECK(inflateReset(&zs) == Z_OK, op, "zlib to reset", "an error",
+                  "the gzip stream is corrupt; download the file again");
     }
   }
   return out;

@@ -80,7 +80,7 @@ Example MNIST::get(int64_t index) const {
 }
 
 Example MNIST::get_batch(std::span<const int64_t> indices) const {
-  GRAFT_CHECK(!indices.empty(), "MNIST::get_batch", "at least one index", "none", "");
+  GRAFT_CHECK(!indices.empty(), "MNIST::get_batch", "at least one index", "none", "pass at least one index");
   return {detail::gather_rows(images_, indices, "MNIST::get_batch"),
           detail::gather_rows(targets_, indices, "MNIST::get_batch")};
 }

@@ -119,7 +119,7 @@ Plan plan(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* optimize
   GRAFT_CHECK(!is_recording_history(), op, "the memory history off (the planner records its own)",
               "memory::record_history(true) in effect", "call memory::record_history(false) first");
   GRAFT_CHECK(options.loss == "cross_entropy" || options.loss == "mse", op, "loss \"cross_entropy\" or \"mse\"",
-              "\"" + options.loss + "\"", "");
+              "\"" + options.loss + "\"", "pass loss = \"cross_entropy\" or \"mse\"");
 
   const Stats before = stats();
   SavedState saved = save_state(model, optimizer);

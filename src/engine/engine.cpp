@@ -254,7 +254,7 @@ std::pair<std::vector<std::pair<Node*, Tensor>>, std::vector<std::shared_ptr<Nod
       g = ones_like(out);
     } else {
       GRAFT_CHECK(g.sizes().equals(out.sizes()), op, "a gradient of the output's shape " + shape_str(out.sizes()),
-                  shape_str(g.sizes()), "");
+                  shape_str(g.sizes()), "reshape the gradient to the output's shape, e.g. graft::ones_like(y)");
     }
     Edge e = gradient_edge(out);
     roots.emplace_back(e.fn.get(), g);

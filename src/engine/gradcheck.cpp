@@ -60,7 +60,8 @@ bool gradcheck(const TestFunction& fn, const TensorList& inputs, const Gradcheck
   }
   Tensor out = fn(inputs);
   GRAFT_CHECK(out.defined() && out.is_floating_point(), "gradcheck", "a floating-point output",
-              out.defined() ? dtype_name(out.dtype()) : "an undefined tensor", "");
+              out.defined() ? dtype_name(out.dtype()) : "an undefined tensor",
+              "gradcheck differentiates floating-point outputs; use float64 inputs");
   const int64_t n_out = out.numel();
   std::vector<double> base = values(out);
 
@@ -115,7 +116,8 @@ bool gradcheck(const TestFunction& fn, const TensorList& inputs, const Gradcheck
 
 bool gradgradcheck(const TestFunction& fn, const TensorList& inputs, const GradcheckOptions& opts) {
   Tensor out = fn(inputs);
-  GRAFT_CHECK(out.requires_grad(), "gradgradcheck", "an output that requires grad", "one that does not", "");
+  GRAFT_CHECK(out.requires_grad(), "gradgradcheck", "an output that requires grad", "one that does not",
+              "make the output depend on an input that requires grad");
   // Random grad_outputs (fixed seed), themselves differentiable inputs of the new function.
   Generator gen(1234);
   Tensor v = randn(out.sizes(), kFloat64, &gen).requires_grad_();

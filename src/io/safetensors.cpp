@@ -260,7 +260,8 @@ Header parse_header(std::span<const uint8_t> json_bytes, uint64_t buffer_size, c
     }
     InEntry e{key, &parse_dtype(value["dtype"], op, key), Shape(), 0, 0};
     const auto& shape = value["shape"];
-    GRAFT_CHECK(shape.is_array(), op, "a \"shape\" array for tensor " + named(key), shape.dump(), "");
+    GRAFT_CHECK(shape.is_array(), op, "a \"shape\" array for tensor " + named(key), shape.dump(),
+                "the file is corrupt or not a safetensors file");
     GRAFT_CHECK(shape.size() <= static_cast<size_t>(kMaxDims), op,
                 "at most " + std::to_string(kMaxDims) + " dims for tensor " + named(key),
                 std::to_string(shape.size()) + " dims", "graft tensors have at most 8 dims");

@@ -134,7 +134,8 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor) {
 
 Tensor uniform_(Tensor tensor, double low, double high, Generator* generator) {
   check_float(tensor, "uniform_");
-  GRAFT_CHECK(low <= high, "uniform_", "low <= high", "low " + std::to_string(low) + ", high " + std::to_string(high), "");
+  GRAFT_CHECK(low <= high, "uniform_", "low <= high", "low " + std::to_string(low) + ", high " + std::to_string(high),
+              "swap low and high");
   // [low, high) as PyTorch: rounding (to double, then to float32) must not reach high.
   const double below_high =
       low == high ? high
@@ -148,7 +149,7 @@ Tensor uniform_(Tensor tensor, double low, double high, Generator* generator) {
 
 Tensor normal_(Tensor tensor, double mean, double stddev, Generator* generator) {
   check_float(tensor, "normal_");
-  GRAFT_CHECK(stddev >= 0, "normal_", "std >= 0", "std " + std::to_string(stddev), "");
+  GRAFT_CHECK(stddev >= 0, "normal_", "std >= 0", "std " + std::to_string(stddev), "pass std >= 0");
   return write(tensor, draw(tensor.numel(), generator, [&](Generator& g) { return mean + stddev * g.next_normal(); }));
 }
 
@@ -164,7 +165,8 @@ Tensor ones_(Tensor tensor) { return constant_(std::move(tensor), 1); }
 
 Tensor eye_(Tensor matrix) {
   GRAFT_CHECK(matrix.defined() && matrix.dim() == 2, "eye_", "a 2-D tensor",
-              matrix.defined() ? "shape " + shape_str(matrix.sizes()) : "an undefined tensor", "");
+              matrix.defined() ? "shape " + shape_str(matrix.sizes()) : "an undefined tensor",
+              "eye_ fills a matrix; reshape to 2-D first");
   const int64_t n = matrix.size(0), m = matrix.size(1);
   std::vector<double> v(static_cast<size_t>(n * m), 0.0);
   for (int64_t i = 0; i < std::min(n, m); ++i) v[static_cast<size_t>(i * m + i)] = 1.0;
@@ -173,9 +175,10 @@ Tensor eye_(Tensor matrix) {
 
 Tensor dirac_(Tensor tensor, int64_t groups) {
   GRAFT_CHECK(tensor.defined() && tensor.dim() >= 3 && tensor.dim() <= 5, "dirac_", "a 3-, 4- or 5-D tensor",
-              tensor.defined() ? "shape " + shape_str(tensor.sizes()) : "an undefined tensor", "");
+              tensor.defined() ? "shape " + shape_str(tensor.sizes()) : "an undefined tensor",
+              "dirac_ initialises conv weights (out, in, k...); pass a 3-, 4- or 5-D weight");
   GRAFT_CHECK(groups >= 1 && tensor.size(0) % groups == 0, "dirac_", "groups dividing size(0) = " + std::to_string(tensor.size(0)),
-              "groups = " + std::to_string(groups), "");
+              "groups = " + std::to_string(groups), "pass groups that divide out_channels");
   const int64_t out_per_group = tensor.size(0) / groups;
   const int64_t min_dim = std::min(out_per_group, tensor.size(1));
   std::vector<int64_t> strides(static_cast<size_t>(tensor.dim()), 1);
@@ -209,7 +212,8 @@ double kaiming_std(const Tensor& tensor, double a, FanModeType mode, Nonlinearit
   check_float(tensor, op);
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor);
   const int64_t fan = mode.value() == kFanIn ? fan_in : fan_out;
-  GRAFT_CHECK(fan > 0, op, "a tensor with a non-zero fan", "shape " + shape_str(tensor.sizes()), "");
+  GRAFT_CHECK(fan > 0, op, "a tensor with a non-zero fan", "shape " + shape_str(tensor.sizes()),
+              "the tensor has no elements along its fan; check its shape");
   return calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(fan));
 }
 }  // namespace
@@ -264,7 +268,7 @@ Tensor orthogonal_(Tensor tensor, double gain, Generator* generator) {
 
 Tensor trunc_normal_(Tensor tensor, double mean, double stddev, double a, double b, Generator* generator) {
   check_float(tensor, "trunc_normal_");
-  GRAFT_CHECK(stddev > 0, "trunc_normal_", "std > 0", "std " + std::to_string(stddev), "");
+  GRAFT_CHECK(stddev > 0, "trunc_normal_", "std > 0", "std " + std::to_string(stddev), "pass std > 0");
   GRAFT_CHECK(a < b, "trunc_normal_", "a < b", "a " + std::to_string(a) + ", b " + std::to_string(b),
               "a and b are the absolute bounds of the values");
   // Standardised bounds; a mirrored interval keeps the CDF of far tails accurate.

@@ -81,7 +81,8 @@ const std::string& Module::name() const {
 
 void Module::check_new_name(const std::string& name, const char* what) const {
   const std::string op = std::string("register_") + what;
-  GRAFT_CHECK(!name.empty(), op, std::string("a non-empty ") + what + " name", "an empty name", "");
+  GRAFT_CHECK(!name.empty(), op, std::string("a non-empty ") + what + " name", "an empty name",
+              "pass a non-empty name");
   GRAFT_CHECK(name.find('.') == std::string::npos, op, std::string("a ") + what + " name without dots",
               "'" + name + "'", "dots join the names of nested modules; use '_' instead");
   const char* taken = parameters_.contains(name) ? "parameter"
@@ -122,13 +123,14 @@ void Module::register_module_impl(std::string name, std::shared_ptr<Module> modu
 void Module::replace_module_impl(const std::string& name, std::shared_ptr<Module> module) {
   GRAFT_CHECK(children_.contains(name), "replace_module", "the name of a registered submodule of " + this->name(),
               "'" + name + "'", "register it first with register_module");
-  GRAFT_CHECK(module != nullptr, "replace_module", "a module for '" + name + "'", "an empty module pointer", "");
+  GRAFT_CHECK(module != nullptr, "replace_module", "a module for '" + name + "'", "an empty module pointer",
+              "pass a constructed module, e.g. std::make_shared<...>()");
   children_[name] = std::move(module);
 }
 
 void Module::unregister_module(const std::string& name) {
   GRAFT_CHECK(children_.contains(name), "unregister_module", "the name of a registered submodule of " + this->name(),
-              "'" + name + "'", "");
+              "'" + name + "'", "check the name against named_children()");
   OrderedDict<std::string, std::shared_ptr<Module>> kept("submodule");
   for (auto& item : children_)
     if (item.key() != name) kept.insert(item.key(), item.value());
@@ -559,19 +561,22 @@ Module::Hooks& Module::hooks() {
 }
 
 RemovableHandle Module::add_forward_pre_hook(ForwardPreHook hook, bool prepend) {
-  GRAFT_CHECK(static_cast<bool>(hook), "register_forward_pre_hook", "a callable", "an empty std::function", "");
+  GRAFT_CHECK(static_cast<bool>(hook), "register_forward_pre_hook", "a callable", "an empty std::function",
+              "pass a lambda or function");
   Hooks& h = hooks();
   return add_hook(hooks_.ptr, h.forward_pre, std::move(hook), prepend);
 }
 
 RemovableHandle Module::add_forward_hook(ForwardHook hook, bool prepend) {
-  GRAFT_CHECK(static_cast<bool>(hook), "register_forward_hook", "a callable", "an empty std::function", "");
+  GRAFT_CHECK(static_cast<bool>(hook), "register_forward_hook", "a callable", "an empty std::function",
+              "pass a lambda or function");
   Hooks& h = hooks();
   return add_hook(hooks_.ptr, h.forward, std::move(hook), prepend);
 }
 
 RemovableHandle Module::add_full_backward_hook(FullBackwardHook hook, bool prepend) {
-  GRAFT_CHECK(static_cast<bool>(hook), "register_full_backward_hook", "a callable", "an empty std::function", "");
+  GRAFT_CHECK(static_cast<bool>(hook), "register_full_backward_hook", "a callable", "an empty std::function",
+              "pass a lambda or function");
   Hooks& h = hooks();
   return add_hook(hooks_.ptr, h.full_backward, std::move(hook), prepend);
 }

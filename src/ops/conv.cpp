@@ -308,7 +308,8 @@ void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const Co
   const char* op = "conv2d";
   GRAFT_CHECK(x.defined() && w.defined(), op, "defined input and weight tensors", "an undefined tensor", "");
   GRAFT_CHECK(w.dim() == 4, op, "weight to be a 4-D tensor (out_channels, in_channels / groups, kH, kW)",
-              "weight of shape " + shape_str(w.sizes()), "");
+              "weight of shape " + shape_str(w.sizes()),
+              "for a 1x1 or single-channel kernel keep all four dims, e.g. weight.reshape({out, in, 1, 1})");
   GRAFT_CHECK(x.dim() == 3 || x.dim() == 4, op, "a 3-D (C, H, W) or 4-D (N, C, H, W) input",
               "input of shape " + shape_str(x.sizes()) + " (" + std::to_string(x.dim()) + "-D)",
               x.dim() == 2 ? "add a channel dim with input.unsqueeze(0)" : "");
@@ -319,17 +320,23 @@ void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const Co
               std::string(dtype_name(x.dtype())) + " input, " + dtype_name(w.dtype()) + " weight" +
                   (b.defined() ? std::string(", ") + dtype_name(b.dtype()) + " bias" : std::string()),
               "convert the weight, e.g. weight.to(input.dtype())");
-  GRAFT_CHECK(p.groups > 0, op, "groups > 0", "groups = " + std::to_string(p.groups), "");
+  GRAFT_CHECK(p.groups > 0, op, "groups > 0", "groups = " + std::to_string(p.groups),
+              "pass groups >= 1 (1 is an ordinary convolution)");
   for (int i = 0; i < 2; ++i) {
-    GRAFT_CHECK(p.stride[static_cast<size_t>(i)] > 0, op, "a positive stride", "stride " + pair_str(p.stride), "");
-    GRAFT_CHECK(p.padding[static_cast<size_t>(i)] >= 0, op, "a non-negative padding", "padding " + pair_str(p.padding), "");
-    GRAFT_CHECK(p.dilation[static_cast<size_t>(i)] > 0, op, "a positive dilation", "dilation " + pair_str(p.dilation), "");
+    GRAFT_CHECK(p.stride[static_cast<size_t>(i)] > 0, op, "a positive stride", "stride " + pair_str(p.stride),
+                "pass strides >= 1");
+    GRAFT_CHECK(p.padding[static_cast<size_t>(i)] >= 0, op, "a non-negative padding", "padding " + pair_str(p.padding),
+                "pass padding >= 0 on each side");
+    GRAFT_CHECK(p.dilation[static_cast<size_t>(i)] > 0, op, "a positive dilation", "dilation " + pair_str(p.dilation),
+                "pass dilation >= 1 (1 is an ordinary convolution)");
   }
   const int64_t C = x.size(x.dim() - 3), O = w.size(0);
   GRAFT_CHECK(O % p.groups == 0, op, "out_channels (weight.size(0)) divisible by groups",
-              "weight of shape " + shape_str(w.sizes()) + " with groups = " + std::to_string(p.groups), "");
+              "weight of shape " + shape_str(w.sizes()) + " with groups = " + std::to_string(p.groups),
+              "choose groups that divide out_channels, or change out_channels");
   GRAFT_CHECK(C % p.groups == 0, op, "in_channels (input.size(" + std::to_string(x.dim() - 3) + ")) divisible by groups",
-              "input of shape " + shape_str(x.sizes()) + " with groups = " + std::to_string(p.groups), "");
+              "input of shape " + shape_str(x.sizes()) + " with groups = " + std::to_string(p.groups),
+              "the input's channel dim is the one before height and width; choose groups that divide it");
   GRAFT_CHECK(C == w.size(1) * p.groups, op,
               "input with " + std::to_string(w.size(1) * p.groups) + " channels (weight.size(1) * groups = " +
                   std::to_string(w.size(1)) + " * " + std::to_string(p.groups) + ")",
@@ -338,7 +345,8 @@ void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const Co
               "weight is (out_channels, in_channels / groups, kH, kW)");
   if (b.defined()) {
     GRAFT_CHECK(b.dim() == 1 && b.size(0) == O, op, "bias of shape [" + std::to_string(O) + "] (out_channels)",
-                "bias of shape " + shape_str(b.sizes()) + " for weight of shape " + shape_str(w.sizes()), "");
+                "bias of shape " + shape_str(b.sizes()) + " for weight of shape " + shape_str(w.sizes()),
+                "pass one bias value per output channel, or leave bias undefined");
   }
   for (int i = 0; i < 2; ++i) {
     const auto s = static_cast<size_t>(i);

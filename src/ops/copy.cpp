@@ -27,11 +27,12 @@ namespace detail {
 void copy_into(Tensor& dst, const Tensor& src) {
   broadcast_shapes(dst.sizes(), src.sizes(), "copy_");
   GRAFT_CHECK(src.dim() <= dst.dim(), "copy_", "a source that broadcasts to " + shape_str(dst.sizes()),
-              shape_str(src.sizes()), "");
+              shape_str(src.sizes()), "the source may not have more dims than the destination; reshape or squeeze it");
   for (int64_t i = 0; i < src.dim(); ++i) {
     const int64_t s = src.size(i), d = dst.size(i + dst.dim() - src.dim());
     GRAFT_CHECK(s == d || s == 1, "copy_", "a source that broadcasts to " + shape_str(dst.sizes()),
-                shape_str(src.sizes()), "");
+                shape_str(src.sizes()),
+                "each dim of the source must equal the destination's or be 1; reshape or expand the source");
   }
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && dst.numel() == src.numel()) {
     if (dst.numel()) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());

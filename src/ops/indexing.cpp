@@ -99,7 +99,7 @@ Tensor select_kernel(const Tensor& x, int64_t d, const std::vector<int64_t>& idx
 
 // ---- cat ----
 Tensor cat(const TensorList& tensors, int64_t dim) {
-  GRAFT_CHECK(!tensors.empty(), "cat", "a non-empty list of tensors", "an empty list", "");
+  GRAFT_CHECK(!tensors.empty(), "cat", "a non-empty list of tensors", "an empty list", "pass at least one tensor");
   // PyTorch's legacy rule: 1-D tensors of shape [0] are skipped (they may have any other rank).
   auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; };
   DType dt = DType::Bool;
@@ -107,7 +107,8 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
   int64_t ref = -1;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    GRAFT_CHECK(t.defined(), "cat", "defined tensors", "an undefined tensor at position " + idx_str(static_cast<int64_t>(i)), "");
+    GRAFT_CHECK(t.defined(), "cat", "defined tensors", "an undefined tensor at position " + idx_str(static_cast<int64_t>(i)),
+                "pass only defined tensors");
     GRAFT_CHECK(t.dim() > 0, "cat", "tensors with at least one dimension",
                 "a zero-dimensional tensor at position " + idx_str(static_cast<int64_t>(i)),
                 "zero-dimensional tensors cannot be concatenated; use graft::stack or .unsqueeze(0)");
@@ -130,13 +131,13 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
                 "tensor " + idx_str(static_cast<int64_t>(i)) + " of shape " + shape_str(t.sizes()) + " (" +
                     idx_str(t.dim()) + " dims) and tensor " + idx_str(ref) + " of shape " + shape_str(r.sizes()) +
                     " (" + idx_str(r.dim()) + " dims)",
-                "");
+                "unsqueeze or reshape the tensors to the same rank first");
     for (int64_t k = 0; k < r.dim(); ++k) {
       GRAFT_CHECK(k == d || t.size(k) == r.size(k), "cat",
                   "sizes that match except in dimension " + idx_str(d),
                   "tensor " + idx_str(static_cast<int64_t>(i)) + " of shape " + shape_str(t.sizes()) + " and tensor " +
                       idx_str(ref) + " of shape " + shape_str(r.sizes()) + " (they differ in dimension " + idx_str(k) + ")",
-                  "");
+                  "only the dimension being concatenated may differ; check the dim argument");
     }
     total += t.size(d);
   }
@@ -180,12 +181,14 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
 
 // ---- stack ----
 Tensor stack(const TensorList& tensors, int64_t dim) {
-  GRAFT_CHECK(!tensors.empty(), "stack", "a non-empty list of tensors", "an empty list", "");
+  GRAFT_CHECK(!tensors.empty(), "stack", "a non-empty list of tensors", "an empty list", "pass at least one tensor");
   const Tensor& r = tensors[0];
-  GRAFT_CHECK(r.defined(), "stack", "defined tensors", "an undefined tensor at position 0", "");
+  GRAFT_CHECK(r.defined(), "stack", "defined tensors", "an undefined tensor at position 0",
+              "pass only defined tensors");
   for (size_t i = 1; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    GRAFT_CHECK(t.defined(), "stack", "defined tensors", "an undefined tensor at position " + idx_str(static_cast<int64_t>(i)), "");
+    GRAFT_CHECK(t.defined(), "stack", "defined tensors", "an undefined tensor at position " + idx_str(static_cast<int64_t>(i)),
+                "pass only defined tensors");
     GRAFT_CHECK(t.sizes().equals(r.sizes()), "stack", "tensors of equal shape",
                 "tensor " + idx_str(static_cast<int64_t>(i)) + " of shape " + shape_str(t.sizes()) +
                     " and tensor 0 of shape " + shape_str(r.sizes()),
@@ -201,7 +204,8 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
 // ---- index_select ----
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   GRAFT_CHECK(index.defined() && index.dim() <= 1, "index_select", "a 1-D or 0-dim index",
-              index.defined() ? "an index of shape " + shape_str(index.sizes()) : "an undefined index", "");
+              index.defined() ? "an index of shape " + shape_str(index.sizes()) : "an undefined index",
+              "flatten the index with .reshape({-1}) or pass a 1-D int64 tensor");
   if (x.dim() == 0) {
     (void)wrap_dim(dim, 1, "index_select");
     checked_indices(index, 1, 0, "index_select");
@@ -227,15 +231,18 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 // ---- index_add: out = x, then out[..., index[j], ...] += alpha * source[..., j, ...] ----
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
   GRAFT_CHECK(index.defined() && index.dim() <= 1, "index_add", "a 1-D or 0-dim index",
-              index.defined() ? "an index of shape " + shape_str(index.sizes()) : "an undefined index", "");
+              index.defined() ? "an index of shape " + shape_str(index.sizes()) : "an undefined index",
+              "flatten the index with .reshape({-1}) or pass a 1-D int64 tensor");
   GRAFT_CHECK(source.dim() == x.dim(), "index_add", "a source with as many dims as the tensor (" + idx_str(x.dim()) + ")",
-              "source of shape " + shape_str(source.sizes()) + " for a tensor of shape " + shape_str(x.sizes()), "");
+              "source of shape " + shape_str(source.sizes()) + " for a tensor of shape " + shape_str(x.sizes()),
+              "unsqueeze or reshape the source to the tensor's rank");
   const DType dt = promote_types(x.dtype(), source.dtype());
   Tensor y;
   if (x.dim() == 0) {
     (void)wrap_dim(dim, 1, "index_add");
     GRAFT_CHECK(index.numel() == 1, "index_add", "one index for a 0-dim tensor",
-                "an index of shape " + shape_str(index.sizes()), "");
+                "an index of shape " + shape_str(index.sizes()),
+                "a 0-dim tensor has one position; pass a single index");
     checked_indices(index, 1, 0, "index_add");
     y = plain(x, dt).clone();
     kernels::dispatch_all(dt, "index_add", [&]<class T>() {
@@ -250,11 +257,12 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
     GRAFT_CHECK(source.size(d) == index.numel(), "index_add",
                 "a source whose dim " + idx_str(d) + " has one entry per index (" + idx_str(index.numel()) + ")",
                 "source of shape " + shape_str(source.sizes()) + " with an index of " + idx_str(index.numel()) + " elements",
-                "");
+                "give the source one slice along dim per index entry");
     for (int64_t k = 0; k < x.dim(); ++k)
       GRAFT_CHECK(k == d || source.size(k) == x.size(k), "index_add",
                   "a source matching the tensor's shape " + shape_str(x.sizes()) + " except in dim " + idx_str(d),
-                  "source of shape " + shape_str(source.sizes()), "");
+                  "source of shape " + shape_str(source.sizes()),
+                  "the source may differ from the tensor only in the indexed dim");
     const std::vector<int64_t> idx = checked_indices(index, n, d, "index_add");
     const int64_t m = static_cast<int64_t>(idx.size());
     const int64_t outer = prod(x.sizes(), 0, static_cast<size_t>(d));
@@ -302,17 +310,21 @@ int64_t check_gather_like(const Tensor& x, int64_t dim, const Tensor& index, con
   const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op);
   GRAFT_CHECK(index.dim() == x.dim() || (x.dim() == 0 && index.dim() <= 1), op,
               "an index with as many dims as the tensor (" + idx_str(x.dim()) + ")",
-              "an index of shape " + shape_str(index.sizes()) + " for a tensor of shape " + shape_str(x.sizes()), "");
+              "an index of shape " + shape_str(index.sizes()) + " for a tensor of shape " + shape_str(x.sizes()),
+              "unsqueeze the index to the tensor's rank, e.g. index.unsqueeze(dim)");
   for (int64_t k = 0; k < x.dim(); ++k)
     GRAFT_CHECK(k == d || index.size(k) <= x.size(k), op,
                 "index.size(" + idx_str(k) + ") <= " + idx_str(x.size(k)) + " (the tensor's size there)",
-                "an index of shape " + shape_str(index.sizes()) + " for a tensor of shape " + shape_str(x.sizes()), "");
+                "an index of shape " + shape_str(index.sizes()) + " for a tensor of shape " + shape_str(x.sizes()),
+                "the index may not be larger than the tensor outside dim");
   if (src) {
     GRAFT_CHECK(src->dim() == index.dim(), op, "a src with as many dims as the index (" + idx_str(index.dim()) + ")",
-                "src of shape " + shape_str(src->sizes()) + " and index of shape " + shape_str(index.sizes()), "");
+                "src of shape " + shape_str(src->sizes()) + " and index of shape " + shape_str(index.sizes()),
+                "unsqueeze or reshape src to the index's rank");
     for (int64_t k = 0; k < index.dim(); ++k)
       GRAFT_CHECK(index.size(k) <= src->size(k), op, "index.size(" + idx_str(k) + ") <= src.size(" + idx_str(k) + ")",
-                  "src of shape " + shape_str(src->sizes()) + " and index of shape " + shape_str(index.sizes()), "");
+                  "src of shape " + shape_str(src->sizes()) + " and index of shape " + shape_str(index.sizes()),
+                  "src must be at least as large as the index in every dim");
   }
   return d;
 }
@@ -366,7 +378,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 
 // ---- scatter_add: out = x, then out[p with dim replaced by index[p]] += src[p] ----
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  GRAFT_CHECK(src.defined(), "scatter_add", "a defined src", "an undefined src", "");
+  GRAFT_CHECK(src.defined(), "scatter_add", "a defined src", "an undefined src", "pass a defined src tensor");
   const int64_t d = check_gather_like(x, dim, index, &src, "scatter_add");
   const DType dt = promote_types(x.dtype(), src.dtype());
   Tensor y = as_1d(plain(x, dt).clone());
@@ -414,12 +426,14 @@ Tensor embedding(const Tensor& weight, const Tensor& input, std::optional<int64_
               input.defined() ? std::string("a ") + dtype_name(input.dtype()) + " input" : "an undefined input",
               "convert the indices with .to(graft::kInt64)");
   GRAFT_CHECK(weight.defined() && weight.dim() == 2, "embedding", "a 2-D weight (num_embeddings, embedding_dim)",
-              weight.defined() ? "a weight of shape " + shape_str(weight.sizes()) : "an undefined weight", "");
+              weight.defined() ? "a weight of shape " + shape_str(weight.sizes()) : "an undefined weight",
+              "pass a weight of shape (num_embeddings, embedding_dim)");
   const int64_t num = weight.size(0), dim = weight.size(1);
   std::optional<int64_t> pad = padding_idx;
   if (pad) {
     GRAFT_CHECK(*pad >= -num && *pad < num, "embedding", "padding_idx in [" + idx_str(-num) + ", " + idx_str(num) + ")",
-                "padding_idx " + idx_str(*pad) + " for num_embeddings " + idx_str(num), "");
+                "padding_idx " + idx_str(*pad) + " for num_embeddings " + idx_str(num),
+                "pick padding_idx among the rows of the weight, or leave it unset");
     if (*pad < 0) *pad += num;
   }
   const Tensor ids = plain(input, kInt64).reshape({-1});
@@ -453,12 +467,13 @@ Tensor one_hot(const Tensor& input, int64_t num_classes) {
               input.defined() ? std::string("a ") + dtype_name(input.dtype()) + " input" : "an undefined input",
               "convert the indices with .to(graft::kInt64)");
   GRAFT_CHECK(num_classes >= -1, "one_hot", "num_classes >= 0 (or -1 to infer it)",
-              "num_classes " + idx_str(num_classes), "");
+              "num_classes " + idx_str(num_classes), "pass the number of classes, or -1 to use max(input) + 1");
   const Tensor c = plain(input, kInt64);
   const int64_t* p = c.data_ptr<int64_t>();
   const int64_t n = c.numel();
   for (int64_t i = 0; i < n; ++i)
-    GRAFT_CHECK(p[i] >= 0, "one_hot", "non-negative class values", "class value " + idx_str(p[i]), "");
+    GRAFT_CHECK(p[i] >= 0, "one_hot", "non-negative class values", "class value " + idx_str(p[i]),
+                "class values index the classes; remap negative labels (e.g. an ignore label) first");
   if (num_classes == -1) {
     GRAFT_CHECK(n > 0, "one_hot", "a non-empty input when num_classes is -1", "an empty input of shape " + shape_str(input.sizes()),
                 "pass num_classes explicitly");
@@ -466,7 +481,7 @@ Tensor one_hot(const Tensor& input, int64_t num_classes) {
   }
   for (int64_t i = 0; i < n; ++i)
     GRAFT_CHECK(p[i] < num_classes, "one_hot", "class values smaller than num_classes (" + idx_str(num_classes) + ")",
-                "class value " + idx_str(p[i]), "");
+                "class value " + idx_str(p[i]), "raise num_classes, or pass -1 to infer it");
   Shape out_shape(input.sizes());
   out_shape.push_back(num_classes);
   Tensor y = zeros(out_shape, kInt64);

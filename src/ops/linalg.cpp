@@ -143,7 +143,8 @@ void check_matrix(const Tensor& t, int64_t rank, const char* op, const char* wha
 void check_multipliable(const Tensor& a, const Tensor& b, const char* op) {
   GRAFT_CHECK(a.size(-1) == b.size(-2), op,
               "mat1 and mat2 shapes that can be multiplied (mat1's last dim == mat2's second-to-last dim)",
-              shape_str(a.sizes()) + " and " + shape_str(b.sizes()), "");
+              shape_str(a.sizes()) + " and " + shape_str(b.sizes()),
+              "transpose one operand (.t()) or check which dims hold the features");
 }
 
 // y = a @ b for 2-D a, b (no autograd), or, with `init`, y = beta * init + alpha * a @ b.
@@ -365,7 +366,7 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
               "an input that broadcasts to the product's shape " + shape_str(out_shape),
               "an input of shape " + shape_str(input.sizes()) + " for mat1 " + shape_str(mat1.sizes()) + " and mat2 " +
                   shape_str(mat2.sizes()),
-              "");
+              "pass an input of shape (n, p), (p), (1) or a scalar for mat1 (n, m) and mat2 (m, p)");
   if (h) return lowp_addmm(input, mat1, mat2, false, *h, beta, alpha, "AddmmBackward0", OpId::addmm);
   Tensor y = mm_kernel(mat1, mat2, "addmm", input, beta, alpha);
   if (auto node = make_node("AddmmBackward0", OpId::addmm, {&input, &mat1, &mat2}, [beta, alpha](Node& n, const Tensor& g) -> TensorList {
@@ -410,7 +411,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                   std::string(db == 1 ? "only" : "second-to-last") + " dim of the second)",
               shape_str(a.sizes()) + " and " + shape_str(b.sizes()) + " (" + std::to_string(ka) + " vs " +
                   std::to_string(kb) + ")",
-              "");
+              "transpose one operand (.transpose(-2, -1)) or check which dims hold the features");
   if (da == 1 && db == 1) return mm(a.unsqueeze(0), b.unsqueeze(1)).squeeze(1).squeeze(0);  // dot product
   if (da == 2 && db == 2) return mm(a, b);
   if (da == 1 && db == 2) return mm(a.unsqueeze(0), b).squeeze(0);
@@ -459,15 +460,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 namespace {
 void check_linear_args(const Tensor& input, const Tensor& weight, const Tensor& bias, const char* op) {
   GRAFT_CHECK(weight.dim() == 2, op, "weight to be a 2-D tensor (out_features, in_features)",
-              "weight of shape " + shape_str(weight.sizes()), "");
-  GRAFT_CHECK(input.dim() >= 1, op, "input of shape (*, in_features) with at least 1 dim", "a 0-dim input", "");
+              "weight of shape " + shape_str(weight.sizes()),
+              "nn::Linear's weight is (out_features, in_features); reshape a 1-D weight with .unsqueeze(0)");
+  GRAFT_CHECK(input.dim() >= 1, op, "input of shape (*, in_features) with at least 1 dim", "a 0-dim input",
+              "unsqueeze a 0-dim input to shape [1] or [1, in_features]");
   GRAFT_CHECK(input.size(-1) == weight.size(1), op,
               "input's last dim to equal weight's in_features (weight is (out_features, in_features))",
-              "input " + shape_str(input.sizes()) + " and weight " + shape_str(weight.sizes()), "");
+              "input " + shape_str(input.sizes()) + " and weight " + shape_str(weight.sizes()),
+              "reshape the input so its last dim holds the features, or check in_features");
   if (bias.defined()) {
     GRAFT_CHECK(bias.dim() <= 1 && (bias.dim() == 0 || bias.size(0) == weight.size(0) || bias.size(0) == 1), op,
                 "bias of shape [" + std::to_string(weight.size(0)) + "] (out_features)",
-                "bias " + shape_str(bias.sizes()) + " with weight " + shape_str(weight.sizes()), "");
+                "bias " + shape_str(bias.sizes()) + " with weight " + shape_str(weight.sizes()),
+                "pass one bias value per output feature, or leave bias undefined");
   }
 }
 }  // namespace

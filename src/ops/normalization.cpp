@@ -251,8 +251,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     const char* what = rs == &running_mean ? "running_mean" : "running_var";
     if (!rs->defined()) continue;
     GRAFT_CHECK(rs->sizes().equals(cshape), op, str(what) + " of shape " + shape_str(cshape) + " (one per channel)",
-                str(what) + " of shape " + shape_str(rs->sizes()) + " for input of shape " + shape_str(input.sizes()), "");
-    GRAFT_CHECK(rs->is_floating_point(), op, str("a floating-point ") + what, str("a ") + dtype_name(rs->dtype()) + " " + what, "");
+                str(what) + " of shape " + shape_str(rs->sizes()) + " for input of shape " + shape_str(input.sizes()),
+                "pass one value per channel, i.e. input.size(1) values");
+    GRAFT_CHECK(rs->is_floating_point(), op, str("a floating-point ") + what, str("a ") + dtype_name(rs->dtype()) + " " + what,
+                "convert it to the input's dtype, e.g. .to(graft::kFloat32)");
   }
   const int64_t S = C == 0 || N == 0 ? 0 : input.numel() / (N * C);
   const int64_t count = N * S;
@@ -344,7 +346,8 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
   check_input(input, op);
   const std::vector<int64_t> ns = normalized_shape.vec();  // owned: the backward captures it
   const int64_t D = static_cast<int64_t>(ns.size());
-  GRAFT_CHECK(D >= 1, op, "a non-empty normalized_shape", "normalized_shape []", "");
+  GRAFT_CHECK(D >= 1, op, "a non-empty normalized_shape", "normalized_shape []",
+              "pass the trailing dims to normalise, e.g. {input.size(-1)}");
   bool match = input.dim() >= D;
   for (int64_t i = 0; match && i < D; ++i) match = input.size(input.dim() - D + i) == ns[static_cast<size_t>(i)];
   GRAFT_CHECK(match, op, "an input of shape [*, " + shape_str(ns).substr(1) + " (normalized_shape " + shape_str(ns) + ")",

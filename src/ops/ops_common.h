@@ -71,7 +71,8 @@ Tensor unsqueeze_reduced(const Tensor& g, const std::vector<int64_t>& dims, int6
 // value for both dims, or {height, width}.
 inline std::array<int64_t, 2> expand_pair(IntArrayRef v, const char* op, const char* name) {
   GRAFT_CHECK(v.size() == 1 || v.size() == 2, op, std::string(name) + " of 1 or 2 values (both dims, or {height, width})",
-              std::string(name) + " of " + std::to_string(v.size()) + " values", "");
+              std::string(name) + " of " + std::to_string(v.size()) + " values",
+              "pass one value for both dims or {height, width}");
   return v.size() == 1 ? std::array<int64_t, 2>{v[0], v[0]} : std::array<int64_t, 2>{v[0], v[1]};
 }
 }  // namespace detail

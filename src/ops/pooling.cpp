@@ -63,7 +63,7 @@ void check_pool_input(const Tensor& x, const char* op) {
               std::string("a ") + dtype_name(x.dtype()) + " input", "convert it: input.to(graft::kFloat32)");
   for (int64_t d = x.dim() == 4 ? 1 : 0; d < x.dim(); ++d) {
     GRAFT_CHECK(x.size(d) > 0, op, "non-zero sizes in all but the batch dim", "input of shape " + shape_str(x.sizes()),
-                "");
+                "pooling needs at least one element in every channel and spatial dim");
   }
 }
 
@@ -76,12 +76,16 @@ PoolGeom make_geom(const Tensor& x, IntArrayRef kernel_arg, IntArrayRef stride_a
   const Pair padding = detail::expand_pair(padding_arg, op, "padding");
   const Pair dilation = detail::expand_pair(dilation_arg, op, "dilation");
   for (size_t i = 0; i < 2; ++i) {
-    GRAFT_CHECK(kernel[i] > 0, op, "a positive kernel_size", "kernel_size " + pair_str(kernel), "");
-    GRAFT_CHECK(stride[i] > 0, op, "a positive stride", "stride " + pair_str(stride), "");
-    GRAFT_CHECK(dilation[i] > 0, op, "a positive dilation", "dilation " + pair_str(dilation), "");
-    GRAFT_CHECK(padding[i] >= 0, op, "a non-negative padding", "padding " + pair_str(padding), "");
+    GRAFT_CHECK(kernel[i] > 0, op, "a positive kernel_size", "kernel_size " + pair_str(kernel),
+                "pass kernel_size >= 1");
+    GRAFT_CHECK(stride[i] > 0, op, "a positive stride", "stride " + pair_str(stride), "pass strides >= 1");
+    GRAFT_CHECK(dilation[i] > 0, op, "a positive dilation", "dilation " + pair_str(dilation),
+                "pass dilation >= 1 (1 is ordinary pooling)");
+    GRAFT_CHECK(padding[i] >= 0, op, "a non-negative padding", "padding " + pair_str(padding),
+                "pass padding >= 0 on each side");
     GRAFT_CHECK(padding[i] <= kernel[i] / 2, op, "padding at most half of kernel_size",
-                "padding " + pair_str(padding) + " with kernel_size " + pair_str(kernel), "");
+                "padding " + pair_str(padding) + " with kernel_size " + pair_str(kernel),
+                "lower the padding or enlarge the kernel");
   }
   const int64_t d = x.dim();
   const int64_t H = x.size(d - 2), W = x.size(d - 1);
@@ -419,7 +423,8 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   check_pool_input(input, op);
   const Pair os = detail::expand_pair(output_size, op, "output_size");
   GRAFT_CHECK(os[0] > 0 && os[1] > 0, op, "a positive output_size",
-              "output_size " + pair_str(os) + " for input of shape " + shape_str(input.sizes()), "");
+              "output_size " + pair_str(os) + " for input of shape " + shape_str(input.sizes()),
+              "pass output_size >= 1 in both dims");
   return unbatched_like(adaptive_avg_op(batched(input), os[0], os[1]), input);
 }
 

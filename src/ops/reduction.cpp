@@ -164,14 +164,15 @@ Tensor sum_to(const Tensor& x, IntArrayRef shape) {
   if (x.sizes().equals(shape)) return x;
   const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
   GRAFT_CHECK(lead >= 0, "sum_to", "a target shape with at most " + std::to_string(x.dim()) + " dims",
-              shape_str(shape), "");
+              shape_str(shape), "the target shape may not have more dims than the tensor; squeeze it");
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (d < lead) dims.push_back(d);
     else if (shape[static_cast<size_t>(d - lead)] == 1 && x.size(d) != 1) dims.push_back(d);
     else
       GRAFT_CHECK(shape[static_cast<size_t>(d - lead)] == x.size(d) || shape[static_cast<size_t>(d - lead)] == 1,
-                  "sum_to", "a shape " + shape_str(x.sizes()) + " can be summed down to", shape_str(shape), "");
+                  "sum_to", "a shape " + shape_str(x.sizes()) + " can be summed down to", shape_str(shape),
+                  "each target size must equal the tensor's or be 1 (aligned from the right)");
   }
   Tensor r = dims.empty() ? x : sum(x, dims, /*keepdim=*/true);
   return r.reshape(shape);

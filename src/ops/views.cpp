@@ -62,13 +62,15 @@ Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op, IntArrayRef 
       GRAFT_CHECK(infer < 0, op, "at most one -1 in the shape", shape_str(shape), "only one size can be inferred");
       infer = static_cast<int64_t>(i);
     } else {
-      GRAFT_CHECK(out[i] >= 0, op, "sizes >= 0 (or one -1)", shape_str(shape), "");
+      GRAFT_CHECK(out[i] >= 0, op, "sizes >= 0 (or one -1)", shape_str(shape),
+                  "use -1 for at most one size to infer it");
       known *= out[i];
     }
   }
   if (infer >= 0) {
     GRAFT_CHECK(known != 0 && numel % known == 0, op, "a shape compatible with " + std::to_string(numel) + " elements",
-                shape_str(shape) + " for input of shape " + shape_str(from), "");
+                shape_str(shape) + " for input of shape " + shape_str(from),
+                "the sizes other than -1 must divide the element count");
     out[static_cast<size_t>(infer)] = numel / known;
   } else {
     GRAFT_CHECK(known == numel, op, "a shape with " + std::to_string(numel) + " elements (input " + shape_str(from) + ")",
@@ -105,7 +107,8 @@ Tensor reshape(const Tensor& x, IntArrayRef shape) { return x.reshape(shape); }
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   if (dim() == 0) return reshape({1});
   const int64_t s = wrap_dim(start_dim, dim(), "flatten"), e = wrap_dim(end_dim, dim(), "flatten");
-  GRAFT_CHECK(s <= e, "flatten", "start_dim <= end_dim", std::to_string(s) + " > " + std::to_string(e), "");
+  GRAFT_CHECK(s <= e, "flatten", "start_dim <= end_dim", std::to_string(s) + " > " + std::to_string(e),
+              "swap start_dim and end_dim");
   Shape out;
   for (int64_t d = 0; d < s; ++d) out.push_back(size(d));
   int64_t m = 1;
@@ -141,12 +144,14 @@ Tensor Tensor::t() const {
 
 Tensor Tensor::permute(IntArrayRef dims) const {
   GRAFT_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute",
-              "one entry per dimension (" + std::to_string(dim()) + ")", shape_str(dims), "");
+              "one entry per dimension (" + std::to_string(dim()) + ")", shape_str(dims),
+              "pass a permutation of all dims, e.g. {0, 2, 1} for a 3-D tensor");
   Shape sz, st, inverse;
   inverse.resize(dims.size(), -1);
   for (size_t i = 0; i < dims.size(); ++i) {
     const int64_t d = wrap_dim(dims[i], dim(), "permute");
-    GRAFT_CHECK(inverse[static_cast<size_t>(d)] == -1, "permute", "each dim exactly once", shape_str(dims), "");
+    GRAFT_CHECK(inverse[static_cast<size_t>(d)] == -1, "permute", "each dim exactly once", shape_str(dims),
+                "pass a permutation of all dims, each dim once");
     inverse[static_cast<size_t>(d)] = static_cast<int64_t>(i);
     sz.push_back(size(d));
     st.push_back(stride(d));
@@ -180,7 +185,8 @@ Tensor slice_backward(const Tensor& g, IntArrayRef input_sizes, int64_t dim, int
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<int64_t> end_opt, int64_t step) const {
   const int64_t dd = wrap_dim(d, dim(), "slice");
-  GRAFT_CHECK(dim() > 0, "slice", "a tensor with at least one dimension", "a 0-dim tensor", "");
+  GRAFT_CHECK(dim() > 0, "slice", "a tensor with at least one dimension", "a 0-dim tensor",
+              "unsqueeze the 0-dim tensor first, or use .item()");
   GRAFT_CHECK(step > 0, "slice", "a positive step", "step " + std::to_string(step), "negative steps are not supported");
   const int64_t n = size(dd);
   auto clampi = [n](int64_t v) {
@@ -207,13 +213,15 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   if (start < 0) start += n;
   GRAFT_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow",
               "0 <= start and start + length <= " + std::to_string(n) + " (size of dim " + std::to_string(dd) + ")",
-              "start " + std::to_string(start) + ", length " + std::to_string(length), "");
+              "start " + std::to_string(start) + ", length " + std::to_string(length),
+              "lower start or length so the range fits in the dim");
   return slice(dd, start, start + length, 1);
 }
 Tensor narrow(const Tensor& x, int64_t d, int64_t s, int64_t l) { return x.narrow(d, s, l); }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
-  GRAFT_CHECK(dim() > 0, "select", "a tensor with at least one dimension", "a 0-dim tensor", "");
+  GRAFT_CHECK(dim() > 0, "select", "a tensor with at least one dimension", "a 0-dim tensor",
+              "use .item() to read a 0-dim tensor");
   const int64_t dd = wrap_dim(d, dim(), "select");
   const int64_t n = size(dd);
   GRAFT_CHECK(index >= -n && index < n, "select", "an index in [" + std::to_string(-n) + ", " + std::to_string(n - 1) + "]",
@@ -234,12 +242,14 @@ Tensor select(const Tensor& x, int64_t d, int64_t i) { return x.select(d, i); }
 // ---- expand / squeeze / unsqueeze ----
 Tensor Tensor::expand(IntArrayRef target) const {
   GRAFT_CHECK(static_cast<int64_t>(target.size()) >= dim(), "expand",
-              "at least as many sizes as the tensor has dims (" + std::to_string(dim()) + ")", shape_str(target), "");
+              "at least as many sizes as the tensor has dims (" + std::to_string(dim()) + ")", shape_str(target),
+              "pass a size for every existing dim (-1 keeps it); new dims go in front");
   Shape sz, st;
   const size_t lead = target.size() - static_cast<size_t>(dim());
   for (size_t i = 0; i < target.size(); ++i) {
     if (i < lead) {
-      GRAFT_CHECK(target[i] >= 0, "expand", "non-negative new leading sizes", shape_str(target), "");
+      GRAFT_CHECK(target[i] >= 0, "expand", "non-negative new leading sizes", shape_str(target),
+                  "new leading dims cannot be -1; give their sizes");
       sz.push_back(target[i]);
       st.push_back(0);
       continue;
@@ -311,12 +321,13 @@ TensorList Tensor::split_with_sizes(IntArrayRef split_sizes, int64_t d) const {
   const int64_t dd = wrap_dim(d, dim(), "split_with_sizes");
   int64_t total = 0;
   for (int64_t s : split_sizes) {
-    GRAFT_CHECK(s >= 0, "split_with_sizes", "non-negative sizes", shape_str(split_sizes), "");
+    GRAFT_CHECK(s >= 0, "split_with_sizes", "non-negative sizes", shape_str(split_sizes), "pass sizes >= 0");
     total += s;
   }
   GRAFT_CHECK(total == size(dd), "split_with_sizes",
               "sizes that add up to " + std::to_string(size(dd)) + " (the size of dim " + std::to_string(dd) + ")",
-              shape_str(split_sizes) + " which adds up to " + std::to_string(total), "");
+              shape_str(split_sizes) + " which adds up to " + std::to_string(total),
+              "make the sizes add up to the dim's size");
   TensorList out;
   int64_t start = 0;
   for (int64_t s : split_sizes) {
@@ -329,7 +340,7 @@ TensorList Tensor::split_with_sizes(IntArrayRef split_sizes, int64_t d) const {
 TensorList Tensor::split(int64_t split_size, int64_t d) const {
   const int64_t dd = wrap_dim(d, dim(), "split");
   GRAFT_CHECK(split_size > 0 || (split_size == 0 && size(dd) == 0), "split", "a positive split_size",
-              std::to_string(split_size), "");
+              std::to_string(split_size), "pass split_size >= 1");
   std::vector<int64_t> sizes_;
   for (int64_t start = 0; start < size(dd); start += split_size) sizes_.push_back(std::min(split_size, size(dd) - start));
   if (sizes_.empty()) sizes_.push_back(0);
@@ -337,7 +348,7 @@ TensorList Tensor::split(int64_t split_size, int64_t d) const {
 }
 
 TensorList Tensor::chunk(int64_t chunks, int64_t d) const {
-  GRAFT_CHECK(chunks > 0, "chunk", "a positive number of chunks", std::to_string(chunks), "");
+  GRAFT_CHECK(chunks > 0, "chunk", "a positive number of chunks", std::to_string(chunks), "pass chunks >= 1");
   const int64_t dd = wrap_dim(d, dim(), "chunk");
   const int64_t each = (size(dd) + chunks - 1) / chunks;
   return split(std::max<int64_t>(each, 1), dd);

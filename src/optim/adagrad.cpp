@@ -19,12 +19,16 @@ void AdagradOptions::visit(OptionsVisitor& v) {
 }
 
 void AdagradOptions::validate() const {
-  GRAFT_CHECK(lr_ >= 0, "Adagrad", "a learning rate >= 0", "lr = " + shortest(lr_), "");
-  GRAFT_CHECK(lr_decay_ >= 0, "Adagrad", "lr_decay >= 0", "lr_decay = " + shortest(lr_decay_), "");
-  GRAFT_CHECK(weight_decay_ >= 0, "Adagrad", "weight_decay >= 0", "weight_decay = " + shortest(weight_decay_), "");
+  GRAFT_CHECK(lr_ >= 0, "Adagrad", "a learning rate >= 0", "lr = " + shortest(lr_),
+              "pass lr >= 0 in AdagradOptions, e.g. 0.01");
+  GRAFT_CHECK(lr_decay_ >= 0, "Adagrad", "lr_decay >= 0", "lr_decay = " + shortest(lr_decay_),
+              "pass lr_decay >= 0 in AdagradOptions (0 disables the decay)");
+  GRAFT_CHECK(weight_decay_ >= 0, "Adagrad", "weight_decay >= 0", "weight_decay = " + shortest(weight_decay_),
+              "pass weight_decay >= 0 in AdagradOptions (0 disables it)");
   GRAFT_CHECK(initial_accumulator_value_ >= 0, "Adagrad", "initial_accumulator_value >= 0",
-              "initial_accumulator_value = " + shortest(initial_accumulator_value_), "");
-  GRAFT_CHECK(eps_ >= 0, "Adagrad", "eps >= 0", "eps = " + shortest(eps_), "");
+              "initial_accumulator_value = " + shortest(initial_accumulator_value_),
+              "pass initial_accumulator_value >= 0 in AdagradOptions (PyTorch's default is 0)");
+  GRAFT_CHECK(eps_ >= 0, "Adagrad", "eps >= 0", "eps = " + shortest(eps_), "pass a small positive eps, e.g. 1e-10");
 }
 
 Adagrad::Adagrad(std::vector<OptimizerParamGroup> param_groups, const AdagradOptions& defaults)

@@ -26,13 +26,15 @@ void visit_adam_options(O& o, OptionsVisitor& v, double& lr) {
 
 template <class O>
 void validate_adam_options(const O& o, const char* op) {
-  GRAFT_CHECK(o.lr() >= 0, op, "a learning rate >= 0", "lr = " + shortest(o.lr()), "");
-  GRAFT_CHECK(o.eps() >= 0, op, "eps >= 0", "eps = " + shortest(o.eps()), "");
+  GRAFT_CHECK(o.lr() >= 0, op, "a learning rate >= 0", "lr = " + shortest(o.lr()),
+              "pass lr >= 0 in the options, e.g. 1e-3");
+  GRAFT_CHECK(o.eps() >= 0, op, "eps >= 0", "eps = " + shortest(o.eps()), "pass a small positive eps, e.g. 1e-8");
   const auto [b1, b2] = o.betas();
   GRAFT_CHECK(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1, op, "betas in [0, 1)",
               "betas = (" + shortest(b1) + ", " + shortest(b2) + ")",
               "beta1 decays the gradient average and beta2 the squared-gradient average, e.g. (0.9, 0.999)");
-  GRAFT_CHECK(o.weight_decay() >= 0, op, "weight_decay >= 0", "weight_decay = " + shortest(o.weight_decay()), "");
+  GRAFT_CHECK(o.weight_decay() >= 0, op, "weight_decay >= 0", "weight_decay = " + shortest(o.weight_decay()),
+              "pass weight_decay >= 0 in the options (0 disables it)");
 }
 
 // One Adam/AdamW update over n contiguous elements (Note [Optimizer update loops] for the rounding).

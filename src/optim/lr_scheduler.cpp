@@ -56,14 +56,16 @@ const Tensor& entry(const StateDict& sd, const std::string& key, const char* op)
 int64_t int_entry(const StateDict& sd, const std::string& key, const char* op) {
   const Tensor& t = entry(sd, key, op);
   GRAFT_CHECK(t.numel() == 1 && t.dtype() == DType::Int64, op, key + " as a 0-dim int64 tensor",
-              std::string("a ") + dtype_name(t.dtype()) + " tensor of shape " + shape_str(t.sizes()), "");
+              std::string("a ") + dtype_name(t.dtype()) + " tensor of shape " + shape_str(t.sizes()),
+              "load a state dict saved by the same scheduler");
   return t.item<int64_t>();
 }
 
 double double_entry(const StateDict& sd, const std::string& key, const char* op) {
   const Tensor& t = entry(sd, key, op);
   GRAFT_CHECK(t.numel() == 1 && t.is_floating_point(), op, key + " as a 0-dim floating-point tensor",
-              std::string("a ") + dtype_name(t.dtype()) + " tensor of shape " + shape_str(t.sizes()), "");
+              std::string("a ") + dtype_name(t.dtype()) + " tensor of shape " + shape_str(t.sizes()),
+              "load a state dict saved by the same scheduler");
   return t.to(kFloat64).item<double>();
 }
 
@@ -81,7 +83,7 @@ std::vector<double> list_entry(const StateDict& sd, const std::string& key, size
 void check_keys(const StateDict& sd, const std::vector<std::string>& known, const char* op) {
   for (const auto& item : sd)
     GRAFT_CHECK(std::find(known.begin(), known.end(), item.key()) != known.end(), op, "a scheduler state dict",
-                "the unexpected key '" + item.key() + "'", "");
+                "the unexpected key '" + item.key() + "'", "load a state dict saved by the same scheduler type");
 }
 
 }  // namespace
@@ -141,7 +143,8 @@ void LRScheduler::load_state_dict(const StateDict& sd) {
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
-  GRAFT_CHECK(step_size >= 1, "StepLR", "step_size >= 1", "step_size = " + std::to_string(step_size), "");
+  GRAFT_CHECK(step_size >= 1, "StepLR", "step_size >= 1", "step_size = " + std::to_string(step_size),
+              "pass step_size >= 1 (the lr decays every step_size epochs)");
   initial_step();
 }
 
@@ -184,7 +187,8 @@ std::vector<double> ExponentialLR::get_lrs() {
 
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
     : LRScheduler(optimizer), T_max_(T_max), eta_min_(eta_min) {
-  GRAFT_CHECK(T_max >= 1, "CosineAnnealingLR", "T_max >= 1", "T_max = " + std::to_string(T_max), "");
+  GRAFT_CHECK(T_max >= 1, "CosineAnnealingLR", "T_max >= 1", "T_max = " + std::to_string(T_max),
+              "pass T_max >= 1 (the number of steps in one half cosine period)");
   initial_step();
 }
 
@@ -211,8 +215,9 @@ LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor,
   GRAFT_CHECK(start_factor > 0 && start_factor <= 1, "LinearLR", "start_factor in (0, 1]",
               "start_factor = " + shortest(start_factor), "the lr starts at start_factor * lr");
   GRAFT_CHECK(end_factor >= 0 && end_factor <= 1, "LinearLR", "end_factor in [0, 1]",
-              "end_factor = " + shortest(end_factor), "");
-  GRAFT_CHECK(total_iters >= 1, "LinearLR", "total_iters >= 1", "total_iters = " + std::to_string(total_iters), "");
+              "end_factor = " + shortest(end_factor), "pass end_factor in [0, 1], e.g. 1.0 to warm up to the base lr");
+  GRAFT_CHECK(total_iters >= 1, "LinearLR", "total_iters >= 1", "total_iters = " + std::to_string(total_iters),
+              "pass total_iters >= 1");
   initial_step();
 }
 
@@ -234,8 +239,10 @@ std::vector<double> LinearLR::get_lrs() {
 
 ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
     : LRScheduler(optimizer), factor_(factor), total_iters_(total_iters) {
-  GRAFT_CHECK(factor > 0 && factor <= 1, "ConstantLR", "factor in (0, 1]", "factor = " + shortest(factor), "");
-  GRAFT_CHECK(total_iters >= 0, "ConstantLR", "total_iters >= 0", "total_iters = " + std::to_string(total_iters), "");
+  GRAFT_CHECK(factor > 0 && factor <= 1, "ConstantLR", "factor in (0, 1]", "factor = " + shortest(factor),
+              "pass factor in (0, 1], e.g. 1.0 / 3");
+  GRAFT_CHECK(total_iters >= 0, "ConstantLR", "total_iters >= 0", "total_iters = " + std::to_string(total_iters),
+              "pass total_iters >= 0 (0 applies no factor)");
   initial_step();
 }
 
@@ -258,8 +265,9 @@ LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas)
     : LRScheduler(optimizer), lambdas_(std::move(lr_lambdas)) {
   GRAFT_CHECK(lambdas_.size() == base_lrs_.size(), "LambdaLR",
               std::to_string(base_lrs_.size()) + " lr_lambdas (one per param group)",
-              std::to_string(lambdas_.size()), "");
-  for (const auto& l : lambdas_) GRAFT_CHECK(l != nullptr, "LambdaLR", "callable lr_lambdas", "an empty function", "");
+              std::to_string(lambdas_.size()), "pass a single lr_lambda or one per param group");
+  for (const auto& l : lambdas_) GRAFT_CHECK(l != nullptr, "LambdaLR", "callable lr_lambdas", "an empty function",
+                                             "pass a lambda such as [](int64_t epoch) { return 0.95; }");
   initial_step();
 }
 
@@ -284,13 +292,15 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& options)
     : LRScheduler(optimizer), options_(options) {
   const int64_t total = options_.total_steps();
   const double pct = options_.pct_start();
-  GRAFT_CHECK(total >= 1, "OneCycleLR", "a positive total_steps", "total_steps = " + std::to_string(total), "");
-  GRAFT_CHECK(pct >= 0 && pct <= 1, "OneCycleLR", "pct_start in [0, 1]", "pct_start = " + shortest(pct), "");
+  GRAFT_CHECK(total >= 1, "OneCycleLR", "a positive total_steps", "total_steps = " + std::to_string(total),
+              "pass total_steps >= 1");
+  GRAFT_CHECK(pct >= 0 && pct <= 1, "OneCycleLR", "pct_start in [0, 1]", "pct_start = " + shortest(pct),
+              "pass pct_start in [0, 1], e.g. 0.3");
   auto& groups = optimizer_.param_groups();
   const size_t n = groups.size();
   GRAFT_CHECK(options_.max_lrs().size() == 1 || options_.max_lrs().size() == n, "OneCycleLR",
               "one max_lr, or one per param group (" + std::to_string(n) + ")",
-              std::to_string(options_.max_lrs().size()) + " values", "");
+              std::to_string(options_.max_lrs().size()) + " values", "pass a single max_lr or one per param group");
   const double t = static_cast<double>(total);
   if (options_.three_phase()) {
     phases_ = {{pct * t - 1, 0, 1, 0, 1}, {2 * pct * t - 2, 1, 0, 1, 0}, {t - 1, 0, 2, 0, 0}};
@@ -385,11 +395,12 @@ ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, SchedulerMode mode, d
   GRAFT_CHECK(factor < 1.0, "ReduceLROnPlateau", "factor < 1", "factor = " + shortest(factor),
               "the lr is multiplied by factor when the metric plateaus");
   GRAFT_CHECK(patience >= 0 && cooldown >= 0, "ReduceLROnPlateau", "patience >= 0 and cooldown >= 0",
-              "patience = " + std::to_string(patience) + ", cooldown = " + std::to_string(cooldown), "");
+              "patience = " + std::to_string(patience) + ", cooldown = " + std::to_string(cooldown),
+              "pass patience and cooldown as counts of epochs >= 0");
   const size_t n = optimizer_.param_groups().size();
   GRAFT_CHECK(min_lr.size() == 1 || min_lr.size() == n, "ReduceLROnPlateau",
               "one min_lr, or one per param group (" + std::to_string(n) + ")",
-              std::to_string(min_lr.size()) + " values", "");
+              std::to_string(min_lr.size()) + " values", "pass a single min_lr or one per param group");
   min_lrs_ = min_lr.size() == 1 ? std::vector<double>(n, min_lr[0]) : std::move(min_lr);
   best_ = mode_ == min ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
   for (const auto& g : optimizer_.param_groups()) last_lr_.push_back(g.options().lr());

@@ -55,14 +55,16 @@ class OptionsLoader : public OptionsVisitor {
   void operator()(const char* name, double& v) override { v = scalar(name, false); }
   void operator()(const char* name, bool& v) override {
     const double d = scalar(name, true);
-    GRAFT_CHECK(d == 0 || d == 1, op_, prefix_ + name + " to be true or false", shortest(d), "");
+    GRAFT_CHECK(d == 0 || d == 1, op_, prefix_ + name + " to be true or false", shortest(d),
+                "load a state dict saved by the same optimiser type");
     v = d != 0;
   }
   void operator()(const char* name, std::tuple<double, double>& v) override {
     const Tensor& t = find(name);
     GRAFT_CHECK(t.dim() == 1 && t.numel() == 2 && t.dtype() != DType::Bool, op_,
                 prefix_ + name + " to be a pair of numbers (a tensor of shape [2])",
-                std::string("a ") + dtype_name(t.dtype()) + " tensor of shape " + shape_str(t.sizes()), "");
+                std::string("a ") + dtype_name(t.dtype()) + " tensor of shape " + shape_str(t.sizes()),
+                "load a state dict saved by the same optimiser type");
     Tensor d = t.to(kFloat64);
     v = {d.select(0, 0).item<double>(), d.select(0, 1).item<double>()};
   }
@@ -79,7 +81,8 @@ class OptionsLoader : public OptionsVisitor {
     const Tensor& t = find(name);
     GRAFT_CHECK(t.numel() == 1 && t.dim() <= 1 && (allow_bool || t.dtype() != DType::Bool), op_,
                 prefix_ + name + " to be a single number (a 0-dim tensor)",
-                std::string("a ") + dtype_name(t.dtype()) + " tensor of shape " + shape_str(t.sizes()), "");
+                std::string("a ") + dtype_name(t.dtype()) + " tensor of shape " + shape_str(t.sizes()),
+                "load a state dict saved by the same optimiser type");
     return t.to(kFloat64).item<double>();
   }
 
@@ -113,10 +116,11 @@ class StateLoader : public ParamStateVisitor {
     if (!t) return;
     GRAFT_CHECK(t->numel() == 1 && t->dim() <= 1 && t->dtype() != DType::Bool, op_,
                 prefix_ + name + " to be a single number (a 0-dim tensor)",
-                std::string("a ") + dtype_name(t->dtype()) + " tensor of shape " + shape_str(t->sizes()), "");
+                std::string("a ") + dtype_name(t->dtype()) + " tensor of shape " + shape_str(t->sizes()),
+                "load a state dict saved by the same optimiser type");
     const double d = t->to(kFloat64).item<double>();
     GRAFT_CHECK(d >= 0 && d == std::floor(d) && d < 9.0e15, op_, prefix_ + name + " to be a count (an integer >= 0)",
-                shortest(d), "");
+                shortest(d), "load a state dict saved by the same optimiser type");
     v = static_cast<int64_t>(d);
   }
   void operator()(const char* name, Tensor& v, bool required) override {
@@ -126,7 +130,8 @@ class StateLoader : public ParamStateVisitor {
                 prefix_ + name + " of shape " + shape_str(param_.sizes()) + " (the shape of its parameter)",
                 "shape " + shape_str(t->sizes()),
                 "the state dict belongs to a model with different parameter shapes (or another parameter order)");
-    GRAFT_CHECK(t->dtype() != DType::Bool, op_, prefix_ + name + " to hold numbers", "a bool tensor", "");
+    GRAFT_CHECK(t->dtype() != DType::Bool, op_, prefix_ + name + " to hold numbers", "a bool tensor",
+                "load a state dict saved by the same optimiser type");
     NoGradGuard no_grad;
     v = t->detach().to(param_.dtype(), /*copy=*/true).contiguous();
     memory::set_category(*v.impl().storage, memory::Category::OptimizerState);
@@ -174,9 +179,11 @@ void check_new_params(const std::vector<OptimizerParamGroup>& groups, const std:
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     const std::string which = "parameter " + std::to_string(i) + " of the list";
-    GRAFT_CHECK(p.defined(), op, "defined tensors", "an undefined tensor as " + which, "");
+    GRAFT_CHECK(p.defined(), op, "defined tensors", "an undefined tensor as " + which,
+                "pass only defined tensors, e.g. model->parameters()");
     GRAFT_CHECK(p.is_floating_point(), op, "floating-point parameters",
-                std::string("a ") + dtype_name(p.dtype()) + " tensor as " + which, "");
+                std::string("a ") + dtype_name(p.dtype()) + " tensor as " + which,
+                "only floating-point tensors can be optimised; convert with .to(graft::kFloat32)");
     GRAFT_CHECK(p.is_leaf(), op, "leaf tensors (parameters)", "a non-leaf tensor as " + which,
                 "optimise the leaf the result was computed from, or detach() it and set requires_grad_()");
     GRAFT_CHECK(mine.insert(p.unsafe_impl()).second, op, "each parameter once", which + " listed twice",
@@ -243,7 +250,8 @@ void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
 
 void Optimizer::add_parameters(const std::vector<Tensor>& parameters) {
   const std::string op = std::string(name()) + ".add_parameters";
-  GRAFT_CHECK(!param_groups_.empty(), op, "an optimiser with a group", "no groups", "");
+  GRAFT_CHECK(!param_groups_.empty(), op, "an optimiser with a group", "no groups",
+              "construct the optimiser with parameters, or call add_param_group() first");
   check_new_params(param_groups_, parameters, op);
   for (const Tensor& p : parameters)
     if (p.defined()) memory::set_category(*p.impl().storage, memory::Category::Parameters);
@@ -353,7 +361,7 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
     GRAFT_CHECK(is_state || is_group, op, "keys 'state.<id>.<name>' or 'param_groups.<index>.<name>'",
                 "the key '" + item.key() + "'", "pass the dict returned by an optimiser's state_dict()");
     GRAFT_CHECK(item.value().defined(), op, "a tensor for every key", "an undefined tensor for '" + item.key() + "'",
-                "");
+                "load a state dict saved by optimizer.state_dict()");
     (is_state ? state_entries : group_entries)[index][field] = item.value();
   }
 
@@ -379,7 +387,8 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
                 "the state dict is incomplete");
     const Tensor& ids = pit->second;
     GRAFT_CHECK(ids.dim() == 1 && ids.dtype() == DType::Int64, op, prefix + "params to be an int64 list of ids",
-                std::string("a ") + dtype_name(ids.dtype()) + " tensor of shape " + shape_str(ids.sizes()), "");
+                std::string("a ") + dtype_name(ids.dtype()) + " tensor of shape " + shape_str(ids.sizes()),
+                "load a state dict saved by the same optimiser type");
     GRAFT_CHECK(ids.numel() == static_cast<int64_t>(params.size()), op,
                 "param group " + std::to_string(gi) + " with " + std::to_string(params.size()) +
                     " parameter(s), as in this optimiser",
@@ -389,7 +398,8 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
     const int64_t* idp = ids_c.data_ptr<int64_t>();
     for (size_t i = 0; i < params.size(); ++i) {
       GRAFT_CHECK(id_to_param.emplace(idp[i], &params[i]).second, op, "each parameter id once",
-                  "id " + std::to_string(idp[i]) + " listed twice", "");
+                  "id " + std::to_string(idp[i]) + " listed twice",
+                  "the state dict is corrupt; save it again with optimizer.state_dict()");
     }
     std::unique_ptr<OptimizerOptions> options = param_groups_[gi].options().clone();
     OptionsLoader loader(entries, prefix, op);

@@ -20,10 +20,13 @@ void RMSpropOptions::visit(OptionsVisitor& v) {
 }
 
 void RMSpropOptions::validate() const {
-  GRAFT_CHECK(lr_ >= 0, "RMSprop", "a learning rate >= 0", "lr = " + shortest(lr_), "");
-  GRAFT_CHECK(eps_ >= 0, "RMSprop", "eps >= 0", "eps = " + shortest(eps_), "");
-  GRAFT_CHECK(momentum_ >= 0, "RMSprop", "momentum >= 0", "momentum = " + shortest(momentum_), "");
-  GRAFT_CHECK(weight_decay_ >= 0, "RMSprop", "weight_decay >= 0", "weight_decay = " + shortest(weight_decay_), "");
+  GRAFT_CHECK(lr_ >= 0, "RMSprop", "a learning rate >= 0", "lr = " + shortest(lr_),
+              "pass lr >= 0 in RMSpropOptions, e.g. 0.01");
+  GRAFT_CHECK(eps_ >= 0, "RMSprop", "eps >= 0", "eps = " + shortest(eps_), "pass a small positive eps, e.g. 1e-8");
+  GRAFT_CHECK(momentum_ >= 0, "RMSprop", "momentum >= 0", "momentum = " + shortest(momentum_),
+              "pass momentum >= 0 in RMSpropOptions (0 disables it)");
+  GRAFT_CHECK(weight_decay_ >= 0, "RMSprop", "weight_decay >= 0", "weight_decay = " + shortest(weight_decay_),
+              "pass weight_decay >= 0 in RMSpropOptions (0 disables it)");
   GRAFT_CHECK(alpha_ >= 0, "RMSprop", "alpha >= 0", "alpha = " + shortest(alpha_),
               "alpha is the smoothing constant of the squared-gradient average, e.g. 0.99");
 }

@@ -24,9 +24,11 @@ void SGDOptions::visit(OptionsVisitor& v) {
 }
 
 void SGDOptions::validate() const {
-  GRAFT_CHECK(lr_ >= 0, "SGD", "a learning rate >= 0", "lr = " + shortest(lr_), "");
-  GRAFT_CHECK(momentum_ >= 0, "SGD", "momentum >= 0", "momentum = " + shortest(momentum_), "");
-  GRAFT_CHECK(weight_decay_ >= 0, "SGD", "weight_decay >= 0", "weight_decay = " + shortest(weight_decay_), "");
+  GRAFT_CHECK(lr_ >= 0, "SGD", "a learning rate >= 0", "lr = " + shortest(lr_), "pass lr >= 0 in SGDOptions, e.g. 0.1");
+  GRAFT_CHECK(momentum_ >= 0, "SGD", "momentum >= 0", "momentum = " + shortest(momentum_),
+              "pass momentum >= 0 in SGDOptions, e.g. 0.9 (0 disables it)");
+  GRAFT_CHECK(weight_decay_ >= 0, "SGD", "weight_decay >= 0", "weight_decay = " + shortest(weight_decay_),
+              "pass weight_decay >= 0 in SGDOptions (0 disables it)");
   GRAFT_CHECK(!nesterov_ || (momentum_ > 0 && dampening_ == 0), "SGD",
               "momentum > 0 and dampening = 0 for Nesterov momentum",
               "momentum = " + shortest(momentum_) + ", dampening = " + shortest(dampening_),

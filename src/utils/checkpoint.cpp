@@ -170,7 +170,7 @@ Tensor checkpoint_impl(const CheckpointFunction& fn, const TensorList& inputs, b
               "pass a callable that takes the input tensors and returns a Tensor");
   for (size_t i = 0; i < inputs.size(); ++i)
     GRAFT_CHECK(inputs[i].defined(), "checkpoint", "defined input tensors",
-                "an undefined tensor at input " + std::to_string(i), "");
+                "an undefined tensor at input " + std::to_string(i), "pass only defined tensors");
   auto check_output = [](const Tensor& out) {
     GRAFT_CHECK(out.defined(), "checkpoint", "a function that returns a defined Tensor", "an undefined Tensor",
                 "return the segment's output from the checkpointed function");
@@ -213,7 +213,8 @@ std::vector<std::pair<size_t, size_t>> segment_bounds(size_t n, size_t segments)
 
 void check_segments(const nn::SequentialImpl& seq, int64_t segments) {
   const int64_t n = static_cast<int64_t>(seq.size());
-  GRAFT_CHECK(n >= 1, "checkpoint_sequential", "a Sequential with at least one module", "an empty Sequential", "");
+  GRAFT_CHECK(n >= 1, "checkpoint_sequential", "a Sequential with at least one module", "an empty Sequential",
+              "add modules to the Sequential, or call the module directly");
   GRAFT_CHECK(segments >= 1 && segments <= n, "checkpoint_sequential",
               "a segment count between 1 and the number of modules (" + std::to_string(n) + ")",
               "segments = " + std::to_string(segments),
@@ -264,7 +265,8 @@ Tensor checkpoint_sequential(nn::SequentialImpl& seq, int64_t segments, const Te
 }
 
 Tensor checkpoint_sequential(const nn::Sequential& seq, int64_t segments, const Tensor& input) {
-  GRAFT_CHECK(!seq.is_empty(), "checkpoint_sequential", "a constructed Sequential", "an empty holder (nullptr)", "");
+  GRAFT_CHECK(!seq.is_empty(), "checkpoint_sequential", "a constructed Sequential", "an empty holder (nullptr)",
+              "construct the Sequential, e.g. nn::Sequential(nn::Linear(4, 4))");
   return checkpoint_sequential(*seq.ptr(), segments, input);
 }
 
@@ -280,8 +282,10 @@ std::string CheckpointPlan::str() const {
 
 CheckpointPlan plan_checkpoint_sequential(nn::SequentialImpl& seq, CheckpointBudget budget, const Tensor& input) {
   const char* op = "plan_checkpoint_sequential";
-  GRAFT_CHECK(seq.size() >= 1, op, "a Sequential with at least one module", "an empty Sequential", "");
-  GRAFT_CHECK(budget.bytes > 0, op, "a positive byte budget", std::to_string(budget.bytes) + " bytes", "");
+  GRAFT_CHECK(seq.size() >= 1, op, "a Sequential with at least one module", "an empty Sequential",
+              "add modules to the Sequential, or call the module directly");
+  GRAFT_CHECK(budget.bytes > 0, op, "a positive byte budget", std::to_string(budget.bytes) + " bytes",
+              "pass a budget in bytes > 0, e.g. graft::memory::parse_bytes(\"2GiB\")");
   GRAFT_CHECK(input.defined(), op, "a defined input", "an undefined tensor", "");
   const auto& entries = seq.entries();
   const size_t n = entries.size();
@@ -358,21 +362,22 @@ CheckpointPlan plan_checkpoint_sequential(nn::SequentialImpl& seq, CheckpointBud
 
 CheckpointPlan plan_checkpoint_sequential(const nn::Sequential& seq, CheckpointBudget budget, const Tensor& input) {
   GRAFT_CHECK(!seq.is_empty(), "plan_checkpoint_sequential", "a constructed Sequential", "an empty holder (nullptr)",
-              "");
+              "construct the Sequential, e.g. nn::Sequential(nn::Linear(4, 4))");
   return plan_checkpoint_sequential(*seq.ptr(), budget, input);
 }
 
 Tensor checkpoint_sequential(nn::SequentialImpl& seq, CheckpointBudget budget, const Tensor& input) {
   if (!GradMode::is_enabled()) {
     GRAFT_CHECK(seq.size() >= 1, "checkpoint_sequential", "a Sequential with at least one module",
-                "an empty Sequential", "");
+                "an empty Sequential", "add modules to the Sequential, or call the module directly");
     return seq.forward(input);
   }
   return checkpoint_sequential(seq, plan_checkpoint_sequential(seq, budget, input).segments, input);
 }
 
 Tensor checkpoint_sequential(const nn::Sequential& seq, CheckpointBudget budget, const Tensor& input) {
-  GRAFT_CHECK(!seq.is_empty(), "checkpoint_sequential", "a constructed Sequential", "an empty holder (nullptr)", "");
+  GRAFT_CHECK(!seq.is_empty(), "checkpoint_sequential", "a constructed Sequential", "an empty holder (nullptr)",
+              "construct the Sequential, e.g. nn::Sequential(nn::Linear(4, 4))");
   return checkpoint_sequential(*seq.ptr(), budget, input);
 }
 

@@ -40,7 +40,8 @@ Tensor SiLUImpl::forward(const Tensor& input) { return F::silu(input); }
 GELUImpl::GELUImpl(const GELUOptions& options_) : options(options_) { reset(); }
 void GELUImpl::reset() {
   GRAFT_CHECK(options.approximate() == "none" || options.approximate() == "tanh", "GELU",
-              "approximate 'none' or 'tanh'", "'" + options.approximate() + "'", "");
+              "approximate 'none' or 'tanh'", "'" + options.approximate() + "'",
+              "use \"none\" for the exact erf form or \"tanh\" for the tanh approximation");
 }
 Tensor GELUImpl::forward(const Tensor& input) {
   return F::gelu(input, F::GELUFuncOptions().approximate(options.approximate()));

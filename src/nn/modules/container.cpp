@@ -18,7 +18,8 @@ void check_index(size_t index, size_t size, const char* op) {
 // ---- Functional ----
 
 FunctionalImpl::FunctionalImpl(Function function) : function_(std::move(function)) {
-  GRAFT_CHECK(static_cast<bool>(function_), "Functional", "a callable", "an empty std::function", "");
+  GRAFT_CHECK(static_cast<bool>(function_), "Functional", "a callable", "an empty std::function",
+              "pass a lambda or function");
 }
 
 // ---- Sequential ----
@@ -93,7 +94,7 @@ void ModuleListImpl::append(std::shared_ptr<Module> module) {
 
 void ModuleListImpl::insert_ptr(size_t index, std::shared_ptr<Module> module) {
   GRAFT_CHECK(index <= modules_.size(), "ModuleList::insert", "an index at most the size " + std::to_string(modules_.size()),
-              std::to_string(index), "");
+              std::to_string(index), "pass an index in [0, size()]; use push_back to append");
   modules_.insert(modules_.begin() + static_cast<std::ptrdiff_t>(index), std::move(module));
   // Re-register under the shifted indices.
   children_.clear();
@@ -149,7 +150,8 @@ std::shared_ptr<Module> ModuleDictImpl::operator[](const std::string& key) const
   std::string known;
   if (!m)
     for (const auto& k : children_.keys()) known += (known.empty() ? "" : ", ") + k;
-  GRAFT_CHECK(m != nullptr, "ModuleDict", "one of the keys [" + known + "]", "'" + key + "'", "");
+  GRAFT_CHECK(m != nullptr, "ModuleDict", "one of the keys [" + known + "]", "'" + key + "'",
+              "check the key against keys(), or use contains() first");
   return *m;
 }
 

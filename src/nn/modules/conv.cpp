@@ -23,15 +23,19 @@ std::string tuple_str(const ExpandingArray<2>& a) {
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& options_) : options(options_) {
   const int64_t in = options.in_channels(), out = options.out_channels(), g = options.groups();
   GRAFT_CHECK(in > 0 && out > 0, "Conv2d", "positive in_channels and out_channels",
-              "in_channels " + std::to_string(in) + ", out_channels " + std::to_string(out), "");
-  GRAFT_CHECK(g > 0, "Conv2d", "groups > 0", "groups = " + std::to_string(g), "");
+              "in_channels " + std::to_string(in) + ", out_channels " + std::to_string(out),
+              "pass in_channels and out_channels >= 1");
+  GRAFT_CHECK(g > 0, "Conv2d", "groups > 0", "groups = " + std::to_string(g),
+              "pass groups >= 1 (1 is an ordinary convolution)");
   GRAFT_CHECK(in % g == 0, "Conv2d", "in_channels divisible by groups",
-              "in_channels " + std::to_string(in) + " with groups = " + std::to_string(g), "");
+              "in_channels " + std::to_string(in) + " with groups = " + std::to_string(g),
+              "choose groups that divide in_channels");
   GRAFT_CHECK(out % g == 0, "Conv2d", "out_channels divisible by groups",
-              "out_channels " + std::to_string(out) + " with groups = " + std::to_string(g), "");
+              "out_channels " + std::to_string(out) + " with groups = " + std::to_string(g),
+              "choose groups that divide out_channels");
   for (size_t i = 0; i < 2; ++i) {
     GRAFT_CHECK(options.kernel_size()[i] > 0, "Conv2d", "a positive kernel_size",
-                "kernel_size " + tuple_str(options.kernel_size()), "");
+                "kernel_size " + tuple_str(options.kernel_size()), "pass kernel_size >= 1");
   }
   reset();
 }

@@ -18,7 +18,7 @@ Tensor DropoutImpl::forward(const Tensor& input) {
   const double p = options.p();
   if (!is_training() || p == 0.0) return input;
   GRAFT_CHECK(input.is_floating_point(), "Dropout", "a floating-point input",
-              std::string("a ") + dtype_name(input.dtype()) + " tensor", "");
+              std::string("a ") + dtype_name(input.dtype()) + " tensor", "convert it: input.to(graft::kFloat32)");
   // keep = U[0, 1) >= p: kept with probability 1 - p; p = 1 zeroes everything.
   Tensor scaled_mask = p == 1.0 ? graft::zeros_like(input)
                                 : graft::rand(input.sizes(), input.dtype()).ge(p).to(input.dtype()) / (1.0 - p);

@@ -11,7 +11,8 @@ namespace graft::nn {
 EmbeddingImpl::EmbeddingImpl(EmbeddingOptions options_) : options(std::move(options_)) {
   const int64_t num = options.num_embeddings();
   GRAFT_CHECK(num >= 0 && options.embedding_dim() >= 0, "Embedding", "non-negative num_embeddings and embedding_dim",
-              std::to_string(num) + " and " + std::to_string(options.embedding_dim()), "");
+              std::to_string(num) + " and " + std::to_string(options.embedding_dim()),
+              "pass num_embeddings and embedding_dim >= 0");
   if (auto idx = options.padding_idx()) {
     GRAFT_CHECK(*idx < num && *idx >= -num, "Embedding", "padding_idx within num_embeddings " + std::to_string(num),
                 "padding_idx " + std::to_string(*idx), "negative values count from the end");
@@ -25,7 +26,8 @@ void EmbeddingImpl::reset() {
   if (given.defined()) {
     GRAFT_CHECK(given.dim() == 2 && given.size(0) == options.num_embeddings() && given.size(1) == options.embedding_dim(),
                 "Embedding", "_weight of shape " + shape_str({options.num_embeddings(), options.embedding_dim()}),
-                "shape " + shape_str(given.sizes()), "");
+                "shape " + shape_str(given.sizes()),
+                "pass _weight of shape (num_embeddings, embedding_dim), or leave it unset");
     weight = register_parameter("weight", given.detach().clone());
   } else {
     weight = register_parameter("weight", graft::empty({options.num_embeddings(), options.embedding_dim()}));
@@ -53,7 +55,8 @@ std::string EmbeddingImpl::extra_repr() const {
 
 Embedding embedding_from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options) {
   GRAFT_CHECK(embeddings.defined() && embeddings.dim() == 2, "Embedding::from_pretrained", "a 2-D tensor of embeddings",
-              embeddings.defined() ? "shape " + shape_str(embeddings.sizes()) : "an undefined tensor", "");
+              embeddings.defined() ? "shape " + shape_str(embeddings.sizes()) : "an undefined tensor",
+              "pass a (num_embeddings, embedding_dim) matrix");
   Embedding e(EmbeddingOptions(embeddings.size(0), embeddings.size(1))._weight(embeddings).padding_idx(options.padding_idx()));
   e->weight.set_requires_grad(!options.freeze());
   return e;

@@ -14,7 +14,7 @@ LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
               "non-negative in_features and out_features",
               "in_features " + std::to_string(options.in_features()) + ", out_features " +
                   std::to_string(options.out_features()),
-              "");
+              "pass in_features and out_features >= 0");
   reset();
 }
 

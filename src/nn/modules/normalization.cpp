@@ -11,7 +11,8 @@ namespace graft::nn {
 template <class Derived>
 void BatchNormImplBase<Derived>::reset() {
   const int64_t C = options.num_features();
-  GRAFT_CHECK(C > 0, this->name(), "a positive num_features", "num_features " + std::to_string(C), "");
+  GRAFT_CHECK(C > 0, this->name(), "a positive num_features", "num_features " + std::to_string(C),
+              "pass num_features = the input's channel count, input.size(1)");
   weight = this->register_parameter("weight", options.affine() ? graft::empty({C}) : Tensor(), options.affine());
   bias = this->register_parameter("bias", options.affine() ? graft::empty({C}) : Tensor(), options.affine());
   const bool track = options.track_running_stats();
@@ -94,9 +95,11 @@ void BatchNorm2dImpl::check_input_dim(const Tensor& input) const {
 }
 
 LayerNormImpl::LayerNormImpl(const LayerNormOptions& options_) : options(options_) {
-  GRAFT_CHECK(!options.normalized_shape().empty(), "LayerNorm", "a non-empty normalized_shape", "[]", "");
+  GRAFT_CHECK(!options.normalized_shape().empty(), "LayerNorm", "a non-empty normalized_shape", "[]",
+              "pass the trailing dims to normalise, e.g. {hidden_size}");
   for (int64_t s : options.normalized_shape())
-    GRAFT_CHECK(s > 0, "LayerNorm", "positive sizes in normalized_shape", shape_str(options.normalized_shape()), "");
+    GRAFT_CHECK(s > 0, "LayerNorm", "positive sizes in normalized_shape", shape_str(options.normalized_shape()),
+                "pass sizes >= 1");
   reset();
 }
 
