@@ -8,6 +8,14 @@
 #include "report.h"
 #include "train.h"
 
+namespace {
+// A path flag given as "" is an error (issue 14, item 5): `--save ""` used to mean "no checkpoint"
+// and `--data ""` the default directory, silently.
+const CLI::Validator kNonEmpty(
+    [](std::string& v) { return v.empty() ? std::string("must not be empty (leave the flag out instead)") : std::string(); },
+    "PATH");
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"graft: train neural networks in C++ with PyTorch's autograd semantics"};
   app.require_subcommand(1);
@@ -50,11 +58,14 @@ int main(int argc, char** argv) {
   train->add_option("--data", cfg.data,
                     "directory with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "
                     "t10k-labels-idx1-ubyte (each may be .gz); default: Debian's Fashion-MNIST in "
-                    "/usr/share/datasets/fashion-mnist");
+                    "/usr/share/datasets/fashion-mnist")
+      ->check(kNonEmpty);
   train->add_option("--train-limit", cfg.train_limit, "use only the first N training images (0: all)")
       ->capture_default_str();
-  train->add_option("--save", cfg.save, "checkpoint (safetensors) written atomically after every epoch");
-  train->add_option("--resume", cfg.resume, "continue the run saved in this checkpoint (same flags)");
+  train->add_option("--save", cfg.save, "checkpoint (safetensors) written atomically after every epoch")
+      ->check(kNonEmpty);
+  train->add_option("--resume", cfg.resume, "continue the run saved in this checkpoint (same flags)")
+      ->check(kNonEmpty);
   train->add_option("--stop-after", cfg.stop_after,
                     "stop after this many epochs of this process (needs --save; continue with --resume)")
       ->capture_default_str();
@@ -65,8 +76,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();
 
-  train->add_option("--log", cfg.log, "write a JSON Lines run log (steps, epochs, gradient health) to this file");
-  train->add_option("--report", cfg.report, "write an HTML report of the run (as graft report does) to this file");
+  train->add_option("--log", cfg.log, "write a JSON Lines run log (steps, epochs, gradient health) to this file")
+      ->check(kNonEmpty);
+  train->add_option("--report", cfg.report, "write an HTML report of the run (as graft report does) to this file")
+      ->check(kNonEmpty);
   train->add_option("--monitor-every", cfg.monitor_every,
                     "with --log or --report: sample gradient health every N steps")
       ->capture_default_str();
@@ -82,7 +95,8 @@ int main(int argc, char** argv) {
   plan->add_option("--batch-size", plan_cfg.train.batch_size, "examples per batch (default: 128 for mlp, 64 for cnn)");
   plan->add_flag("--batch-norm,!--no-batch-norm", plan_cfg.train.batch_norm, "batch normalisation after hidden layers");
   plan->add_option("--dropout", plan_cfg.train.dropout, "dropout probability after hidden layers");
-  plan->add_option("--data", plan_cfg.train.data, "directory with the IDX files (default: Debian's Fashion-MNIST)");
+  plan->add_option("--data", plan_cfg.train.data, "directory with the IDX files (default: Debian's Fashion-MNIST)")
+      ->check(kNonEmpty);
   plan->add_option("--train-limit", plan_cfg.train.train_limit, "use only the first N training images");
   plan->add_option("--threads", plan_cfg.train.threads, "compute threads (0: every core)");
   plan->add_option("--budget", plan_cfg.budget, "a memory budget such as 2GiB: print the largest batch that fits");
@@ -95,8 +109,8 @@ int main(int argc, char** argv) {
 
   std::string report_log, report_out = "report.html";
   CLI::App* report = app.add_subcommand("report", "Turn a run log (graft train --log) into one self-contained HTML page");
-  report->add_option("log", report_log, "the JSON Lines run log")->required();
-  report->add_option("-o,--output", report_out, "the HTML file to write")->capture_default_str();
+  report->add_option("log", report_log, "the JSON Lines run log")->check(kNonEmpty)->required();
+  report->add_option("-o,--output", report_out, "the HTML file to write")->check(kNonEmpty)->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   try {

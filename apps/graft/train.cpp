@@ -149,7 +149,7 @@ void initialise(nn::Sequential& model, const std::string& scheme) {
 // ---- optimiser and schedule ----
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {
-  const double lr = cfg.lr > 0 ? cfg.lr : default_lr(cfg.optimizer);
+  const double lr = cfg.lr.value_or(default_lr(cfg.optimizer));
   if (cfg.optimizer == "sgd")
     return std::make_unique<optim::SGD>(
         params, optim::SGDOptions(lr).momentum(cfg.momentum).nesterov(cfg.nesterov).weight_decay(cfg.weight_decay));
@@ -192,7 +192,7 @@ struct Schedule {
 Schedule make_schedule(const TrainConfig& cfg, optim::Optimizer& opt, int64_t batches_per_epoch) {
   Schedule s;
   const int64_t total_steps = std::max<int64_t>(1, cfg.epochs * batches_per_epoch);
-  const double lr = cfg.lr > 0 ? cfg.lr : default_lr(cfg.optimizer);
+  const double lr = cfg.lr.value_or(default_lr(cfg.optimizer));
   if (cfg.schedule == "step") {
     s.scheduler = std::make_unique<optim::StepLR>(opt, cfg.step_size, cfg.gamma);
   } else if (cfg.schedule == "exponential") {
@@ -226,7 +226,7 @@ std::map<std::string, std::string> shaping_flags(const TrainConfig& c) {
   };
   return {{"model", c.model},
           {"optimizer", c.optimizer},
-          {"lr", num(c.lr > 0 ? c.lr : default_lr(c.optimizer))},
+          {"lr", num(c.lr.value_or(default_lr(c.optimizer)))},
           {"momentum", num(c.momentum)},
           {"nesterov", c.nesterov ? "true" : "false"},
           {"weight-decay", num(c.weight_decay)},
@@ -419,7 +419,8 @@ void validate(const TrainConfig& c) {
   positive("--epochs", static_cast<double>(c.epochs), "5 epochs reach the README's accuracy");
   positive("--step-size", static_cast<double>(c.step_size), "decay every few epochs, e.g. --step-size 2");
   positive("--gamma", c.gamma, "0.1 divides the learning rate by ten");
-  GRAFT_CHECK(c.lr >= 0 && std::isfinite(c.lr), "graft train --lr", "a positive learning rate", std::to_string(c.lr),
+  GRAFT_CHECK(!c.lr || (*c.lr > 0 && std::isfinite(*c.lr)), "graft train --lr", "a positive learning rate",
+              std::to_string(c.lr.value_or(0)),
               "try 0.05 for sgd, 0.001 for adam");
   GRAFT_CHECK(c.dropout >= 0 && c.dropout < 1, "graft train --dropout", "a probability in [0, 1)",
               std::to_string(c.dropout), "0.2 is typical; 0 turns dropout off");
@@ -472,7 +473,7 @@ nlohmann::json run_record(const TrainConfig& cfg, int64_t parameters) {
           {"command", "graft train"},
           {"model", cfg.model},
           {"optimizer", cfg.optimizer},
-          {"lr", cfg.lr > 0 ? cfg.lr : default_lr(cfg.optimizer)},
+          {"lr", cfg.lr.value_or(default_lr(cfg.optimizer))},
           {"schedule", cfg.schedule},
           {"batch_size", batch_size(cfg)},
           {"epochs", cfg.epochs},

@@ -14,6 +14,7 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,7 @@ namespace graft::cli {
 struct TrainConfig {
   std::string model = "mlp";        // mlp | cnn
   std::string optimizer = "sgd";    // sgd | adam | adamw | rmsprop | adagrad
-  double lr = 0;                    // 0: the optimiser's default (see default_lr)
+  std::optional<double> lr;         // unset: the optimiser's default (see default_lr); 0 is an error
   double momentum = 0.9;            // sgd, rmsprop
   bool nesterov = false;            // sgd
   double weight_decay = 0;          // 0 (adamw: 0.01 unless set)

@@ -305,6 +305,10 @@ TEST(Train, BadFlagsAndMissingDataAreClearErrors) {
   c = TrainConfig();
   c.dropout = 1.0;
   EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--dropout", "[0, 1)"}));
+  // Issue 14, item 5: --lr 0 was silently the optimiser's default (0.05 for sgd).
+  c = TrainConfig();
+  c.lr = 0.0;
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--lr", "positive"}));
   c = TrainConfig();
   c.stop_after = 1;
   EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--stop-after", "--save"}));
