@@ -18,6 +18,7 @@
 
 #include <sys/resource.h>
 
+#include "paths.h"
 #include "report.h"
 
 #include "progress.h"
@@ -433,6 +434,13 @@ void validate(const TrainConfig& c) {
               "a negative value", "pass 0 to turn one off");
   GRAFT_CHECK(c.stop_after == 0 || !c.save.empty(), "graft train --stop-after", "--save FILE as well",
               "no --save", "a run stopped early continues with --resume FILE, so save it");
+  // Output paths, before any work (issue 14, items 4 and 5). --resume may name --save's file (a
+  // run continues its own checkpoint), but not the log's or the report's.
+  check_output_directory("graft train", "--save", c.save);
+  check_output_directory("graft train", "--log", c.log);
+  check_output_directory("graft train", "--report", c.report);
+  check_distinct_paths("graft train", {{"--save", c.save}, {"--log", c.log}, {"--report", c.report}});
+  check_distinct_paths("graft train", {{"--resume", c.resume}, {"--log", c.log}, {"--report", c.report}});
 }
 
 namespace {

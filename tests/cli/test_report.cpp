@@ -3,6 +3,9 @@
 // data (each chart records what it drew in data-* attributes, see report.cpp).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -151,6 +154,23 @@ TEST(Report, ReadRunLogRejectsALineThatIsNotARecord) {
   write_bytes(dir / "run.jsonl", std::vector<uint8_t>(text.begin(), text.end()));
   EXPECT_TRUE(throws_error([&] { cli::read_run_log(dir / "run.jsonl"); }, {"graft report", "run.jsonl line 3"}));
   EXPECT_TRUE(throws_error([&] { cli::read_run_log(dir / "missing.jsonl"); }, {"graft report", "missing.jsonl"}));
+}
+
+// Issue 14, item 5: `graft report X -o X` replaced the log with its own report.
+TEST(Report, RefusesToWriteOverItsOwnLog) {
+  TempDir dir;
+  const std::string text = "{\"type\":\"step\",\"step\":0,\"loss\":1}\n";
+  write_bytes(dir / "run.jsonl", std::vector<uint8_t>(text.begin(), text.end()));
+  EXPECT_TRUE(throws_error([&] { cli::write_report(dir / "run.jsonl", dir / "run.jsonl"); },
+                           {"graft report", "same file", "-o"}));
+  EXPECT_TRUE(throws_error([&] { cli::write_report(dir / "run.jsonl", dir.path() + "/./run.jsonl"); },
+                           {"graft report", "same file"}));
+  // The log is untouched (hand check: the same bytes as written).
+  std::ifstream in(dir / "run.jsonl");
+  std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(back, text);
+  EXPECT_TRUE(throws_error([&] { cli::write_report(dir / "run.jsonl", dir / "no-such-dir/r.html"); },
+                           {"graft report -o", "no-such-dir", "does not exist"}));
 }
 
 }  // namespace

@@ -319,5 +319,31 @@ TEST(Train, BadFlagsAndMissingDataAreClearErrors) {
   EXPECT_TRUE(throws_error([&] { cli::train(c, sink); }, {"train-images-idx3-ubyte"}));
 }
 
+// Issue 14, items 4 and 5: output paths are checked before any work. Two outputs on one file, or
+// an output in a missing directory, used to fail only after the run (or destroy one output).
+TEST(Train, OutputPathsAreCheckedBeforeTraining) {
+  TempDir dir;
+  TrainConfig c;
+  c.log = dir / "x";
+  c.report = dir / "x";
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--log", "--report", "same file"}));
+  c = TrainConfig();
+  c.log = dir / "x";
+  c.save = dir.path() + "/../" + std::filesystem::path(dir.path()).filename().string() + "/x";
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--save", "--log", "same file"}));
+  c = TrainConfig();
+  c.report = dir / "missing/report.html";
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--report", "missing", "does not exist"}));
+  c = TrainConfig();
+  c.save = dir / "missing/ck.safetensors";
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--save", "missing"}));
+  // --resume may name --save's own file (a run continues its checkpoint).
+  c = TrainConfig();
+  c.save = dir / "ck.safetensors";
+  c.resume = dir / "ck.safetensors";
+  EXPECT_NO_THROW(cli::validate(c));
+  EXPECT_TRUE(dir.files().empty());  // nothing was written by the checks
+}
+
 }  // namespace
 }  // namespace graft::test
