@@ -14,6 +14,13 @@ namespace {
 const CLI::Validator kNonEmpty(
     [](std::string& v) { return v.empty() ? std::string("must not be empty (leave the flag out instead)") : std::string(); },
     "PATH");
+// Unsigned flags: CLI11 would wrap "-1" to 2^64 - 1 (issue 14, item 11); only digits are a seed.
+const CLI::Validator kWholeNumber(
+    [](std::string& v) {
+      const bool digits = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+      return digits ? std::string() : std::string("must be a whole number >= 0");
+    },
+    "UINT");
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,8 +48,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--step-size", cfg.step_size, "epochs between decays of --schedule step")->capture_default_str();
   train->add_option("--gamma", cfg.gamma, "decay factor of --schedule step and exponential")->capture_default_str();
-  train->add_option("--batch-size", cfg.batch_size, "examples per batch (default: 128 for mlp, 64 for cnn)");
-  train->add_option("--epochs", cfg.epochs, "passes over the training set")->capture_default_str();
+  train->add_option("--batch-size", cfg.batch_size,
+                    "examples per batch, at most 2^24 (default: 128 for mlp, 64 for cnn)");
+  train->add_option("--epochs", cfg.epochs, "passes over the training set (at most 1000000)")->capture_default_str();
   train->add_option("--init", cfg.init,
                     "weight initialisation: default (PyTorch's), kaiming_uniform, kaiming_normal, xavier_uniform, "
                     "xavier_normal or orthogonal")
@@ -52,9 +60,13 @@ int main(int argc, char** argv) {
   train->add_flag("--batch-norm,!--no-batch-norm", cfg.batch_norm, "batch normalisation after each hidden layer");
   train->add_option("--dropout", cfg.dropout, "dropout probability after hidden layers (0: none)")
       ->capture_default_str();
-  train->add_option("--seed", cfg.seed, "seed of weights, shuffling and dropout")->capture_default_str();
-  train->add_option("--threads", cfg.threads, "compute threads (0: every core)")->capture_default_str();
-  train->add_option("--workers", cfg.workers, "background threads preparing batches")->capture_default_str();
+  train->add_option("--seed", cfg.seed, "seed of weights, shuffling and dropout (0 to 2^64 - 1)")
+      ->check(kWholeNumber)
+      ->capture_default_str();
+  train->add_option("--threads", cfg.threads, "compute threads (0: every core; at most 4 per core)")
+      ->capture_default_str();
+  train->add_option("--workers", cfg.workers, "background threads preparing batches (at most 64)")
+      ->capture_default_str();
   train->add_option("--data", cfg.data,
                     "directory with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "
                     "t10k-labels-idx1-ubyte (each may be .gz); default: Debian's Fashion-MNIST in "

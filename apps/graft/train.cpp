@@ -4,9 +4,11 @@
 #include <graft/graft.h>
 
 #include <bit>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -188,6 +190,16 @@ struct Schedule {
     if (scheduler) scheduler->load_state_dict(state);
     if (plateau) plateau->load_state_dict(state);
   }
+  // After a resume: the schedule has stepped once per finished epoch (or batch), as the run does.
+  void check_resumed(int64_t epochs_done, int64_t batches_per_epoch, const std::string& file) const {
+    if (!scheduler && !plateau) return;
+    const int64_t expected = per_batch ? epochs_done * batches_per_epoch : epochs_done;
+    const int64_t got = scheduler ? scheduler->last_epoch() : plateau->last_epoch();
+    GRAFT_CHECK(got == expected, "graft train --resume",
+                "a schedule at step " + std::to_string(expected) + " after " + std::to_string(epochs_done) + " epochs",
+                "step " + std::to_string(got) + " in " + file,
+                "the checkpoint's schedule state is damaged; resume from a file that graft train wrote");
+  }
 };
 
 Schedule make_schedule(const TrainConfig& cfg, optim::Optimizer& opt, int64_t batches_per_epoch) {
@@ -258,6 +270,20 @@ io::TensorDict generator_state() {
   return d;
 }
 
+// A whole decimal count in [lo, hi] from checkpoint metadata: " 2x", "-1", "" and out-of-range
+// values are errors naming the file and the field (std::stoll would accept " 2x" as 2, and throw a
+// bare "stoll" for "x").
+int64_t parse_count(const std::string& text, const std::string& field, const std::string& file, int64_t lo,
+                    int64_t hi) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  GRAFT_CHECK(!text.empty() && ec == std::errc() && ptr == end && v >= lo && v <= hi, "graft train --resume",
+              "a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] as " + field + " in " + file,
+              "\"" + text + "\"", "the checkpoint's metadata is damaged; resume from a file that graft train wrote");
+  return v;
+}
+
 void set_generator_state(const io::TensorDict& d, const std::string& file) {
   const Tensor* words = d.find("words");
   const Tensor* spare = d.find("spare");
@@ -272,6 +298,10 @@ void set_generator_state(const io::TensorDict& d, const std::string& file) {
   st.seed = std::bit_cast<uint64_t>(p[4]);
   st.has_spare = p[5] != 0;
   st.spare = spare->item<double>();
+  // xoshiro256's all-zero state is a fixed point (every draw 0); a spare normal is finite.
+  GRAFT_CHECK((st.s[0] | st.s[1] | st.s[2] | st.s[3]) != 0 && (p[5] == 0 || p[5] == 1) && std::isfinite(st.spare),
+              "graft train --resume", "a random-number state graft wrote (rng.words not all zero, a flag of 0 or 1, "
+              "a finite rng.spare)", "a damaged state in " + file, "resume from a checkpoint that graft train wrote");
   default_generator().set_state(st);
 }
 
@@ -286,8 +316,16 @@ void save_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimizer& o
 }
 
 // Loads a checkpoint into the run and returns the number of epochs it had finished.
-int64_t resume_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimizer& opt, Schedule& sched) {
-  const io::Checkpoint ck = io::load_checkpoint(cfg.resume);
+int64_t resume_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimizer& opt, Schedule& sched,
+                   int64_t batches_per_epoch) {
+  const io::Checkpoint ck = [&] {
+    try {
+      return io::load_checkpoint(cfg.resume);
+    } catch (const std::bad_alloc&) {
+      throw Error("graft train --resume", "a checkpoint that fits in memory", cfg.resume + " (out of memory reading it)",
+                  "free memory, or check that the file is the checkpoint graft train wrote");
+    }
+  }();
   const std::string* format = ck.metadata.count("format") ? &ck.metadata.at("format") : nullptr;
   GRAFT_CHECK(format && *format == "graft-train/1", "graft train --resume",
               "a checkpoint written by graft train --save", cfg.resume + " without graft train's metadata",
@@ -299,10 +337,11 @@ int64_t resume_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimiz
   }
   model->load_state_dict(ck.part("model."));
   opt.load_state_dict(ck.part("optim."));
+  const int64_t done = parse_count(ck.meta("epochs_done"), "epochs_done", cfg.resume, 0, cfg.epochs);
   sched.load_state_dict(ck.part("sched.", /*required=*/false));
+  sched.check_resumed(done, batches_per_epoch, cfg.resume);
   set_generator_state(ck.part("rng."), cfg.resume);
-  const std::string& done = ck.meta("epochs_done");
-  return std::stoll(done);
+  return done;
 }
 
 // ---- the run log (Note [Run log] in report.h) ----
@@ -405,7 +444,52 @@ double default_lr(const std::string& optimizer) {
   return 1e-3;  // adam, adamw, rmsprop
 }
 
+// The largest values the numeric flags accept (issue 14, item 11): beyond them a count overflows
+// int64 arithmetic somewhere (steps = epochs x batches, the effective batch = batch x accumulate,
+// a plan's bytes = batch x features x 4), or the value is a typo no run needs.
+constexpr int64_t kMaxBatchSize = int64_t{1} << 24;  // 16,777,216 examples
+constexpr int64_t kMaxEpochs = 1000000;
+constexpr int64_t kMaxWorkers = 64;
+
+int max_threads() {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return 4 * cores;
+}
+
+// Bounds of the numeric flags, before anything is computed from them.
+void check_bounds(const TrainConfig& c) {
+  auto in_range = [](const char* flag, int64_t v, int64_t lo, int64_t hi, const std::string& hint) {
+    GRAFT_CHECK(v >= lo && v <= hi, std::string("graft train ") + flag,
+                "a value in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", std::to_string(v), hint);
+  };
+  GRAFT_CHECK(c.batch_size >= 0 && c.batch_size <= kMaxBatchSize, "graft train --batch-size",
+              "a positive batch size of at most " + std::to_string(kMaxBatchSize) + " (or 0 for the model's default)",
+              std::to_string(c.batch_size), "128 is a good start");
+  in_range("--epochs", c.epochs, 1, kMaxEpochs, "5 epochs reach the README's accuracy");
+  in_range("--step-size", c.step_size, 1, kMaxEpochs, "decay every few epochs, e.g. --step-size 2");
+  in_range("--stop-after", c.stop_after, 0, kMaxEpochs, "0 runs to --epochs");
+  in_range("--monitor-every", c.monitor_every, 1, std::numeric_limits<int64_t>::max(),
+           "1 samples every step; 10 every tenth");
+  in_range("--threads", c.threads, 0, max_threads(),
+           "at most 4 threads per core (" + std::to_string(max_threads() / 4) + " cores here); 0 uses every core");
+  in_range("--workers", c.workers, 0, kMaxWorkers, "1 prepares the next batch in the background");
+  auto finite = [](const char* flag, double v) {
+    GRAFT_CHECK(std::isfinite(v), std::string("graft train ") + flag, "a finite number", std::to_string(v), "");
+  };
+  finite("--momentum", c.momentum);
+  finite("--weight-decay", c.weight_decay);
+  finite("--gamma", c.gamma);
+  finite("--dropout", c.dropout);
+  // Batch norm over a batch of one example has no variance to normalise with (PyTorch raises
+  // "Expected more than 1 value per channel when training"). The mlp's BatchNorm1d sees one value per
+  // channel and example; the cnn's BatchNorm2d sees H x W per example, so a batch of 1 works there.
+  GRAFT_CHECK(!(c.batch_norm && c.model == "mlp" && c.batch_size == 1), "graft train --batch-norm",
+              "a batch of at least 2 examples (batch norm needs more than one value per channel)", "--batch-size 1",
+              "use --batch-size 2 or more, or --no-batch-norm");
+}
+
 void validate(const TrainConfig& c) {
+  check_bounds(c);
   check_choice("--model", c.model, {"mlp", "cnn"});
   check_choice("--optimizer", c.optimizer, {"sgd", "adam", "adamw", "rmsprop", "adagrad"});
   check_choice("--schedule", c.schedule, {"none", "step", "exponential", "cosine", "onecycle", "plateau"});
@@ -415,20 +499,12 @@ void validate(const TrainConfig& c) {
   auto positive = [](const char* flag, double v, const char* hint) {
     GRAFT_CHECK(v > 0, std::string("graft train ") + flag, "a positive value", std::to_string(v), hint);
   };
-  GRAFT_CHECK(c.batch_size >= 0, "graft train --batch-size", "a positive batch size (or 0 for the model's default)",
-              std::to_string(c.batch_size), "128 is a good start");
-  positive("--epochs", static_cast<double>(c.epochs), "5 epochs reach the README's accuracy");
-  positive("--step-size", static_cast<double>(c.step_size), "decay every few epochs, e.g. --step-size 2");
-  positive("--gamma", c.gamma, "0.1 divides the learning rate by ten");
+positive("--gamma", c.gamma, "0.1 divides the learning rate by ten");
   GRAFT_CHECK(!c.lr || (*c.lr > 0 && std::isfinite(*c.lr)), "graft train --lr", "a positive learning rate",
               std::to_string(c.lr.value_or(0)),
               "try 0.05 for sgd, 0.001 for adam");
   GRAFT_CHECK(c.dropout >= 0 && c.dropout < 1, "graft train --dropout", "a probability in [0, 1)",
               std::to_string(c.dropout), "0.2 is typical; 0 turns dropout off");
-  GRAFT_CHECK(c.threads >= 0, "graft train --threads", "0 (every core) or a positive count", std::to_string(c.threads),
-              "leave it at 0 to use every core");
-  GRAFT_CHECK(c.workers >= 0, "graft train --workers", "0 or more", std::to_string(c.workers),
-              "1 prepares the next batch in the background");
   GRAFT_CHECK(c.momentum >= 0 && c.weight_decay >= 0 && c.train_limit >= 0 && c.stop_after >= 0,
               "graft train", "non-negative --momentum, --weight-decay, --train-limit and --stop-after",
               "a negative value", "pass 0 to turn one off");
@@ -453,17 +529,31 @@ int64_t parameter_count(nn::Sequential& model) {
   return n;
 }
 
+// True when the epoch would end in a batch of one example that the mlp's batch norm cannot train
+// on (issue 14, item 13: it used to fail at the end of the first epoch, after all its work). That one
+// example is left out of each epoch instead (drop_last; the shuffle picks a different one each
+// epoch), and the run says so.
+bool drops_last_example(const TrainConfig& cfg, int64_t n) {
+  return cfg.batch_norm && cfg.model == "mlp" && n > 1 && n % batch_size(cfg) == 1;
+}
+
 data::DataLoader make_loader(const TrainConfig& cfg, const Data& d) {
-  return data::DataLoader(
-      data::TensorDataset(d.train_x, d.train_y),
-      data::DataLoaderOptions(batch_size(cfg)).shuffle(true).seed(cfg.seed).drop_last(false).num_workers(cfg.workers));
+  const int64_t n = d.train_x.size(0);
+  GRAFT_CHECK(!(cfg.batch_norm && cfg.model == "mlp" && n == 1), "graft train --batch-norm",
+              "at least 2 training examples (batch norm needs more than one value per channel)", "1 example",
+              "raise --train-limit, or use --no-batch-norm");
+  return data::DataLoader(data::TensorDataset(d.train_x, d.train_y), data::DataLoaderOptions(batch_size(cfg))
+                                                                         .shuffle(true)
+                                                                         .seed(cfg.seed)
+                                                                         .drop_last(drops_last_example(cfg, n))
+                                                                         .num_workers(cfg.workers));
 }
 
 // Resumes from --resume (returning the epochs it had finished), or announces a new run (0).
 int64_t resume_or_announce(const TrainConfig& cfg, const Data& d, nn::Sequential& model, optim::Optimizer& opt,
-                           Schedule& sched, Progress& progress) {
+                           Schedule& sched, int64_t batches_per_epoch, Progress& progress) {
   if (!cfg.resume.empty()) {
-    const int64_t first_epoch = resume_run(cfg, model, opt, sched);
+    const int64_t first_epoch = resume_run(cfg, model, opt, sched, batches_per_epoch);
     progress.message("resumed from " + cfg.resume + " after epoch " + std::to_string(first_epoch));
     return first_epoch;
   }
@@ -472,6 +562,8 @@ int64_t resume_or_announce(const TrainConfig& cfg, const Data& d, nn::Sequential
                 cfg.model.c_str(), static_cast<long long>(d.train_x.size(0)), static_cast<long long>(d.classes),
                 static_cast<long long>(parameter_count(model)), cfg.optimizer.c_str(), get_num_threads());
   progress.message(buf);
+  if (drops_last_example(cfg, d.train_x.size(0)))
+    progress.message("batch norm cannot train on a last batch of 1 example: each epoch leaves one example out");
   return 0;
 }
 
@@ -757,7 +849,7 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
 
   // Resume, or start; the log and what watches the run.
   Progress progress(out, Progress::style_for(cfg.progress, out));
-  const int64_t first_epoch = resume_or_announce(cfg, d, model, *opt, sched, progress);
+  const int64_t first_epoch = resume_or_announce(cfg, d, model, *opt, sched, loader.size(), progress);
   TrainResult result;
   result.parameters = parameter_count(model);
   RunLog log(cfg, !cfg.resume.empty());
@@ -794,7 +886,12 @@ std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
 PlanResult plan(const PlanConfig& pc, std::ostream& out) {
   const TrainConfig& cfg = pc.train;
   validate(cfg);
-  GRAFT_CHECK(pc.accumulate >= 1 && pc.checkpoint_segments >= 0, "graft plan", "--accumulate >= 1 and --checkpoint-segments >= 0",
+  // Bounded so that the effective batch (batch x accumulate) cannot overflow (issue 14, item 11).
+  constexpr int64_t kMaxAccumulate = int64_t{1} << 16, kMaxSegments = 1024;
+  GRAFT_CHECK(pc.accumulate >= 1 && pc.accumulate <= kMaxAccumulate && pc.checkpoint_segments >= 0 &&
+                  pc.checkpoint_segments <= kMaxSegments,
+              "graft plan", "--accumulate in [1, " + std::to_string(kMaxAccumulate) + "] and --checkpoint-segments in [0, " +
+                  std::to_string(kMaxSegments) + "]",
               std::to_string(pc.accumulate) + " and " + std::to_string(pc.checkpoint_segments), "");
   set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   manual_seed(cfg.seed);

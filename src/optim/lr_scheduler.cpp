@@ -53,12 +53,17 @@ const Tensor& entry(const StateDict& sd, const std::string& key, const char* op)
   return *t;
 }
 
-int64_t int_entry(const StateDict& sd, const std::string& key, const char* op) {
+// A count: last_epoch starts at -1 before the initial step (PyTorch's convention), the others at 0;
+// a value below `min_value` is a damaged state, not a schedule.
+int64_t int_entry(const StateDict& sd, const std::string& key, const char* op, int64_t min_value = 0) {
   const Tensor& t = entry(sd, key, op);
   GRAFT_CHECK(t.numel() == 1 && t.dtype() == DType::Int64, op, key + " as a 0-dim int64 tensor",
               std::string("a ") + dtype_name(t.dtype()) + " tensor of shape " + shape_str(t.sizes()),
               "load a state dict saved by the same scheduler");
-  return t.item<int64_t>();
+  const int64_t v = t.item<int64_t>();
+  GRAFT_CHECK(v >= min_value, op, key + " >= " + std::to_string(min_value), std::to_string(v),
+              "the state dict is damaged; load one saved by the same scheduler");
+  return v;
 }
 
 double double_entry(const StateDict& sd, const std::string& key, const char* op) {
@@ -77,7 +82,11 @@ std::vector<double> list_entry(const StateDict& sd, const std::string& key, size
               "the state dict belongs to an optimiser with a different number of param groups");
   Tensor d = t.to(kFloat64).contiguous();
   const double* p = d.data_ptr<double>();
-  return std::vector<double>(p, p + n);
+  std::vector<double> values(p, p + n);
+  for (double v : values)  // learning rates (and momenta): finite and not negative
+    GRAFT_CHECK(std::isfinite(v) && v >= 0, op, key + " of finite values >= 0", std::to_string(v),
+                "the state dict is damaged; load one saved by the same scheduler");
+  return values;
 }
 
 void check_keys(const StateDict& sd, const std::vector<std::string>& known, const char* op) {
@@ -129,7 +138,7 @@ StateDict LRScheduler::state_dict() const {
 void LRScheduler::load_state_dict(const StateDict& sd) {
   const char* op = "LRScheduler::load_state_dict";
   check_keys(sd, {"last_epoch", "step_count", "base_lrs", "last_lr"}, op);
-  const int64_t last_epoch = int_entry(sd, "last_epoch", op);
+  const int64_t last_epoch = int_entry(sd, "last_epoch", op, /*min_value=*/-1);
   const int64_t step_count = int_entry(sd, "step_count", op);
   std::vector<double> base_lrs = list_entry(sd, "base_lrs", base_lrs_.size(), op);
   std::vector<double> last_lr = list_entry(sd, "last_lr", base_lrs_.size(), op);
@@ -427,9 +436,11 @@ void ReduceLROnPlateau::load_state_dict(const StateDict& sd) {
   const char* op = "ReduceLROnPlateau::load_state_dict";
   check_keys(sd, {"best", "num_bad_epochs", "cooldown_counter", "last_epoch", "last_lr"}, op);
   const double best = double_entry(sd, "best", op);
+  GRAFT_CHECK(!std::isnan(best), op, "best as a number (or +-inf before the first step)", "nan",
+              "the state dict is damaged; load one saved by the same scheduler");
   const int64_t bad = int_entry(sd, "num_bad_epochs", op);
   const int64_t cooldown = int_entry(sd, "cooldown_counter", op);
-  const int64_t last_epoch = int_entry(sd, "last_epoch", op);
+  const int64_t last_epoch = int_entry(sd, "last_epoch", op, /*min_value=*/-1);
   std::vector<double> last_lr = list_entry(sd, "last_lr", min_lrs_.size(), op);
   best_ = best;
   num_bad_epochs_ = bad;

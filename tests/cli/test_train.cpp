@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 #include "../io/temp_dir.h"
@@ -343,6 +344,129 @@ TEST(Train, OutputPathsAreCheckedBeforeTraining) {
   c.resume = dir / "ck.safetensors";
   EXPECT_NO_THROW(cli::validate(c));
   EXPECT_TRUE(dir.files().empty());  // nothing was written by the checks
+}
+
+}  // namespace
+}  // namespace graft::test
+
+namespace graft::test {
+namespace {
+
+// Issue 14, item 11: absurd flag values used to wrap (a batch of 2^63 - 1 trained zero steps and
+// exited 0; graft plan predicted a negative peak); item 12: --threads 100000 spent gigabytes
+// before failing. Each is now an error naming the flag and its bound.
+TEST(Train, FlagValuesAreBounded) {
+  TrainConfig c;
+  c.batch_size = std::numeric_limits<int64_t>::max();
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--batch-size", "16777216", "9223372036854775807"}));
+  c = TrainConfig();
+  c.epochs = int64_t{1} << 40;
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--epochs", "1000000", "1099511627776"}));
+  c = TrainConfig();
+  c.threads = 100000;
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--threads", "4 threads per core", "100000"}));
+  c = TrainConfig();
+  c.workers = 1000;
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--workers", "64", "1000"}));
+  c = TrainConfig();
+  c.gamma = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--gamma", "finite"}));
+  c = TrainConfig();
+  c.monitor_every = 0;
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--monitor-every"}));
+
+  std::ostringstream sink;
+  cli::PlanConfig pc;
+  pc.train.batch_size = 1000000000000000;
+  EXPECT_TRUE(throws_error([&] { cli::plan(pc, sink); }, {"--batch-size", "1000000000000000"}));
+  pc = cli::PlanConfig();
+  pc.accumulate = int64_t{1} << 62;
+  EXPECT_TRUE(throws_error([&] { cli::plan(pc, sink); }, {"--accumulate", "65536"}));
+  EXPECT_TRUE(sink.str().empty()) << "the checks come before any work";
+}
+
+// Issue 14, item 13: with --batch-norm, an epoch ending in a batch of one example used to fail at
+// the end of the first epoch, after all its work. 33 examples in batches of 16 leave 1 over: that
+// example is left out of each epoch (2 steps per epoch, not 3), and a batch of 1 is an error up front.
+TEST(Train, BatchNormNeverTrainsOnABatchOfOne) {
+  Squares data;
+  TempDir out;
+  TrainConfig c = small_config(data.dir.path());
+  c.batch_norm = true;
+  c.train_limit = 33;
+  c.epochs = 2;
+  c.log = out / "run.jsonl";
+  std::ostringstream sink;
+  const cli::TrainResult r = cli::train(c, sink);
+  EXPECT_EQ(r.epochs, 2);
+  int steps = 0;
+  for (const std::string& line : cli::read_run_log(c.log))
+    if (nlohmann::json::parse(line)["type"] == "step") ++steps;
+  EXPECT_EQ(steps, 2 * 2);
+
+  c = small_config(data.dir.path());
+  c.batch_norm = true;
+  c.batch_size = 1;
+  EXPECT_TRUE(throws_error([&] { cli::validate(c); }, {"--batch-norm", "--batch-size 1"}));
+  c.batch_size = 16;
+  c.train_limit = 1;
+  EXPECT_TRUE(throws_error([&] { cli::train(c, sink); }, {"--batch-norm", "1 example"}));
+  c.model = "cnn";  // BatchNorm2d sees H x W values per channel: a last batch of 1 trains
+  c.train_limit = 17;
+  c.epochs = 1;
+  EXPECT_EQ(cli::train(c, sink).epochs, 1);
+}
+
+// Rewrites a checkpoint with one metadata value or one tensor changed.
+void damage_checkpoint(const std::string& file, const std::string& key, const std::string& value,
+                       const std::string& tensor = "", const Tensor& replacement = {}) {
+  io::Checkpoint ck = io::load_checkpoint(file);
+  if (!key.empty()) ck.metadata[key] = value;
+  io::CheckpointParts parts = {{"", ck.tensors}};
+  if (!tensor.empty()) {
+    io::TensorDict changed;
+    for (const auto& item : ck.tensors) changed.insert(item.key(), item.key() == tensor ? replacement : item.value());
+    parts = {{"", changed}};
+  }
+  io::save_checkpoint(file, parts, ck.metadata);
+}
+
+// Issue 14, item 12: a non-numeric epochs_done gave a bare "graft: stoll", and " 2x" was read as 2.
+// Only well-formed metadata is accepted: every damaged field is an error naming the file and field.
+TEST(Train, ResumeAcceptsOnlyWellFormedCheckpoints) {
+  Squares data;
+  TempDir out;
+  TrainConfig c = small_config(data.dir.path());
+  c.save = out / "run.safetensors";
+  c.stop_after = 1;
+  std::ostringstream sink;
+  cli::train(c, sink);
+  const std::string good = out / "good.safetensors";
+  std::filesystem::copy_file(c.save, good);
+  TrainConfig resume = small_config(data.dir.path());
+  resume.resume = c.save;
+
+  for (const std::string bad : {" 2x", "x", "", "-1", "4", "99999999999999999999"}) {
+    std::filesystem::copy_file(good, c.save, std::filesystem::copy_options::overwrite_existing);
+    damage_checkpoint(c.save, "epochs_done", bad);
+    EXPECT_TRUE(throws_error([&] { cli::train(resume, sink); },
+                             {"--resume", "epochs_done", c.save, "[0, 3]", "\"" + bad + "\""}))
+        << "epochs_done \"" << bad << "\"";
+  }
+  // The random-number state: xoshiro256's all-zero state would make every draw 0.
+  std::filesystem::copy_file(good, c.save, std::filesystem::copy_options::overwrite_existing);
+  damage_checkpoint(c.save, "", "", "rng.words", zeros({6}, kInt64));
+  EXPECT_TRUE(throws_error([&] { cli::train(resume, sink); }, {"--resume", "random-number state", c.save}));
+  // The schedule (cosine, per batch: 240 / 16 = 15 steps after one epoch) must be where the run was.
+  std::filesystem::copy_file(good, c.save, std::filesystem::copy_options::overwrite_existing);
+  damage_checkpoint(c.save, "", "", "sched.last_epoch", full({}, 7, kInt64));
+  EXPECT_TRUE(throws_error([&] { cli::train(resume, sink); }, {"--resume", "schedule at step 15", "step 7", c.save}));
+  std::filesystem::copy_file(good, c.save, std::filesystem::copy_options::overwrite_existing);
+  damage_checkpoint(c.save, "", "", "sched.last_epoch", full({}, -5, kInt64));
+  EXPECT_TRUE(throws_error([&] { cli::train(resume, sink); }, {"last_epoch >= -1", "-5"}));
+  // The undamaged checkpoint still resumes.
+  std::filesystem::copy_file(good, c.save, std::filesystem::copy_options::overwrite_existing);
+  EXPECT_EQ(cli::train(resume, sink).epochs, 3);
 }
 
 }  // namespace
