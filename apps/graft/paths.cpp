@@ -1,6 +1,7 @@
 // Checks of the command's file arguments (paths.h).
 #include "paths.h"
 
+#include <cerrno>
 #include <filesystem>
 #include <system_error>
 
@@ -28,6 +29,30 @@ void check_output_directory(const std::string& op, const std::string& flag, cons
   GRAFT_CHECK(fs::is_directory(dir, ec), op + " " + flag, "a file in an existing directory",
               path + " (its directory " + dir.string() + " does not exist or is not a directory)",
               "create the directory first (mkdir -p " + dir.string() + ") or fix the path");
+}
+
+void check_output_file(const std::string& op, const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);  // follows symlinks
+  std::string what;
+  if (ec) {
+    if (ec.value() != ELOOP) return;  // absent (or unreadable): writing it reports the error
+    what = "a symlink loop";
+  } else {
+    switch (st.type()) {
+      case fs::file_type::regular: return;
+      case fs::file_type::directory: what = "a directory"; break;
+      case fs::file_type::character: what = "a character device"; break;
+      case fs::file_type::block: what = "a block device"; break;
+      case fs::file_type::fifo: what = "a FIFO (named pipe)"; break;
+      case fs::file_type::socket: what = "a socket"; break;
+      default: return;  // not_found: a new file
+    }
+    if (fs::is_symlink(fs::symlink_status(path, ec))) what = "a symlink to " + what;
+  }
+  throw Error(op + " " + flag, "a regular file (or a new one) to write", path + " is " + what,
+              "graft replaces only regular files, never a device, FIFO, socket or directory; pass a file path");
 }
 
 void check_distinct_paths(const std::string& op, const std::vector<std::pair<std::string, std::string>>& outputs) {

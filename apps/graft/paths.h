@@ -15,6 +15,11 @@ bool same_path(const std::string& a, const std::string& b);
 // so that a typo in --report's directory fails at once, not after the whole run.
 void check_output_directory(const std::string& op, const std::string& flag, const std::string& path);
 
+// Throws a graft::Error naming `flag` when `path` exists and is not a regular file after following
+// its symlinks (a device node, a FIFO, a socket, a directory, or a symlink loop): graft would replace
+// it, or block on it. A new file, or a symlink to a regular or a new file, passes.
+void check_output_file(const std::string& op, const std::string& flag, const std::string& path);
+
 // Throws a graft::Error when two of the (flag, path) pairs name the same file (empty paths are
 // skipped): writing both would destroy one of them.
 void check_distinct_paths(const std::string& op, const std::vector<std::pair<std::string, std::string>>& outputs);

@@ -341,6 +341,7 @@ void write_report_lines(const std::vector<std::string>& log_lines, const std::st
 void write_report(const std::string& log_path, const std::string& html_path) {
   check_distinct_paths("graft report", {{"the run log", log_path}, {"-o", html_path}});
   check_output_directory("graft report", "-o", html_path);
+  check_output_file("graft report", "-o", html_path);
   write_report_lines(read_run_log(log_path), html_path, "graft run report: " + log_path);
 }
 

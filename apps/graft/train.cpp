@@ -20,6 +20,7 @@
 
 #include <sys/resource.h>
 
+#include "line_file.h"
 #include "paths.h"
 #include "report.h"
 
@@ -346,29 +347,25 @@ int64_t resume_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimiz
 
 // ---- the run log (Note [Run log] in report.h) ----
 
+// A write error of the log (a full disk) stops the run with a graft::Error naming --log and the
+// file; the file keeps every complete line before it (LineFile cuts a partial one off).
 class RunLog {
  public:
   RunLog(const TrainConfig& cfg, bool resuming) : keep_(!cfg.log.empty() || !cfg.report.empty()) {
-    if (!cfg.log.empty()) {
-      file_.open(cfg.log, resuming ? std::ios::app : std::ios::trunc);
-      GRAFT_CHECK(file_.good(), "graft train --log", "a writable file", cfg.log,
-                  "check that the directory exists and is writable");
-    }
+    if (!cfg.log.empty()) file_ = std::make_unique<LineFile>(cfg.log, resuming, "graft train --log");
   }
   bool enabled() const { return keep_; }
   void add(const nlohmann::json& record) {
     if (!keep_) return;
     lines_.push_back(record.dump());
-    if (file_.is_open()) file_ << lines_.back() << '\n';
+    if (file_) file_->write_line(lines_.back());
   }
-  void flush() {
-    if (file_.is_open()) file_.flush();
-  }
+  void flush() {}  // each line is written to the file as it is added
   const std::vector<std::string>& lines() const { return lines_; }
 
  private:
   bool keep_;
-  std::ofstream file_;
+  std::unique_ptr<LineFile> file_;
   std::vector<std::string> lines_;
 };
 
@@ -515,6 +512,10 @@ positive("--gamma", c.gamma, "0.1 divides the learning rate by ten");
   check_output_directory("graft train", "--save", c.save);
   check_output_directory("graft train", "--log", c.log);
   check_output_directory("graft train", "--report", c.report);
+  // An existing target must be a regular file (symlinks followed; issue 14, item 1).
+  check_output_file("graft train", "--save", c.save);
+  check_output_file("graft train", "--log", c.log);
+  check_output_file("graft train", "--report", c.report);
   check_distinct_paths("graft train", {{"--save", c.save}, {"--log", c.log}, {"--report", c.report}});
   check_distinct_paths("graft train", {{"--resume", c.resume}, {"--log", c.log}, {"--report", c.report}});
 }
