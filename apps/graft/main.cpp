@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
       ->check(kNonEmpty);
   train->add_option("--train-limit", cfg.train_limit, "use only the first N training images (0: all)")
       ->capture_default_str();
+  train->add_option("--classes", cfg.classes,
+                    "number of classes, labels 0 .. N-1 (0: 10 for Fashion-MNIST, the largest training label + 1 "
+                    "for --data); any other label is an error")
+      ->capture_default_str();
   train->add_option("--save", cfg.save, "checkpoint (safetensors) written atomically after every epoch")
       ->check(kNonEmpty);
   train->add_option("--resume", cfg.resume, "continue the run saved in this checkpoint (same flags)")
@@ -110,6 +114,8 @@ int main(int argc, char** argv) {
   plan->add_option("--data", plan_cfg.train.data, "directory with the IDX files (default: Debian's Fashion-MNIST)")
       ->check(kNonEmpty);
   plan->add_option("--train-limit", plan_cfg.train.train_limit, "use only the first N training images");
+  plan->add_option("--classes", plan_cfg.train.classes,
+                   "number of classes (0: 10 for Fashion-MNIST, the largest training label + 1 for --data)");
   plan->add_option("--threads", plan_cfg.train.threads, "compute threads (0: every core)");
   plan->add_option("--budget", plan_cfg.budget, "a memory budget such as 2GiB: print the largest batch that fits");
   plan->add_option("--accumulate", plan_cfg.accumulate, "micro-batches per optimiser step (the batch is the micro-batch)")

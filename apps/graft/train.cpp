@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -58,6 +59,40 @@ struct Data {
   double mean = 0, std = 1;
 };
 
+// The number of classes, after checking every label is one of them (issue 14, item 9: a test
+// label of 12 silently made 13 outputs). --classes N fixes it; 0 means 10 for the default data set
+// (Fashion-MNIST), and for --data the largest training label + 1, so every test label must be one
+// the training set has. `train_y` is the whole training set (before --train-limit).
+int64_t check_labels(const TrainConfig& cfg, const std::string& root, const Tensor& train_y, const Tensor& test_y) {
+  const Tensor train_labels = train_y.contiguous(), test_labels = test_y.contiguous();
+  const int64_t* tr = train_labels.data_ptr<int64_t>();
+  int64_t classes = cfg.classes;
+  if (classes == 0 && !cfg.data.empty()) {
+    for (int64_t i = 0; i < train_labels.numel(); ++i) classes = std::max(classes, tr[i] + 1);
+  } else if (classes == 0) {
+    classes = 10;
+  }
+  const auto check = [&](const Tensor& labels, const char* mode) {
+    const int64_t* p = labels.data_ptr<int64_t>();
+    for (int64_t i = 0; i < labels.numel(); ++i) {
+      if (p[i] >= 0 && p[i] < classes) continue;
+      // The file MNIST read: the raw one if it is there, else the gzipped one.
+      std::string file = root + (root.back() == '/' ? "" : "/") + mode + "-labels-idx1-ubyte";
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(file, ec)) file += ".gz";
+      throw Error("graft train --data",
+                  "labels 0 .. " + std::to_string(classes - 1) + " (" + std::to_string(classes) + " classes" +
+                      (cfg.classes > 0 ? ", --classes" : cfg.data.empty() ? ", Fashion-MNIST's" : ", as the training labels") +
+                      ")",
+                  "label " + std::to_string(p[i]) + " at index " + std::to_string(i) + " in " + file,
+                  "pass --classes N for a data set with N classes (labels 0 .. N - 1)");
+    }
+  };
+  check(train_labels, "train");
+  check(test_labels, "t10k");
+  return classes;
+}
+
 Data load_data(const TrainConfig& cfg) {
   const std::string root = cfg.data.empty() ? data::kFashionMNISTDebianDir : cfg.data;
   data::MNIST train_set(root, data::MNIST::Mode::kTrain);
@@ -81,11 +116,7 @@ Data load_data(const TrainConfig& cfg) {
   d.train_x = (d.train_x - d.mean) / d.std;
   d.test_x = (test_set.images() - d.mean) / d.std;
   d.test_y = test_set.targets();
-  const int64_t max_label = std::max(d.train_y.max().item<int64_t>(), d.test_y.max().item<int64_t>());
-  const int64_t min_label = std::min(d.train_y.min().item<int64_t>(), d.test_y.min().item<int64_t>());
-  GRAFT_CHECK(min_label >= 0, "graft train --data", "labels >= 0", std::to_string(min_label),
-              "class labels must be 0, 1, ..., classes - 1");
-  d.classes = max_label + 1;
+  d.classes = check_labels(cfg, root, train_set.targets(), test_set.targets());
   return d;
 }
 
@@ -507,6 +538,9 @@ positive("--gamma", c.gamma, "0.1 divides the learning rate by ten");
               "a negative value", "pass 0 to turn one off");
   GRAFT_CHECK(c.stop_after == 0 || !c.save.empty(), "graft train --stop-after", "--save FILE as well",
               "no --save", "a run stopped early continues with --resume FILE, so save it");
+  GRAFT_CHECK(c.classes >= 0 && c.classes <= 256, "graft train --classes",
+              "0 (10 for Fashion-MNIST, the largest training label + 1 for --data) or 1 .. 256",
+              std::to_string(c.classes), "IDX label files hold uint8 labels, 0 .. 255");
   // Output paths, before any work (issue 14, items 4 and 5). --resume may name --save's file (a
   // run continues its own checkpoint), but not the log's or the report's.
   check_output_directory("graft train", "--save", c.save);

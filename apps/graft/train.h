@@ -40,6 +40,8 @@ struct TrainConfig {
   int workers = 1;  // DataLoader threads preparing batches ahead
   std::string data;  // a directory with the four IDX files; empty: Debian's Fashion-MNIST
   int64_t train_limit = 0;  // use only the first N training examples (0: all)
+  int64_t classes = 0;      // labels are 0 .. classes - 1; 0: 10 for the default data set, for --data
+                            // the largest training label + 1 (any other label is an error naming its file)
   std::string save;         // checkpoint written after every epoch
   std::string resume;       // checkpoint to continue from
   int64_t stop_after = 0;   // stop (after saving) once this many epochs are done; 0: run to --epochs

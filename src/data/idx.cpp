@@ -1,8 +1,9 @@
 // IDX reading (Note [IDX layout] in graft/data/idx.h), raw or gzipped.
 //
 // Gzipped input is inflated in chunks, and the IDX header is checked as soon as it has been
-// decompressed: the output never grows past the size the header announces (plus one chunk), so a
-// corrupt or hostile file cannot make the reader allocate more than it proves it holds.
+// decompressed: the output never grows past the size the header announces (plus one byte), and a
+// header claiming more than the compressed bytes can inflate to is an error before the buffer
+// grows, so a corrupt or hostile file cannot make the reader allocate more than it proves it holds.
 #include "graft/data/idx.h"
 
 #include <zlib.h>
@@ -108,8 +109,14 @@ IdxArray decode(std::span<const uint8_t> b, const std::string& op) {
   return a;
 }
 
-// Inflates a gzip stream (one or more members), stopping as soon as the output is larger than the
-// IDX header says it should be.
+// Deflate's densest encoding: 258 bytes per two-bit code of a run, about 1032:1 (zlib's technical
+// notes). No gzip stream of n compressed bytes inflates to more than kMaxRatio * n + a little.
+constexpr uint64_t kMaxRatio = 1032;
+
+// Inflates a gzip stream (one or more members). The first chunk holds the IDX header (at most
+// 4 + 4 * 8 bytes); from then on the output never grows past the size the header claims (plus one
+// byte, to see trailing data), and a claim the compressed bytes cannot hold is an error before
+// anything more is allocated (issue 14, item 7: a 1 MB file claiming 4096 x 65536 x 65536 bytes).
 std::vector<uint8_t> gunzip(std::span<const uint8_t> in, const std::string& op) {
   z_stream zs{};
   GRAFT_CHECK(inflateInit2(&zs, 16 + MAX_WBITS) == Z_OK, op, "zlib to initialise", "an error", "out of memory?");
@@ -122,17 +129,41 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> in, const std::string& op) 
   std::optional<IdxHeader> header;
   constexpr size_t kChunk = 1 << 16;
   size_t consumed = 0;
+  bool plausible = false;  // the header's claim has been checked against the compressed size
   for (;;) {
+    size_t room = kChunk;
+    if (header) {
+      const uint64_t claimed = header->header_bytes + header->data_bytes;  // <= 36 + 2^51: no overflow
+      if (!plausible) {
+        const uint64_t n = in.size();
+        const uint64_t most = n <= (std::numeric_limits<uint64_t>::max() - kChunk) / kMaxRatio
+                                  ? kMaxRatio * n + kChunk : std::numeric_limits<uint64_t>::max();
+        GRAFT_CHECK(claimed <= most, op,
+                    "a header whose size the compressed data can hold (a gzip stream of " + std::to_string(n) +
+                        " bytes inflates to at most " + std::to_string(most) + " bytes)",
+                    std::to_string(header->data_bytes) + " bytes of data for " + idx_type_name(header->type) +
+                        " sizes " + shape_str(header->sizes),
+                    "the header is corrupt (or the file is a decompression bomb); download the file again");
+        plausible = true;
+      }
+      // One byte more than the claim, so that trailing data shows up (out.size() <= claimed here).
+      room = static_cast<size_t>(std::min<uint64_t>(kChunk, claimed + 1 - out.size()));
+      if (out.size() + room > out.capacity()) {
+        // Grow geometrically, but never past the claim.
+        out.reserve(static_cast<size_t>(
+            std::min<uint64_t>(std::max<uint64_t>(2 * out.capacity(), out.size() + room), claimed + 1)));
+      }
+    }
     const size_t avail = std::min<size_t>(in.size() - consumed, std::numeric_limits<uInt>::max());
     zs.next_in = const_cast<Bytef*>(in.data() + consumed);
     zs.avail_in = static_cast<uInt>(avail);
     const size_t old = out.size();
-    out.resize(old + kChunk);
+    out.resize(old + room);
     zs.next_out = out.data() + old;
-    zs.avail_out = static_cast<uInt>(kChunk);
+    zs.avail_out = static_cast<uInt>(room);
     const int rc = inflate(&zs, Z_NO_FLUSH);
     consumed += avail - zs.avail_in;
-    out.resize(old + (kChunk - zs.avail_out));
+    out.resize(old + (room - zs.avail_out));
     if (rc == Z_BUF_ERROR) {
       // No progress possible with a fresh output chunk: the input ended inside the stream.
       throw Error(op, "a complete gzip stream",

@@ -3,6 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <system_error>
+
 #include "graft/core/factory.h"
 #include "graft/data/idx.h"
 
@@ -13,6 +16,22 @@ namespace {
 bool is_file(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Why `p` cannot be read as a data file: empty when it is a regular file, "no such file" when it
+// is missing, else what is there (a directory, a FIFO, a symbolic link loop, ...).
+std::string problem(const std::string& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT) return "no such file";
+    if (err == ELOOP) return p + " is a symbolic link loop";
+    return p + ": " + std::error_code(err, std::generic_category()).message();
+  }
+  if (S_ISREG(st.st_mode)) return {};
+  if (S_ISDIR(st.st_mode)) return p + " is a directory";
+  if (S_ISFIFO(st.st_mode)) return p + " is a FIFO (named pipe), not a regular file";
+  return p + " is not a regular file (a device or a socket)";
 }
 
 std::string join(const std::string& root, const std::string& name) {
@@ -33,10 +52,18 @@ const char* prefix(MNIST::Mode mode) { return mode == MNIST::Mode::kTrain ? "tra
 std::string locate(const std::string& root, MNIST::Mode mode, const char* kind) {
   const std::string stem = std::string(prefix(mode)) + kind;
   std::string p = find_file(root, stem);
-  GRAFT_CHECK(!p.empty(), "MNIST(\"" + root + "\")", "the file " + join(root, stem) + " (or " + stem + ".gz)",
-              "no such file",
-              "download MNIST / Fashion-MNIST there, or on Debian `apt-get install dataset-fashion-mnist` and use " +
-                  std::string(kFashionMNISTDebianDir));
+  if (p.empty()) {
+    // Neither name is a regular file: say what is there, if anything (a directory, a FIFO or a
+    // symbolic link loop is not "no such file").
+    const std::string raw = join(root, stem);
+    std::string why = problem(raw);
+    if (why == "no such file") why = problem(raw + ".gz");
+    throw Error("MNIST(\"" + root + "\")", "the file " + raw + " (or " + stem + ".gz)", why,
+                why == "no such file"
+                    ? "download MNIST / Fashion-MNIST there, or on Debian `apt-get install dataset-fashion-mnist` "
+                      "and use " + std::string(kFashionMNISTDebianDir)
+                    : std::string("put the IDX file itself there"));
+  }
   return p;
 }
 
@@ -65,6 +92,11 @@ MNIST::MNIST(const std::string& root, Mode mode) {
               std::to_string(images.sizes[0]) + " images in " + images_path + " and " +
                   std::to_string(labels.sizes[0]) + " labels in " + labels_path,
               "the files come from different sets; use a matching pair");
+  // An empty set or 0 x 0 images would only fail later, deep inside training, naming no file.
+  GRAFT_CHECK(images.sizes[0] > 0, op, "at least one image in " + images_path,
+              "sizes " + shape_str(images.sizes) + " (an empty data set)", "this image file holds no images");
+  GRAFT_CHECK(images.sizes[1] > 0 && images.sizes[2] > 0, op, "images of at least 1 x 1 pixels in " + images_path,
+              "sizes " + shape_str(images.sizes) + " (N, H, W)", "the image file's header is corrupt");
   const int64_t n = images.sizes[0], h = images.sizes[1], w = images.sizes[2];
   images_ = make_empty({n, 1, h, w}, kFloat32);
   float* img = images_.data_ptr<float>();

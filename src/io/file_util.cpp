@@ -290,23 +290,32 @@ void remove_stale_temporaries(const std::string& target) {
 std::string file_op(const char* op, const std::string& path) { return std::string(op) + "(\"" + path + "\")"; }
 
 InputFile::InputFile(const std::string& path, std::string op) : op_(std::move(op)) {
+  // O_NONBLOCK: open() of a FIFO without a writer (or of some devices) would block for ever; the
+  // type is checked on the open descriptor (no race with a rename), then blocking reads are restored.
   do {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   } while (fd_ < 0 && errno == EINTR);
   if (fd_ < 0) {
     const int err = errno;
     throw Error(op_, "a readable file", "an error opening it (" + errno_text(err) + ")",
                 err == ENOENT ? "check the path; relative paths start at the current directory"
-                              : "check the file's permissions");
+                : err == ELOOP ? "a symbolic link on the path points back to itself; fix or remove it"
+                               : "check the file's permissions");
   }
   struct stat st {};
   if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const bool is_dir = S_ISDIR(st.st_mode);
+    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe), not a regular file"
+                       : S_ISCHR(st.st_mode)  ? "a character device, not a regular file"
+                       : S_ISBLK(st.st_mode)  ? "a block device, not a regular file"
+                       : S_ISSOCK(st.st_mode) ? "a socket, not a regular file"
+                                              : "something that is not a regular file";
     ::close(fd_);
     fd_ = -1;
-    throw Error(op_, "a regular file", is_dir ? "a directory" : "something that is not a regular file",
-                "pass the path of the file itself");
+    throw Error(op_, "a regular file", what, "pass the path of the file itself (pipes and devices are not read)");
   }
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
   size_ = static_cast<uint64_t>(st.st_size);
 }
 

@@ -173,5 +173,120 @@ TEST(Report, RefusesToWriteOverItsOwnLog) {
                            {"graft report -o", "no-such-dir", "does not exist"}));
 }
 
+// Issue 14, item 8: a long run (more than about 125,000 steps broke the page: Math.min(...array)
+// overflowed Chromium's stack) and a log string holding `<!--<script>` (it kept the page's own
+// script from running: only `</` was escaped). 200,000 steps draw as 2 points (lowest and highest
+// loss) in each of 2499 runs of 80 or 81 steps: 4998 points, and the one spike survives.
+TEST(Report, RendersALongRunAndAScriptCommentInChromium) {
+  TempDir dir;
+  std::vector<std::string> lines;
+  lines.push_back(json({{"type", "run"}, {"model", "mlp <!--<script> & \u2028"}}).dump());
+  for (int s = 0; s < 200000; ++s) {
+    const double loss = s == 123457 ? 100.0 : 2.0 / (1 + s);  // falling, with one spike
+    lines.push_back(json({{"type", "step"}, {"step", s}, {"epoch", 1}, {"loss", loss}, {"lr", 0.05}}).dump());
+  }
+  lines.push_back(json({{"type", "epoch"}, {"epoch", 1}, {"last_step", 199999}, {"train_loss", 0.5},
+                        {"train_accuracy", 0.8}, {"test_loss", 0.6}, {"test_accuracy", 0.7}, {"lr", 0.05},
+                        {"seconds", 1.0}})
+                      .dump());
+  lines.push_back(json({{"type", "flag"}, {"step", 5}, {"kind", "vanishing"}, {"param", "0.weight"}, {"value", 1e-9},
+                        {"message", "<!--<script> x"}})
+                      .dump());
+  const std::string html = cli::render_report(lines, "long run");
+  const size_t data = html.find("id=\"run-data\">");
+  ASSERT_NE(data, std::string::npos);
+  const std::string embedded = html.substr(data + 14, html.find("</script>", data) - data - 14);
+  EXPECT_EQ(embedded.find('<'), std::string::npos);
+  EXPECT_EQ(embedded.find('&'), std::string::npos);
+  EXPECT_NE(embedded.find("\\u003c!--\\u003cscript\\u003e x"), std::string::npos);
+  EXPECT_NE(html.find("200000 steps drawn as 4998 points"), std::string::npos);
+  const auto browser = open_in_chromium(dir, html);
+  REQUIRE_CHROMIUM(browser);
+  ASSERT_EQ(browser->status, 0) << browser->console;
+  EXPECT_EQ(browser->console, "");
+  const std::string& dom = browser->dom;
+  EXPECT_NE(dom.find("data-rendered=\"ok\""), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_EQ(attribute(dom, "loss", "data-points"), "5000");  // 4998 steps + the epoch's train and test loss
+  EXPECT_EQ(attribute(dom, "lr", "data-points"), "4998");
+  EXPECT_NE(dom.find(">100</text>"), std::string::npos) << "the spike (loss 100) sets the top of the loss axis";
+  EXPECT_EQ(attribute(dom, "flags", "data-rows"), "1");
+  EXPECT_NE(dom.find("<td>&lt;!--&lt;script&gt; x</td>"), std::string::npos);
+}
+
+// Issue 14, item 8: thinning keeps every 1 in k gradient records and the last, at most 1000.
+TEST(Report, ThinsLongGradientRecords) {
+  std::vector<std::string> lines = {json({{"type", "run"}}).dump()};
+  for (int s = 0; s < 2500; ++s)
+    lines.push_back(json({{"type", "grad"}, {"step", s}, {"params", {{"w", {{"grad_norm", 1.0}}}}}}).dump());
+  const std::string html = cli::render_report(lines, "grads");
+  // k = ceil(2500 / 999) = 3: steps 0, 3, ..., 2499 (834 records; 2499 is a multiple of 3).
+  EXPECT_NE(html.find("834 of 2500 sampled steps: one in 3, and the last"), std::string::npos);
+  EXPECT_NE(html.find("\"step\":2499"), std::string::npos);
+  EXPECT_NE(html.find("\"step\":2496"), std::string::npos);
+  EXPECT_EQ(html.find("\"step\":2498"), std::string::npos);
+}
+
+std::string write_text(const TempDir& dir, const std::string& name, const std::string& text) {
+  write_bytes(dir / name, std::vector<uint8_t>(text.begin(), text.end()));
+  return dir / name;
+}
+
+// Issue 14, item 8: a line nested 100,000 deep crashed `graft report` (stack overflow in the
+// recursive parser); the depth is checked before parsing, in read_run_log and in render_report.
+TEST(Report, DeeplyNestedLinesAreAnError) {
+  TempDir dir;
+  // A record (so the old reader went on to dump it, recursively) holding 100,000 nested arrays: the
+  // 64th '[' is depth 65, at byte 19 + 64 after the 19-byte prefix.
+  const std::string deep =
+      "{\"type\":\"step\",\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const std::string path = write_text(dir, "deep.jsonl", "{\"type\":\"run\"}\n" + deep + "\n");
+  EXPECT_TRUE(throws_error([&] { cli::read_run_log(path); },
+                           {"graft report", "nested at most 64 deep", "deep.jsonl line 2", "at byte 83"}));
+  EXPECT_TRUE(throws_error([&] { cli::render_report({"{\"type\":\"run\"}", deep}, "t"); },
+                           {"nested at most 64 deep", "record 2"}));
+  // Brackets inside strings (and escaped quotes) do not count; 64 levels are fine.
+  const std::string in_string = "{\"type\":\"run\",\"s\":\"\\\"" + std::string(1000, '[') + "\"}";
+  const std::string ok64 = "{\"type\":\"step\",\"a\":" + std::string(63, '[') + std::string(63, ']') + "}";
+  const auto lines = cli::read_run_log(write_text(dir, "ok.jsonl", in_string + "\n" + ok64 + "\n"));
+  EXPECT_EQ(lines.size(), 2u);
+  const std::string deep65 = "{\"type\":\"step\",\"a\":" + std::string(64, '[') + std::string(64, ']') + "}";
+  EXPECT_TRUE(throws_error([&] { cli::read_run_log(write_text(dir, "d65.jsonl", deep65 + "\n")); },
+                           {"nested at most 64 deep", "d65.jsonl line 1"}));
+}
+
+// Issue 14, items 6 and 9: an empty log, a directory and a device gave an empty report and exit 0
+// (or read for ever); an over-long line or file is an error naming the file.
+TEST(Report, InputsThatAreNotARunLog) {
+  TempDir dir;
+  EXPECT_TRUE(throws_error([&] { cli::read_run_log(write_text(dir, "empty.jsonl", "")); },
+                           {"graft report", "at least a run or step record", "empty.jsonl (no records)"}));
+  EXPECT_TRUE(throws_error([&] { cli::read_run_log(write_text(dir, "blank.jsonl", "\n \n")); },
+                           {"at least a run or step record"}));
+  EXPECT_TRUE(throws_error([&] { cli::read_run_log(write_text(dir, "epochs.jsonl", "{\"type\":\"epoch\"}\n")); },
+                           {"at least a run or step record", "1 records, none a run or a step"}));
+  std::filesystem::create_directory(dir / "logdir");
+  EXPECT_TRUE(throws_error([&] { cli::read_run_log(dir / "logdir"); }, {"regular file", "logdir is a directory"}));
+  EXPECT_TRUE(throws_error([&] { cli::write_report(dir / "logdir", dir / "r.html"); }, {"is a directory"}));
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.html"));
+  EXPECT_TRUE(throws_error([&] { cli::read_run_log("/dev/zero"); }, {"/dev/zero is not a regular file"}));
+  // A 65 MiB line (no newline: what /dev/zero used to give) is refused at 64 MiB.
+  {
+    std::ofstream f(dir / "long.jsonl", std::ios::binary);
+    f << "{\"type\":\"run\"}\n";
+    const std::string mib(1 << 20, ' ');
+    for (int i = 0; i < 65; ++i) f << mib;
+  }
+  EXPECT_TRUE(throws_error([&] { cli::read_run_log(dir / "long.jsonl"); },
+                           {"lines of at most 64 MiB", "long.jsonl line 2"}));
+  // A (sparse) 3 GiB file is refused from its size, before reading.
+  {
+    std::ofstream f(dir / "huge.jsonl", std::ios::binary);
+    f << "{\"type\":\"run\"}\n";
+  }
+  std::filesystem::resize_file(dir / "huge.jsonl", uint64_t{3} << 30);
+  EXPECT_TRUE(throws_error([&] { cli::read_run_log(dir / "huge.jsonl"); },
+                           {"a run log of at most 2048 MiB", "huge.jsonl of 3221225472 bytes"}));
+}
+
 }  // namespace
 }  // namespace graft::test

@@ -346,6 +346,51 @@ TEST(Train, OutputPathsAreCheckedBeforeTraining) {
   EXPECT_TRUE(dir.files().empty());  // nothing was written by the checks
 }
 
+// An IDX label file holding `labels`.
+void write_labels(const std::string& path, const std::vector<uint8_t>& labels) {
+  std::vector<uint8_t> b = {0, 0, 8, 1};
+  put_be32(b, static_cast<uint32_t>(labels.size()));
+  b.insert(b.end(), labels.begin(), labels.end());
+  write_bytes(path, b);
+}
+
+// Issue 14, item 9: a test label of 12 silently made 13 outputs. Labels must lie in 0 .. classes - 1:
+// --classes N, or (0, for --data) the largest training label + 1.
+TEST(Train, LabelsOutsideTheClassesAreErrorsNamingTheFile) {
+  Squares data;  // labels i % 3
+  std::vector<uint8_t> test_labels;
+  for (int i = 0; i < 60; ++i) test_labels.push_back(static_cast<uint8_t>(i % 3));
+  test_labels[5] = 12;
+  write_labels(data.dir / "t10k-labels-idx1-ubyte", test_labels);
+  TrainConfig c = small_config(data.dir.path());
+  c.epochs = 1;
+  std::ostringstream out;
+  EXPECT_TRUE(throws_error([&] { cli::train(c, out); },
+                           {"graft train --data", "labels 0 .. 2 (3 classes, as the training labels)",
+                            "label 12 at index 5 in " + data.dir / "t10k-labels-idx1-ubyte", "--classes"}));
+  c.classes = 2;  // the training labels 2 are out of range now
+  EXPECT_TRUE(throws_error([&] { cli::train(c, out); },
+                           {"labels 0 .. 1 (2 classes, --classes)",
+                            "label 2 at index 2 in " + data.dir / "train-labels-idx1-ubyte"}));
+  c.classes = 13;
+  const cli::TrainResult r = cli::train(c, out);
+  EXPECT_EQ(r.parameters, (144 * 512 + 512) + (512 * 256 + 256) + (256 * 13 + 13));  // 13 outputs, by hand
+  for (int64_t bad : {-1, 257}) {
+    c.classes = bad;
+    EXPECT_TRUE(throws_error([&] { cli::train(c, out); }, {"graft train --classes", std::to_string(bad)}));
+  }
+}
+
+// Issue 14, item 9: an empty training set failed with "max: expected a non-empty input", naming no file.
+TEST(Train, AnEmptyDataSetNamesItsFile) {
+  TempDir dir;
+  write_split(dir, "train", 0, 1);
+  write_split(dir, "t10k", 6, 2);
+  std::ostringstream out;
+  EXPECT_TRUE(throws_error([&] { cli::train(small_config(dir.path()), out); },
+                           {"at least one image in " + dir / "train-images-idx3-ubyte", "[0, 12, 12]"}));
+}
+
 }  // namespace
 }  // namespace graft::test
 

@@ -2,8 +2,16 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cstring>
+#include <fstream>
+#include <thread>
 
 #include "../io/temp_dir.h"
 #include "../support/test_util.h"
@@ -218,6 +226,92 @@ TEST(Idx, MissingFilesAndDirectories) {
   EXPECT_TRUE(throws_error([&] { data::read_idx(dir / "train-images-idx3-ubyte"); },
                            {"read_idx(\"" + dir / "train-images-idx3-ubyte" + "\")", "No such file", "check the path"}));
   EXPECT_TRUE(throws_error([&] { data::read_idx(dir.path()); }, {"a regular file", "a directory"}));
+}
+
+// The process's peak resident set in KiB (VmHWM), after resetting it to the current resident set
+// when `reset`; -1 where /proc does not allow it.
+int64_t peak_rss_kib(bool reset) {
+  if (reset) {
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5";  // Linux >= 4.0: reset the peak RSS
+    clear.flush();
+    if (!clear.good()) return -1;
+  }
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  return -1;
+}
+
+// Issue 14, item 7: a 1 MB gzipped file whose header claimed 4096 x 65536 x 65536 took 2.1 GB
+// before failing. The claim (2^44 bytes) is more than the compressed bytes can inflate to (deflate
+// packs at most about 1032:1), so it is an error after the first chunk, before the buffer grows.
+TEST(Idx, GzipBombFailsBeforeAllocating) {
+  TempDir dir;
+  {
+    // The header, then 128 MiB of zeros: about 128 KiB compressed, 1000 times less than the claim.
+    gzFile f = gzopen((dir / "bomb.gz").c_str(), "wb1");
+    ASSERT_NE(f, nullptr);
+    const std::vector<uint8_t> header = idx_file(0x08, {4096, 65536, 65536}, {});
+    ASSERT_EQ(gzwrite(f, header.data(), static_cast<unsigned>(header.size())), static_cast<int>(header.size()));
+    const std::vector<uint8_t> zeros(1 << 20, 0);
+    for (int i = 0; i < 128; ++i) ASSERT_EQ(gzwrite(f, zeros.data(), 1u << 20), 1 << 20);
+    ASSERT_EQ(gzclose(f), Z_OK);
+  }
+  const auto bytes = read_bytes(dir / "bomb.gz");
+  ASSERT_LT(bytes.size(), size_t{1} << 20);
+  const int64_t before = peak_rss_kib(true);
+  // 2^44 = 17592186044416 bytes claimed; the bound is 1032 x the compressed size + 64 KiB.
+  const std::string bound = "inflates to at most " + std::to_string(1032 * bytes.size() + 65536) + " bytes";
+  EXPECT_TRUE(throws_error([&] { data::read_idx(dir / "bomb.gz"); },
+                           {"read_idx(\"" + dir / "bomb.gz" + "\")", "a gzip stream of " + std::to_string(bytes.size()),
+                            bound, "17592186044416 bytes of data for uint8 sizes [4096, 65536, 65536]", "corrupt"}));
+  const int64_t after = peak_rss_kib(false);
+  if (before >= 0 && after >= 0) {
+    // Before the fix the reader inflated all 128 MiB (and more buffer) first.
+    EXPECT_LT(after - before, 32 * 1024) << "KiB of peak RSS growth";
+  }
+}
+
+// A claim the data can hold is read into a buffer of exactly its size (no geometric overshoot):
+// the right data inflates, and one byte more is trailing data.
+TEST(Idx, GzipAtTheClaimAndOneBytePast) {
+  TempDir dir;
+  std::vector<uint8_t> payload(300000);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 13);
+  write_gz(dir / "ok.gz", idx_file(0x08, {3, 100000}, payload));
+  const data::IdxArray a = data::read_idx_array(dir / "ok.gz");
+  ASSERT_EQ(a.bytes.size(), 300000u);
+  EXPECT_EQ(a.bytes[299999], static_cast<uint8_t>(299999 * 13));
+  payload.push_back(1);
+  write_gz(dir / "long.gz", idx_file(0x08, {3, 100000}, payload));
+  EXPECT_TRUE(throws_error([&] { data::read_idx(dir / "long.gz"); }, {"300000 bytes of data", "1 trailing bytes"}));
+}
+
+// Issue 14, items 6 and 9: a FIFO, a device and a symbolic link loop are named for what they are
+// (a FIFO without a writer used to block open() for ever).
+TEST(Idx, FifoDeviceAndSymlinkLoop) {
+  TempDir dir;
+  const std::string fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // A watchdog: should the open block, a writer comes after 5 s, so the test fails instead of hanging.
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 50 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (done) return;
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(throws_error([&] { data::read_idx(fifo); }, {"read_idx", "a regular file", "a FIFO (named pipe)"}));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+  done = true;
+  watchdog.join();
+  EXPECT_TRUE(throws_error([&] { data::read_idx("/dev/zero"); }, {"a character device, not a regular file"}));
+  ASSERT_EQ(::symlink("loop", (dir / "loop").c_str()), 0);
+  EXPECT_TRUE(throws_error([&] { data::read_idx(dir / "loop"); },
+                           {"read_idx(\"" + dir / "loop" + "\")", "Too many levels of symbolic links",
+                            "points back to itself"}));
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include "../io/temp_dir.h"
 #include "../support/test_util.h"
@@ -121,6 +124,44 @@ TEST(MNIST, RealFashionMNISTTestSet) {
   }
   EXPECT_EQ(seen, 3 * 256);
   EXPECT_EQ(loader.size(), 40);
+}
+
+// Issue 14, item 9: an empty set failed inside training ("max: expected a non-empty input", naming
+// no file) and 0 x 0 images built a Linear(0, 512); both are errors naming the images file.
+TEST(MNIST, EmptySetsAndEmptyImages) {
+  TempDir dir;
+  write_set(dir, "train", 0, 28, 28, false);
+  const std::string images = dir / "train-images-idx3-ubyte";
+  EXPECT_TRUE(throws_error([&] { MNIST m(dir.path()); }, {"at least one image in " + images, "[0, 28, 28]"}));
+  write_set(dir, "train", 3, 0, 0, false);
+  EXPECT_TRUE(throws_error([&] { MNIST m(dir.path()); }, {"images of at least 1 x 1 pixels in " + images, "[3, 0, 0]"}));
+  write_set(dir, "train", 3, 5, 0, true);  // gzipped, next to the raw one: the raw one is read
+  std::filesystem::remove(images);
+  EXPECT_TRUE(throws_error([&] { MNIST m(dir.path()); }, {"at least 1 x 1 pixels in " + images + ".gz", "[3, 5, 0]"}));
+}
+
+// Issue 14, item 9: a directory, a FIFO or a symbolic link loop in place of an IDX file was "no such
+// file".
+TEST(MNIST, WhatIsThereInsteadOfTheFile) {
+  TempDir dir;
+  write_set(dir, "train", 2, 2, 2, false);
+  const std::string images = dir / "train-images-idx3-ubyte";
+  std::filesystem::remove(images);
+  std::filesystem::create_directory(images);
+  EXPECT_TRUE(throws_error([&] { MNIST m(dir.path()); }, {images + " is a directory"}));
+  EXPECT_FALSE(MNIST::exists(dir.path()));
+  std::filesystem::remove(images);
+  ASSERT_EQ(::mkfifo(images.c_str(), 0600), 0);  // never opened: the type is checked first
+  EXPECT_TRUE(throws_error([&] { MNIST m(dir.path()); }, {images + " is a FIFO (named pipe), not a regular file"}));
+  std::filesystem::remove(images);
+  std::filesystem::create_symlink("train-images-idx3-ubyte", images);
+  EXPECT_TRUE(throws_error([&] { MNIST m(dir.path()); }, {images + " is a symbolic link loop"}));
+  std::filesystem::remove(images);
+  // Only a gzipped name, and it is a directory.
+  std::filesystem::create_directory(images + ".gz");
+  EXPECT_TRUE(throws_error([&] { MNIST m(dir.path()); }, {images + ".gz is a directory"}));
+  std::filesystem::remove(images + ".gz");
+  EXPECT_TRUE(throws_error([&] { MNIST m(dir.path()); }, {"no such file", "dataset-fashion-mnist"}));
 }
 
 }  // namespace
