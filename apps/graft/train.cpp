@@ -54,7 +54,10 @@ void check_choice(const char* flag, const std::string& value, std::initializer_l
 // ---- data ----
 
 struct Data {
-  Tensor train_x, train_y, test_x, test_y;  // images (N, C, H, W) normalised; labels (N) int64
+  // Images (N, C, H, W) kept as uint8 bytes and normalised one batch at a time (Note [Byte images]);
+  // labels (N) int64 (the datasets' targets).
+  data::ByteImageDataset train_x, test_x;
+  Tensor train_y, test_y;
   int64_t classes = 0;
   double mean = 0, std = 1;
 };
@@ -95,28 +98,32 @@ int64_t check_labels(const TrainConfig& cfg, const std::string& root, const Tens
 
 Data load_data(const TrainConfig& cfg) {
   const std::string root = cfg.data.empty() ? data::kFashionMNISTDebianDir : cfg.data;
-  data::MNIST train_set(root, data::MNIST::Mode::kTrain);
-  data::MNIST test_set(root, data::MNIST::Mode::kTest);
+  // The images stay uint8 (a quarter of float32's memory, memory category "data"); each batch is
+  // normalised as it is gathered, so no float copy of a whole set exists (issue 14, item 14).
+  data::ByteImageDataset train_set = data::read_mnist_bytes(root, data::MNIST::Mode::kTrain);
+  data::ByteImageDataset test_set = data::read_mnist_bytes(root, data::MNIST::Mode::kTest);
   Data d;
-  d.train_x = train_set.images();
-  d.train_y = train_set.targets();
-  if (cfg.train_limit > 0 && cfg.train_limit < d.train_x.size(0)) {
-    d.train_x = d.train_x.narrow(0, 0, cfg.train_limit).contiguous();
-    d.train_y = d.train_y.narrow(0, 0, cfg.train_limit).contiguous();
-  }
-  GRAFT_CHECK(train_set.images().size(1) == test_set.images().size(1) &&
-                  train_set.images().size(2) == test_set.images().size(2) &&
-                  train_set.images().size(3) == test_set.images().size(3),
+  const std::vector<int64_t> train_sizes = train_set.sizes();
+  const Tensor full_train_targets = train_set.targets();  // every label is checked, before --train-limit
+  if (cfg.train_limit > 0 && cfg.train_limit < train_set.size()) train_set = train_set.head(cfg.train_limit);
+  GRAFT_CHECK(std::equal(train_sizes.begin() + 1, train_sizes.end(), test_set.sizes().begin() + 1,
+                         test_set.sizes().end()),
               "graft train --data", "training and test images of one size",
-              "train " + shape_str(train_set.images().sizes()) + " and test " + shape_str(test_set.images().sizes()),
+              "train " + shape_str(train_sizes) + " and test " + shape_str(test_set.sizes()),
               "point --data at one data set");
-  // Normalise with the training images' own mean and standard deviation (Fashion-MNIST: 0.286, 0.353).
-  d.mean = d.train_x.mean().item<double>();
-  d.std = std::max(1e-6, d.train_x.std().item<double>());
-  d.train_x = (d.train_x - d.mean) / d.std;
-  d.test_x = (test_set.images() - d.mean) / d.std;
-  d.test_y = test_set.targets();
-  d.classes = check_labels(cfg, root, train_set.targets(), test_set.targets());
+  // Normalise with the training images' own mean and standard deviation (Fashion-MNIST: 0.286, 0.353),
+  // summed exactly over the bytes.
+  const data::ByteImageDataset::Moments m = train_set.moments();
+  d.mean = m.mean;
+  d.std = std::max(1e-6, m.stddev);
+  d.train_x = train_set.normalized(d.mean, d.std);
+  d.test_x = test_set.normalized(d.mean, d.std);
+  d.train_y = d.train_x.targets();
+  d.test_y = d.test_x.targets();
+  d.classes = check_labels(cfg, root, full_train_targets, d.test_y);
+  // What loading freed (the full training set after --train-limit) goes back to the system instead
+  // of staying cached for the whole run.
+  memory::empty_cache();
   return d;
 }
 
@@ -435,16 +442,17 @@ struct Evaluation {
   double loss = 0, accuracy = 0;
 };
 
-Evaluation evaluate(nn::Sequential& model, const Tensor& x, const Tensor& y) {
+Evaluation evaluate(nn::Sequential& model, const data::ByteImageDataset& set) {
   NoGradGuard no_grad;
   model->eval();
-  const int64_t n = x.size(0);
+  const int64_t n = set.size();
   double loss_sum = 0;
   int64_t correct = 0;
   for (int64_t start = 0; start < n; start += 1000) {
     const int64_t len = std::min<int64_t>(1000, n - start);
-    const Tensor logits = model->forward(x.narrow(0, start, len));
-    const Tensor target = y.narrow(0, start, len);
+    const data::Example chunk = set.rows(start, len);  // normalised as it is made
+    const Tensor logits = model->forward(chunk.data);
+    const Tensor& target = chunk.target;
     loss_sum += F::cross_entropy(logits, target).item<double>() * static_cast<double>(len);
     correct += eq(argmax(logits, 1), target).sum().item<int64_t>();
   }
@@ -573,15 +581,16 @@ bool drops_last_example(const TrainConfig& cfg, int64_t n) {
 }
 
 data::DataLoader make_loader(const TrainConfig& cfg, const Data& d) {
-  const int64_t n = d.train_x.size(0);
+  const int64_t n = d.train_x.size();
   GRAFT_CHECK(!(cfg.batch_norm && cfg.model == "mlp" && n == 1), "graft train --batch-norm",
               "at least 2 training examples (batch norm needs more than one value per channel)", "1 example",
               "raise --train-limit, or use --no-batch-norm");
-  return data::DataLoader(data::TensorDataset(d.train_x, d.train_y), data::DataLoaderOptions(batch_size(cfg))
-                                                                         .shuffle(true)
-                                                                         .seed(cfg.seed)
-                                                                         .drop_last(drops_last_example(cfg, n))
-                                                                         .num_workers(cfg.workers));
+  return data::DataLoader(std::make_shared<const data::ByteImageDataset>(d.train_x),
+                          data::DataLoaderOptions(batch_size(cfg))
+                              .shuffle(true)
+                              .seed(cfg.seed)
+                              .drop_last(drops_last_example(cfg, n))
+                              .num_workers(cfg.workers));
 }
 
 // Resumes from --resume (returning the epochs it had finished), or announces a new run (0).
@@ -594,10 +603,10 @@ int64_t resume_or_announce(const TrainConfig& cfg, const Data& d, nn::Sequential
   }
   char buf[200];
   std::snprintf(buf, sizeof buf, "graft train: %s on %lld images (%lld classes), %lld parameters, %s, %d threads",
-                cfg.model.c_str(), static_cast<long long>(d.train_x.size(0)), static_cast<long long>(d.classes),
+                cfg.model.c_str(), static_cast<long long>(d.train_x.size()), static_cast<long long>(d.classes),
                 static_cast<long long>(parameter_count(model)), cfg.optimizer.c_str(), get_num_threads());
   progress.message(buf);
-  if (drops_last_example(cfg, d.train_x.size(0)))
+  if (drops_last_example(cfg, d.train_x.size()))
     progress.message("batch norm cannot train on a last batch of 1 example: each epoch leaves one example out");
   return 0;
 }
@@ -749,7 +758,7 @@ void Run::end_epoch(int64_t epoch, const EpochSums& sums, std::chrono::steady_cl
   r.train_loss = sums.loss_sum / static_cast<double>(std::max<int64_t>(sums.seen, 1));
   r.train_accuracy = static_cast<double>(sums.correct) / static_cast<double>(std::max<int64_t>(sums.seen, 1));
   r.lr = current_lr(opt_);
-  const Evaluation ev = evaluate(model_, d_.test_x, d_.test_y);
+  const Evaluation ev = evaluate(model_, d_.test_x);
   r.test_loss = ev.loss;
   r.test_accuracy = ev.accuracy;
   sched_.after_epoch(r.train_loss);
@@ -827,7 +836,7 @@ void Run::finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_cl
     result.test_accuracy = result.history.back().test_accuracy;
     result.test_loss = result.history.back().test_loss;
   } else {  // resumed a finished run: report its model
-    const Evaluation ev = evaluate(model_, d_.test_x, d_.test_y);
+    const Evaluation ev = evaluate(model_, d_.test_x);
     result.test_accuracy = ev.accuracy;
     result.test_loss = ev.loss;
   }
@@ -873,10 +882,10 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
   set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   manual_seed(cfg.seed);
 
-  // Data, then the model and its optimiser and schedule (memory is counted from the model on).
-  const Data d = load_data(cfg);
+  // Data, then the model and its optimiser and schedule; the reported peak counts from the loading on.
   memory::reset_peak_stats();
-  nn::Sequential model = build_model(cfg, d.train_x.size(1), d.train_x.size(2), d.train_x.size(3), d.classes);
+  const Data d = load_data(cfg);
+  nn::Sequential model = build_model(cfg, d.train_x.sizes()[1], d.train_x.sizes()[2], d.train_x.sizes()[3], d.classes);
   initialise(model, cfg.init);
   auto opt = make_optimizer(cfg, model->parameters());
   data::DataLoader loader = make_loader(cfg, d);
@@ -930,12 +939,17 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
               std::to_string(pc.accumulate) + " and " + std::to_string(pc.checkpoint_segments), "");
   set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   manual_seed(cfg.seed);
+  // The data set stays live through the planned steps, so every line of the plan counts its bytes
+  // (category "data"); the loading's own peak, as graft train reaches it, bounds the plan from below.
+  memory::reset_peak_stats();
   const Data d = load_data(cfg);
-  nn::Sequential model = build_model(cfg, d.train_x.size(1), d.train_x.size(2), d.train_x.size(3), d.classes);
+  const int64_t loading_peak = memory::stats().peak_allocated_bytes;
+  const int64_t data_bytes = memory::stats()[memory::Category::Data].current_bytes;
+  nn::Sequential model = build_model(cfg, d.train_x.sizes()[1], d.train_x.sizes()[2], d.train_x.sizes()[3], d.classes);
   initialise(model, cfg.init);
   auto opt = make_optimizer(cfg, model->parameters());
   const int64_t batch = batch_size(cfg);
-  const std::vector<int64_t> shape{batch, d.train_x.size(1), d.train_x.size(2), d.train_x.size(3)};
+  const std::vector<int64_t> shape{batch, d.train_x.sizes()[1], d.train_x.sizes()[2], d.train_x.sizes()[3]};
 
   auto plan_with = [&](int64_t segments) {
     memory::PlanOptions o;
@@ -945,7 +959,9 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
   const memory::Plan p = plan_with(pc.checkpoint_segments);
   PlanResult r;
   r.batch_size = batch;
-  r.predicted_peak_bytes = p.predicted_peak_bytes;
+  r.predicted_peak_bytes = std::max(p.predicted_peak_bytes, loading_peak);
+  r.data_bytes = data_bytes;
+  r.loading_peak_bytes = loading_peak;
   out << "graft plan: " << cfg.model << ", batch " << batch
       << (pc.accumulate > 1 ? " per micro-batch (" + std::to_string(pc.accumulate) + " per step: effective batch " +
                                   std::to_string(batch * pc.accumulate) + ")"
@@ -953,12 +969,17 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
       << (pc.checkpoint_segments > 0 ? ", checkpoint_sequential with " + std::to_string(pc.checkpoint_segments) + " segments"
                                      : std::string())
       << ", " << cfg.optimizer << "\n"
-      << p.table();
+      << p.table()
+      << "  the data set (uint8 images and labels, train and test) is " << memory::format_bytes(data_bytes)
+      << " of it; loading peaks at " << memory::format_bytes(loading_peak) << "\n";
   nlohmann::json j = nlohmann::json::parse(p.json());
+  j["predicted_peak_bytes"] = r.predicted_peak_bytes;
+  j["data_bytes"] = data_bytes;
+  j["loading_peak_bytes"] = loading_peak;
   if (!pc.budget.empty()) {
     r.budget_bytes = memory::parse_bytes(pc.budget);
-    r.max_batch_size = p.max_batch_size(r.budget_bytes);
-    const bool fits = p.predicted_peak_bytes <= r.budget_bytes;
+    r.max_batch_size = loading_peak <= r.budget_bytes ? p.max_batch_size(r.budget_bytes) : 0;
+    const bool fits = r.predicted_peak_bytes <= r.budget_bytes;
     out << "budget " << memory::format_bytes(r.budget_bytes) << ": batch " << batch << (fits ? " fits" : " does not fit")
         << "; the largest " << (pc.accumulate > 1 ? "micro-batch" : "batch") << " that fits is " << r.max_batch_size;
     if (pc.accumulate > 1) out << " (effective batch " << r.max_batch_size * pc.accumulate << " with --accumulate " << pc.accumulate << ")";
@@ -967,7 +988,7 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
       // Fewest checkpoint segments with which the requested batch fits.
       const int64_t modules = static_cast<int64_t>(model->size());
       for (int64_t s = 2; s <= modules && r.segments_to_fit == 0; ++s)
-        if (plan_with(s).predicted_peak_bytes <= r.budget_bytes) r.segments_to_fit = s;
+        if (std::max(plan_with(s).predicted_peak_bytes, loading_peak) <= r.budget_bytes) r.segments_to_fit = s;
       out << (r.segments_to_fit ? "with checkpoint_sequential, " + std::to_string(r.segments_to_fit) +
                                       " segments fit batch " + std::to_string(batch)
                                 : "checkpointing does not make batch " + std::to_string(batch) + " fit either")

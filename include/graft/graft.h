@@ -22,6 +22,7 @@
 #include "graft/core/tensor.h"
 #include "graft/core/tensor_options.h"
 #include "graft/data/dataloader.h"
+#include "graft/data/byte_images.h"
 #include "graft/data/dataset.h"
 #include "graft/data/idx.h"
 #include "graft/data/mnist.h"

@@ -129,6 +129,7 @@ const char* category_name(Category c) {
     case Category::OptimizerState: return "optimizer_state";
     case Category::SavedActivations: return "saved_activations";
     case Category::Other: return "other";
+    case Category::Data: return "data";
   }
   return "other";
 }
@@ -140,6 +141,7 @@ const char* category_label(Category c) {
     case Category::OptimizerState: return "optimizer state";
     case Category::SavedActivations: return "saved activations";
     case Category::Other: return "other";
+    case Category::Data: return "data";
   }
   return "other";
 }

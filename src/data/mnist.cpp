@@ -74,11 +74,18 @@ bool MNIST::exists(const std::string& root, Mode mode) {
   return !find_file(root, p + "-images-idx3-ubyte").empty() && !find_file(root, p + "-labels-idx1-ubyte").empty();
 }
 
-MNIST::MNIST(const std::string& root, Mode mode) {
+namespace {
+
+struct MnistFiles {
+  IdxArray images, labels;
+};
+
+// The two files of `mode`, checked to be MNIST's (uint8 images (N, H, W), uint8 labels (N)).
+MnistFiles read_files(const std::string& root, MNIST::Mode mode) {
   const std::string images_path = locate(root, mode, "-images-idx3-ubyte");
   const std::string labels_path = locate(root, mode, "-labels-idx1-ubyte");
-  const IdxArray images = read_idx_array(images_path);
-  const IdxArray labels = read_idx_array(labels_path);
+  IdxArray images = read_idx_array(images_path);
+  IdxArray labels = read_idx_array(labels_path);
   const std::string op = "MNIST(\"" + root + "\")";
   GRAFT_CHECK(images.type == IdxType::UInt8 && images.sizes.size() == 3, op,
               "uint8 images with 3 dims (N, H, W) in " + images_path,
@@ -97,6 +104,15 @@ MNIST::MNIST(const std::string& root, Mode mode) {
               "sizes " + shape_str(images.sizes) + " (an empty data set)", "this image file holds no images");
   GRAFT_CHECK(images.sizes[1] > 0 && images.sizes[2] > 0, op, "images of at least 1 x 1 pixels in " + images_path,
               "sizes " + shape_str(images.sizes) + " (N, H, W)", "the image file's header is corrupt");
+  return {std::move(images), std::move(labels)};
+}
+
+}  // namespace
+
+MNIST::MNIST(const std::string& root, Mode mode) {
+  const MnistFiles f = read_files(root, mode);
+  const IdxArray& images = f.images;
+  const IdxArray& labels = f.labels;
   const int64_t n = images.sizes[0], h = images.sizes[1], w = images.sizes[2];
   images_ = make_empty({n, 1, h, w}, kFloat32);
   float* img = images_.data_ptr<float>();
@@ -104,6 +120,16 @@ MNIST::MNIST(const std::string& root, Mode mode) {
   targets_ = make_empty({n}, kInt64);
   int64_t* lab = targets_.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) lab[i] = labels.bytes[static_cast<size_t>(i)];
+}
+
+ByteImageDataset read_mnist_bytes(const std::string& root, MNIST::Mode mode) {
+  MnistFiles f = read_files(root, mode);
+  const int64_t n = f.images.sizes[0];
+  Tensor labels = make_empty({n}, kInt64);
+  int64_t* lab = labels.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) lab[i] = f.labels.bytes[static_cast<size_t>(i)];
+  f.labels = {};
+  return ByteImageDataset(f.images.bytes, {n, 1, f.images.sizes[1], f.images.sizes[2]}, labels);
 }
 
 Example MNIST::get(int64_t index) const {

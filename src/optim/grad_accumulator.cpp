@@ -67,8 +67,15 @@ bool GradAccumulator::backward(const Tensor& loss, int64_t count) {
     check_batch_norm();
   }
   const int64_t w = options_.weighting == Weighting::kBySampleCount ? count : 1;
-  if (w == 1) loss.backward();
-  else (loss * static_cast<double>(w)).backward();
+  try {
+    if (w == 1) loss.backward();
+    else (loss * static_cast<double>(w)).backward();
+  } catch (...) {
+    // A backward that threw (out of memory, an in-place error, ...) may have written some of the
+    // gradients and not others: the group is dropped, so that they never join a step.
+    reset_group();
+    throw;
+  }
   ++pending_;
   weight_ += w;
   if (pending_ < options_.steps) return false;

@@ -217,12 +217,12 @@ TEST(Train, RunLogHoldsEveryStepAndEpoch) {
     }
     if (type == "memory_timeline") {
       ++timelines;
-      EXPECT_EQ(j["categories"].size(), 5u);
+      EXPECT_EQ(j["categories"].size(), 6u);  // the five of the step, and the data set (issue 14, item 14)
       ASSERT_GT(j["points"].size(), 10u);
       // The timeline covers the first steps (0 to 3) and its totals are category bytes.
       EXPECT_EQ(j["points"].front()["step"].get<int64_t>(), 0);
       EXPECT_LE(j["points"].back()["step"].get<int64_t>(), 3);
-      EXPECT_EQ(j["points"].back()["totals"].size(), 5u);
+      EXPECT_EQ(j["points"].back()["totals"].size(), 6u);
     }
   }
   EXPECT_EQ(memory_records, 2);  // one per epoch
@@ -512,6 +512,92 @@ TEST(Train, ResumeAcceptsOnlyWellFormedCheckpoints) {
   // The undamaged checkpoint still resumes.
   std::filesystem::copy_file(good, c.save, std::filesystem::copy_options::overwrite_existing);
   EXPECT_EQ(cli::train(resume, sink).epochs, 3);
+}
+
+// Issue 14, item 14: the data set is held as uint8 bytes and counted as its own category, "data":
+// the Squares set is 240 + 60 images of 12 x 12 bytes and as many int64 labels, by hand.
+constexpr int64_t kSquaresDataBytes = (240 + 60) * 12 * 12 + (240 + 60) * 8;
+
+TEST(Train, TheDataSetIsItsOwnMemoryCategoryInTheResultTheTableAndTheLog) {
+  Squares data;
+  TempDir out_dir;
+  TrainConfig c = small_config(data.dir.path());
+  c.epochs = 1;
+  c.log = out_dir / "run.jsonl";
+  c.progress = "lines";  // prints the memory table at the end
+  std::ostringstream out;
+  const cli::TrainResult r = cli::train(c, out);
+  EXPECT_EQ(r.peak_memory_by_category.at("data"), kSquaresDataBytes);
+  // The reported peaks hold the data set (the run's from the loading on; the steps' too).
+  const int64_t model_bytes = 4 * ((144 * 512 + 512) + (512 * 256 + 256) + (256 * 3 + 3));
+  EXPECT_GE(r.peak_memory_bytes, kSquaresDataBytes + 3 * model_bytes);  // + parameters, gradients, momentum
+  EXPECT_GE(r.peak_train_memory_bytes, kSquaresDataBytes + 3 * model_bytes);
+  // The memory table at the end has a line for it.
+  const std::string text = out.str();
+  EXPECT_NE(text.find("\n  data "), std::string::npos) << text;
+  int64_t records = 0;
+  for (const std::string& line : cli::read_run_log(c.log)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["type"] == "memory") {
+      ++records;
+      EXPECT_EQ(j["current"]["data"].get<int64_t>(), kSquaresDataBytes);
+      EXPECT_EQ(j["peak"]["data"].get<int64_t>(), kSquaresDataBytes);
+    }
+    if (j["type"] == "memory_timeline") {
+      EXPECT_EQ(j["categories"].back(), "data");
+      EXPECT_EQ(j["points"].front()["totals"].back().get<int64_t>(), kSquaresDataBytes);
+    }
+  }
+  EXPECT_EQ(records, 1);
+  EXPECT_EQ(memory::stats()[memory::Category::Data].current_bytes, 0);  // freed with the run
+}
+
+TEST(Plan, CountsTheDataSetAsItsOwnLineOfThePeak) {
+  Squares data;
+  cli::PlanConfig pc;
+  pc.train = small_config(data.dir.path());
+  pc.json = true;
+  std::ostringstream out;
+  const cli::PlanResult p = cli::plan(pc, out);
+  EXPECT_EQ(p.data_bytes, kSquaresDataBytes);
+  std::string last, line;
+  std::istringstream lines(out.str());
+  while (std::getline(lines, line)) last = line;
+  const auto j = nlohmann::json::parse(last);
+  EXPECT_EQ(j["at_peak"]["data"].get<int64_t>(), kSquaresDataBytes);
+  EXPECT_EQ(j["data_bytes"].get<int64_t>(), kSquaresDataBytes);
+  // The predicted peak is the step's own lines plus the data set's bytes.
+  int64_t step_lines = 0;
+  for (const auto& [name, bytes] : j["at_peak"].items())
+    if (name != "data") step_lines += bytes.get<int64_t>();
+  EXPECT_EQ(p.predicted_peak_bytes, step_lines + kSquaresDataBytes);
+  EXPECT_GE(p.predicted_peak_bytes, p.loading_peak_bytes);
+  EXPECT_GE(p.loading_peak_bytes, kSquaresDataBytes);
+  EXPECT_NE(out.str().find("\n  data "), std::string::npos) << out.str();
+  // A budget below what loading needs fits no batch at all.
+  pc.budget = std::to_string(kSquaresDataBytes - 1);
+  pc.json = false;
+  std::ostringstream small;
+  const cli::PlanResult none = cli::plan(pc, small);
+  EXPECT_EQ(none.max_batch_size, 0);
+  EXPECT_NE(small.str().find("does not fit"), std::string::npos) << small.str();
+}
+
+TEST(Train, TrainLimitKeepsOnlyTheFirstImagesAsData) {
+  Squares data;
+  TrainConfig c = small_config(data.dir.path());
+  c.epochs = 1;
+  c.train_limit = 100;
+  std::ostringstream out;
+  const cli::TrainResult r = cli::train(c, out);
+  // During the run: 100 training images and the 60 test images, with their labels; the full
+  // training set read first is gone.
+  EXPECT_EQ(r.peak_memory_by_category.at("data"), (100 + 60) * (144 + 8));  // the last epoch's peaks
+  EXPECT_GE(r.peak_memory_bytes, (240 + 100 + 60) * (144 + 8));  // loading held all three at once
+  cli::PlanConfig pc;
+  pc.train = c;
+  std::ostringstream sink;
+  EXPECT_EQ(cli::plan(pc, sink).data_bytes, (100 + 60) * (144 + 8));
 }
 
 }  // namespace

@@ -16,8 +16,9 @@
 //   Gradients         stored in a leaf's .grad by backward (or by the user through mutable_grad());
 //   OptimizerState    an optimiser's buffers (momentum, exp_avg, ...);
 //   SavedActivations  held by the graph for backward (SavedTensor), and by nothing of the above;
-//   Other             everything else: inputs, outputs, temporaries.
-// The first three are explicit roles and stay; SavedActivations lasts while at least one graph node
+//   Other             everything else: inputs, outputs, temporaries;
+//   Data              a data set held in memory for a run (data::ByteImageDataset's bytes and labels).
+// Parameters, gradients, optimiser state and data are explicit roles and stay; SavedActivations lasts while at least one graph node
 // holds the storage (saving a parameter leaves it a parameter). A view shares its base's storage, so
 // it is never counted twice. Moving a storage between categories moves its bytes; per-category peaks
 // are the highest value each category's current count reached.
@@ -38,11 +39,12 @@ struct Storage;
 
 namespace graft::memory {
 
-enum class Category : uint8_t { Parameters, Gradients, OptimizerState, SavedActivations, Other };
-inline constexpr int kNumCategories = 5;
-// "parameters", "gradients", "optimizer_state", "saved_activations", "other".
+// Data comes last so that Other keeps its number (Storage's initial category).
+enum class Category : uint8_t { Parameters, Gradients, OptimizerState, SavedActivations, Other, Data };
+inline constexpr int kNumCategories = 6;
+// "parameters", "gradients", "optimizer_state", "saved_activations", "other", "data".
 const char* category_name(Category c);
-// "parameters", "gradients", "optimizer state", "saved activations", "other" (for tables).
+// "parameters", "gradients", "optimizer state", "saved activations", "other", "data" (for tables).
 const char* category_label(Category c);
 
 struct CategoryStats {

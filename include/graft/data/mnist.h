@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "graft/data/byte_images.h"
 #include "graft/data/dataset.h"
 
 namespace graft::data {
@@ -28,6 +29,11 @@ class MNIST : public Dataset {
  private:
   Tensor images_, targets_;
 };
+
+// The same files as MNIST(root, mode), kept as their bytes (Note [Byte images]): a quarter of the
+// float32 images' memory, counted under memory::Category::Data; get_batch gives float32 (B, 1, H, W),
+// in [0, 1] or normalised with .normalized(mean, stddev). graft train loads its data this way.
+ByteImageDataset read_mnist_bytes(const std::string& root, MNIST::Mode mode = MNIST::Mode::kTrain);
 
 // Fashion-MNIST has MNIST's file names and layout.
 using FashionMNIST = MNIST;

@@ -30,7 +30,12 @@
 // (through options.on_warning, stderr by default) when it finds one in train mode.
 //
 // If clipping throws (error_if_nonfinite with a nan/inf norm), the group is dropped: the gradients
-// are zeroed and the next backward starts a new group; the optimiser has not stepped.
+// are zeroed and the next backward starts a new group; the optimiser has not stepped. The same holds
+// when a micro-batch's backward throws (memory::OutOfMemoryError, or any other error): it may have
+// written the gradients of some parameters and not of others, so the accumulator zeroes the
+// gradients of all the optimiser's parameters, drops the micro-batches accumulated so far
+// (pending() is 0 again) and rethrows. The partial gradients never join a step; the caller goes on
+// (with a smaller micro-batch, say) and the next backward starts a new group.
 #pragma once
 
 #include <cstdint>
