@@ -33,9 +33,9 @@ bool Tensor::requires_grad() const {
   return a && (a->requires_grad || a->grad_fn);
 }
 
-Tensor& Tensor::requires_grad_(bool r) {
+Tensor& Tensor::requires_grad_(bool r) const {
   set_requires_grad(r);
-  return *this;
+  return mut();
 }
 
 const Tensor& Tensor::set_requires_grad(bool r) const {
@@ -83,7 +83,7 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(out));
 }
 
-Tensor& Tensor::detach_() {
+Tensor& Tensor::detach_() const {
   auto& i = impl();
   GRAFT_CHECK(!i.is_view || is_leaf(), "detach_", "a tensor that is not a view of another recorded tensor",
               "a view with grad_fn", "use .detach() (out of place) instead");
@@ -91,7 +91,7 @@ Tensor& Tensor::detach_() {
     i.autograd->grad_fn.reset();
     i.autograd->requires_grad = false;
   }
-  return *this;
+  return mut();
 }
 
 HookHandle Tensor::register_hook_impl(std::function<Tensor(const Tensor&)> hook) const {

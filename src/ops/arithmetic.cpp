@@ -277,29 +277,29 @@ Tensor& binary_inplace(Tensor& self, const Tensor& other, const char* op, F&& f)
 }
 }  // namespace
 
-Tensor& Tensor::add_(const Tensor& other, const Scalar& alpha) {
+Tensor& Tensor::add_(const Tensor& other, const Scalar& alpha) const {
   const double al = alpha.to_double();
-  return binary_inplace(*this, other, "add_", [al, alpha](const auto& x, const auto& z) {
+  return binary_inplace(mut(), other, "add_", [al, alpha](const auto& x, const auto& z) {
     if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Tensor>) return graft::add(x, z, alpha);
     else return x + static_cast<std::decay_t<decltype(x)>>(al) * z;
   });
 }
-Tensor& Tensor::sub_(const Tensor& other, const Scalar& alpha) {
+Tensor& Tensor::sub_(const Tensor& other, const Scalar& alpha) const {
   const double al = alpha.to_double();
-  return binary_inplace(*this, other, "sub_", [al, alpha](const auto& x, const auto& z) {
+  return binary_inplace(mut(), other, "sub_", [al, alpha](const auto& x, const auto& z) {
     if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Tensor>) return graft::sub(x, z, alpha);
     else return x - static_cast<std::decay_t<decltype(x)>>(al) * z;
   });
 }
-Tensor& Tensor::mul_(const Tensor& other) {
-  return binary_inplace(*this, other, "mul_", [](const auto& x, const auto& z) {
+Tensor& Tensor::mul_(const Tensor& other) const {
+  return binary_inplace(mut(), other, "mul_", [](const auto& x, const auto& z) {
     if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Tensor>) return graft::mul(x, z);
     else return x * z;
   });
 }
-Tensor& Tensor::div_(const Tensor& other) {
-  detail::check_inplace_dtype(*this, true_div_type(detail::result_type(*this, other)), "div_");
-  return binary_inplace(*this, other, "div_", [](const auto& x, const auto& z) {
+Tensor& Tensor::div_(const Tensor& other) const {
+  detail::check_inplace_dtype(mut(), true_div_type(detail::result_type(mut(), other)), "div_");
+  return binary_inplace(mut(), other, "div_", [](const auto& x, const auto& z) {
     if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Tensor>) return graft::div(x, z);
     else return x / z;
   });
@@ -321,26 +321,26 @@ Tensor& scalar_inplace(Tensor& self, const Scalar& s, const char* op, F&& f) {
 }
 }  // namespace
 
-Tensor& Tensor::add_(const Scalar& other, const Scalar& alpha) {
+Tensor& Tensor::add_(const Scalar& other, const Scalar& alpha) const {
   const Scalar v(other.to_double() * alpha.to_double());
-  return scalar_inplace(*this, other.is_floating_point() || alpha.is_floating_point() ? v : Scalar(other.to_long() * alpha.to_long()),
+  return scalar_inplace(mut(), other.is_floating_point() || alpha.is_floating_point() ? v : Scalar(other.to_long() * alpha.to_long()),
                         "add_", [](const auto& x, const auto& z) {
                           if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Tensor>) return graft::add(x, z);
                           else return x + z;
                         });
 }
-Tensor& Tensor::sub_(const Scalar& other, const Scalar& alpha) {
+Tensor& Tensor::sub_(const Scalar& other, const Scalar& alpha) const {
   return add_(Scalar(-other.to_double()), alpha);
 }
-Tensor& Tensor::mul_(const Scalar& other) {
-  return scalar_inplace(*this, other, "mul_", [](const auto& x, const auto& z) {
+Tensor& Tensor::mul_(const Scalar& other) const {
+  return scalar_inplace(mut(), other, "mul_", [](const auto& x, const auto& z) {
     if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Tensor>) return graft::mul(x, z);
     else return x * z;
   });
 }
-Tensor& Tensor::div_(const Scalar& other) {
-  detail::check_inplace_dtype(*this, true_div_type(detail::result_type(*this, other)), "div_");
-  return scalar_inplace(*this, other, "div_", [](const auto& x, const auto& z) {
+Tensor& Tensor::div_(const Scalar& other) const {
+  detail::check_inplace_dtype(mut(), true_div_type(detail::result_type(mut(), other)), "div_");
+  return scalar_inplace(mut(), other, "div_", [](const auto& x, const auto& z) {
     if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Tensor>) return graft::div(x, z);
     else return x / z;
   });

@@ -164,15 +164,15 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   return y;
 }
 
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
-  check_mask(*this, mask, "masked_fill_");
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
+  check_mask(mut(), mask, "masked_fill_");
   return detail::inplace_op(
-      *this, "masked_fill_", {&mask},
+      mut(), "masked_fill_", {&mask},
       [&] {
-        Tensor m = mask.is_alias_of(*this) ? mask.clone() : mask;
+        Tensor m = mask.is_alias_of(mut()) ? mask.clone() : mask;
         kernels::dispatch_all(dtype(), "masked_fill_", [&]<class T>() {
           const T v = value.to<T>();
-          kernels::apply_inplace<T, bool>(*this, [v](T e, bool mm) { return mm ? v : e; }, m);
+          kernels::apply_inplace<T, bool>(mut(), [v](T e, bool mm) { return mm ? v : e; }, m);
         });
       },
       [&](const Tensor& old) { return graft::masked_fill(old, mask, value); });
@@ -232,6 +232,27 @@ Tensor isfinite(const Tensor& x) {
     if constexpr (std::is_floating_point_v<T>) return std::isfinite(v);
     else return true;
   });
+}
+
+// ---- all / any: counts of zero (nonzero) elements, compared with 0; no gradient ----
+Tensor all(const Tensor& x) { return eq(sum(eq(x, 0), kInt64), 0); }
+namespace {
+void check_reduced_dim(const Tensor& x, int64_t dim, const char* op) {
+  const int64_t n = std::max<int64_t>(x.dim(), 1);  // a 0-dim tensor takes dim 0 or -1
+  GRAFT_CHECK(dim >= -n && dim < n, op, "dim in [" + std::to_string(-n) + ", " + std::to_string(n) + ")",
+              "dim " + std::to_string(dim) + " for a tensor of shape " + shape_str(x.sizes()),
+              "count dims from 0, or from -1 for the last");
+}
+}  // namespace
+
+Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
+  check_reduced_dim(x, dim, "all");
+  return eq(sum(eq(x, 0), dim, keepdim, kInt64), 0);
+}
+Tensor any(const Tensor& x) { return ne(sum(ne(x, 0), kInt64), 0); }
+Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
+  check_reduced_dim(x, dim, "any");
+  return ne(sum(ne(x, 0), dim, keepdim, kInt64), 0);
 }
 
 }  // namespace graft

@@ -97,14 +97,14 @@ Tensor Tensor::to(DType dt, bool copy) const {
 }
 
 // ---- in-place copies and fills ----
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor& Tensor::copy_(const Tensor& src) const {
   const bool record = autograd::should_record({this, &src});
-  detail::check_inplace(*this, "copy_", record);
+  detail::check_inplace(mut(), "copy_", record);
   GRAFT_CHECK(!(is_alias_of(src) && !is_same(src) && record), "copy_", "a source that does not alias the destination",
               "an overlapping view", "copy from a .clone() of the source");
   Tensor source = src;
   if (is_alias_of(src) && !is_same(src)) source = src.detach().clone();  // overlapping memory
-  detail::copy_into(*this, source.detach());
+  detail::copy_into(mut(), source.detach());
   impl().storage->bump_version("copy_");
   if (record) {
     // d copy_(self, src)/d src = g summed to src's shape; the old value of self gets nothing. Self is
@@ -112,11 +112,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
     auto node = make_node("CopyBackwards", OpId::copy_, {this, &src}, [sd = src.dtype()](Node& n, const Tensor& g) -> TensorList {
       return {Tensor(), n.needs_input_grad(1) ? g.to(sd) : Tensor()};
     });
-    set_history(*this, node);
+    set_history(mut(), node);
   } else if (GradMode::is_enabled() && requires_grad() && !src.requires_grad()) {
     impl().autograd->grad_fn.reset();  // overwritten by a constant: no history left
   }
-  return *this;
+  return mut();
 }
 
 namespace {
@@ -140,7 +140,7 @@ Tensor& fill_impl(Tensor& self, const Scalar& value, OpId id, const char* node_n
 }
 }  // namespace
 
-Tensor& Tensor::fill_(const Scalar& value) { return fill_impl(*this, value, OpId::fill_, "FillBackward0"); }
-Tensor& Tensor::zero_() { return fill_impl(*this, 0, OpId::zero_, "ZeroBackward0"); }
+Tensor& Tensor::fill_(const Scalar& value) const { return fill_impl(mut(), value, OpId::fill_, "FillBackward0"); }
+Tensor& Tensor::zero_() const { return fill_impl(mut(), 0, OpId::zero_, "ZeroBackward0"); }
 
 }  // namespace graft

@@ -551,8 +551,8 @@ Tensor maximum(const Tensor& a, const Tensor& b) { return max_min<true>(a, b, Op
 Tensor minimum(const Tensor& a, const Tensor& b) { return max_min<false>(a, b, OpId::minimum, "MinimumBackward0"); }
 
 // ---- in-place forms (Note [In-place ops]) ----
-Tensor& Tensor::relu_() {
-  Tensor& self = *this;
+Tensor& Tensor::relu_() const {
+  Tensor& self = mut();
   GRAFT_CHECK(self.dtype() != kBool, "relu_", "a numeric tensor", "a bool tensor", "convert it with .to(graft::kFloat32)");
   return detail::inplace_op(
       self, "relu_", {},
@@ -564,8 +564,8 @@ Tensor& Tensor::relu_() {
       [](const Tensor& old) { return graft::relu(old); });
 }
 
-Tensor& Tensor::sigmoid_() {
-  Tensor& self = *this;
+Tensor& Tensor::sigmoid_() const {
+  Tensor& self = mut();
   detail::check_inplace_dtype(self, float_type(self.dtype()), "sigmoid_");
   return detail::inplace_op(
       self, "sigmoid_", {},
@@ -577,8 +577,8 @@ Tensor& Tensor::sigmoid_() {
       [](const Tensor& old) { return graft::sigmoid(old); });
 }
 
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
-  Tensor& self = *this;
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  Tensor& self = mut();
   detail::check_inplace_dtype(self, clamp_type(self, min, max, "clamp_"), "clamp_");
   const Bounds b = make_bounds(min, max);
   return detail::inplace_op(

@@ -78,6 +78,17 @@ Tensor Tensor::norm(const Scalar& p) const {
   return graft::pow(graft::sum(graft::pow(graft::abs(*this), p)), 1.0 / pv);
 }
 
+Tensor Tensor::norm(const Scalar& p, IntArrayRef dim, bool keepdim) const {
+  const double pv = p.to_double();
+  if (pv == 2.0) return graft::sqrt(graft::sum(*this * *this, dim, keepdim));
+  if (pv == 1.0) return graft::sum(graft::abs(*this), dim, keepdim);
+  return graft::pow(graft::sum(graft::pow(graft::abs(*this), p), dim, keepdim), 1.0 / pv);
+}
+Tensor Tensor::all() const { return graft::all(*this); }
+Tensor Tensor::all(int64_t d, bool k) const { return graft::all(*this, d, k); }
+Tensor Tensor::any() const { return graft::any(*this); }
+Tensor Tensor::any(int64_t d, bool k) const { return graft::any(*this, d, k); }
+
 Tensor Tensor::matmul(const Tensor& o) const { return graft::matmul(*this, o); }
 Tensor Tensor::mm(const Tensor& o) const { return graft::mm(*this, o); }
 Tensor Tensor::bmm(const Tensor& o) const { return graft::bmm(*this, o); }

@@ -2,6 +2,7 @@
 // where, masked_fill, masked_fill_; plus direct tests of the family (NaN, dtypes, promotion).
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "../support/op_table.h"
 #include "../support/test_util.h"
@@ -126,6 +127,60 @@ GRAFT_OP_RECORDS(compare) {
   recs.push_back(classify("isnan", [](auto& x) { return isnan(x); }, [](double v) { return std::isnan(v); }));
   recs.push_back(classify("isinf", [](auto& x) { return isinf(x); }, [](double v) { return std::isinf(v); }));
   recs.push_back(classify("isfinite", [](auto& x) { return isfinite(x); }, [](double v) { return std::isfinite(v); }));
+
+  // ---- all / any: over every element (0-dim) or one dim; the reference loops by hand ----
+  auto truth = [](std::string name, bool is_all, std::optional<int64_t> dim, bool keepdim) {
+    return OpRecord{
+        .name = name,
+        .variant = dim ? "dim " + std::to_string(*dim) + (keepdim ? " keepdim" : "") : "all elements",
+        .fn = [is_all, dim, keepdim](const TensorList& a) {
+          if (dim) return is_all ? all(a[0], *dim, keepdim) : any(a[0], *dim, keepdim);
+          return is_all ? all(a[0]) : any(a[0]);
+        },
+        .reference = [is_all, dim, keepdim](const TensorList& a) {
+          const std::vector<double> v = values(a[0]);
+          if (!dim) {  // every element
+            bool r = is_all;
+            for (double x : v) r = is_all ? (r && x != 0) : (r || x != 0);
+            return make({r ? 1.0 : 0.0}, {}, kBool);
+          }
+          // a (2, 3) sample reduced over dim 0 (3 results) or dim 1 (2 results)
+          const int64_t rows = a[0].size(0), cols = a[0].size(1);
+          std::vector<double> out;
+          const int64_t n_out = *dim == 0 ? cols : rows, n_in = *dim == 0 ? rows : cols;
+          for (int64_t o = 0; o < n_out; ++o) {
+            bool r = is_all;
+            for (int64_t i = 0; i < n_in; ++i) {
+              const double x = *dim == 0 ? v[static_cast<size_t>(i * cols + o)] : v[static_cast<size_t>(o * cols + i)];
+              r = is_all ? (r && x != 0) : (r || x != 0);
+            }
+            out.push_back(r ? 1.0 : 0.0);
+          }
+          std::vector<int64_t> shape = {n_out};
+          if (keepdim) shape = *dim == 0 ? std::vector<int64_t>{1, cols} : std::vector<int64_t>{rows, 1};
+          return make(out, shape, kBool);
+        },
+        .samples = [dim] {
+          const double nan = std::numeric_limits<double>::quiet_NaN();
+          std::vector<TensorList> s = {{make({1, 0, 2, 3, 4, 0.5}, {2, 3})},
+                                       {make({0, 0, 0, 1, 1, 1}, {2, 3}, kInt64)},
+                                       {make({nan, 0, 0, 0, 0, 0}, {2, 3})}};  // NaN is nonzero
+          if (!dim) {
+            s.push_back({make({}, {0})});  // empty: all() true, any() false
+            s.push_back({make({0}, {}, kBool)});
+          }
+          return s;
+        },
+        .gradcheck = false,
+        .gradgradcheck = false,
+        .errors = {{[is_all] { is_all ? all(zeros({2, 3}), 2) : any(zeros({2, 3}), 2); }, {name, "dim"}}}};
+  };
+  for (const char* name : {"all", "any"}) {
+    const bool is_all = std::string(name) == "all";
+    recs.push_back(truth(name, is_all, std::nullopt, false));
+    recs.push_back(truth(name, is_all, 0, false));
+    recs.push_back(truth(name, is_all, 1, true));
+  }
 
   // ---- allclose / equal: one bool for the whole tensor, returned here as a 0-dim bool tensor ----
   auto as_tensor = [](bool b) { return make({b ? 1.0 : 0.0}, {}, kBool); };

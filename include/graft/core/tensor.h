@@ -101,7 +101,7 @@ class Tensor {
 
   // ---- autograd (see docs/autograd.md) ----
   bool requires_grad() const;
-  Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& requires_grad_(bool requires_grad = true) const;
   const Tensor& set_requires_grad(bool r) const;
   bool is_leaf() const;
   const std::shared_ptr<autograd::Node>& grad_fn() const;
@@ -112,7 +112,7 @@ class Tensor {
   void retain_grad() const;
   bool retains_grad() const;
   Tensor detach() const;
-  Tensor& detach_();
+  Tensor& detach_() const;
   // hook(grad) may return a replacement gradient (a Tensor) or nothing (void).
   template <class F>
   HookHandle register_hook(F&& hook) const {
@@ -141,6 +141,8 @@ class Tensor {
   Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt,
                std::optional<int64_t> end = std::nullopt, int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;
+  // t[i]: select(0, i), as in LibTorch.
+  Tensor operator[](int64_t index) const { return select(0, index); }
   Tensor expand(IntArrayRef sizes) const;  // -1 keeps a size
   Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
   Tensor squeeze() const;
@@ -235,6 +237,12 @@ class Tensor {
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor logsumexp(IntArrayRef dim, bool keepdim = false) const;
   Tensor norm(const Scalar& p = 2) const;
+  // The p-norm over `dim` (LibTorch's norm(p, dim, keepdim)).
+  Tensor norm(const Scalar& p, IntArrayRef dim, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
 
   // ---- linear algebra, softmax, indexing ----
   Tensor matmul(const Tensor& other) const;
@@ -248,21 +256,24 @@ class Tensor {
   Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
 
   // ---- in-place (bump the version counter; see Note [Version counter]) ----
-  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
-  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
-  Tensor& mul_(const Tensor& other);
-  Tensor& mul_(const Scalar& other);
-  Tensor& div_(const Tensor& other);
-  Tensor& div_(const Scalar& other);
-  Tensor& relu_();
-  Tensor& sigmoid_();
-  Tensor& zero_();
-  Tensor& fill_(const Scalar& value);
-  Tensor& copy_(const Tensor& src);
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
-  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  // They are const members, as in LibTorch: a Tensor is a handle, and a const handle does not make
+  // the elements read-only (`p.grad().zero_()` on the const Tensor& that grad() returns). Only the
+  // shared TensorImpl changes, never the handle itself.
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& mul_(const Tensor& other) const;
+  Tensor& mul_(const Scalar& other) const;
+  Tensor& div_(const Tensor& other) const;
+  Tensor& div_(const Scalar& other) const;
+  Tensor& relu_() const;
+  Tensor& sigmoid_() const;
+  Tensor& zero_() const;
+  Tensor& fill_(const Scalar& value) const;
+  Tensor& copy_(const Tensor& src) const;
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
   // (also const overloads are not provided: an in-place op changes the tensor it is called on)
 
   // Printing in PyTorch's layout: tensor([[1., 2.], [3., 4.]], requires_grad=True)
@@ -274,6 +285,7 @@ class Tensor {
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
  private:
+  Tensor& mut() const { return const_cast<Tensor&>(*this); }  // for the const in-place members
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -75,6 +75,12 @@ bool equal(const Tensor& a, const Tensor& b);  // same shape and exactly the sam
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
 Tensor isfinite(const Tensor& x);
+// Whether every (any) element is nonzero: a bool tensor, 0-dim over all elements, or reduced over
+// `dim` (PyTorch's all/any; an empty tensor is all-true and any-false).
+Tensor all(const Tensor& x);
+Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor any(const Tensor& x);
+Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ---- reductions: dim = {} means all dims ----
 Tensor sum(const Tensor& x, std::optional<DType> dtype = std::nullopt);

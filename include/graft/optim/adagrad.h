@@ -10,7 +10,7 @@ namespace graft::optim {
 
 class AdagradOptions : public OptimizerCloneableOptions<AdagradOptions> {
  public:
-  explicit AdagradOptions(double lr = 1e-2) : OptimizerCloneableOptions(lr) {}
+  AdagradOptions(double lr = 1e-2) : OptimizerCloneableOptions(lr) {}
   GRAFT_OPTIM_ARG(double, lr_decay) = 0;
   GRAFT_OPTIM_ARG(double, weight_decay) = 0;
   GRAFT_OPTIM_ARG(double, initial_accumulator_value) = 0;

@@ -15,7 +15,7 @@ using betas_t = std::tuple<double, double>;
 
 class AdamOptions : public OptimizerCloneableOptions<AdamOptions> {
  public:
-  explicit AdamOptions(double lr = 1e-3) : OptimizerCloneableOptions(lr) {}
+  AdamOptions(double lr = 1e-3) : OptimizerCloneableOptions(lr) {}
   GRAFT_OPTIM_ARG(betas_t, betas) = betas_t(0.9, 0.999);
   GRAFT_OPTIM_ARG(double, eps) = 1e-8;
   GRAFT_OPTIM_ARG(double, weight_decay) = 0;

@@ -9,7 +9,7 @@ namespace graft::optim {
 
 class AdamWOptions : public OptimizerCloneableOptions<AdamWOptions> {
  public:
-  explicit AdamWOptions(double lr = 1e-3) : OptimizerCloneableOptions(lr) {}
+  AdamWOptions(double lr = 1e-3) : OptimizerCloneableOptions(lr) {}
   GRAFT_OPTIM_ARG(betas_t, betas) = betas_t(0.9, 0.999);
   GRAFT_OPTIM_ARG(double, eps) = 1e-8;
   GRAFT_OPTIM_ARG(double, weight_decay) = 1e-2;

@@ -11,7 +11,7 @@ namespace graft::optim {
 
 class RMSpropOptions : public OptimizerCloneableOptions<RMSpropOptions> {
  public:
-  explicit RMSpropOptions(double lr = 1e-2) : OptimizerCloneableOptions(lr) {}
+  RMSpropOptions(double lr = 1e-2) : OptimizerCloneableOptions(lr) {}
   GRAFT_OPTIM_ARG(double, alpha) = 0.99;
   GRAFT_OPTIM_ARG(double, eps) = 1e-8;
   GRAFT_OPTIM_ARG(double, weight_decay) = 0;

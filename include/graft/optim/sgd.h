@@ -12,7 +12,7 @@ namespace graft::optim {
 
 class SGDOptions : public OptimizerCloneableOptions<SGDOptions> {
  public:
-  explicit SGDOptions(double lr) : OptimizerCloneableOptions(lr) {}
+  SGDOptions(double lr) : OptimizerCloneableOptions(lr) {}
   GRAFT_OPTIM_ARG(double, momentum) = 0;
   GRAFT_OPTIM_ARG(double, dampening) = 0;
   GRAFT_OPTIM_ARG(double, weight_decay) = 0;
