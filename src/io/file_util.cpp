@@ -145,7 +145,7 @@ std::string resolve_target(const std::string& path, const std::string& op) {
   }
 }
 
-// ---- Note [Temporaries and signals] ----
+// Note [Temporaries and signals]
 // A save interrupted by SIGINT or SIGTERM (Ctrl-C, `kill`, a scheduler's time limit) would leave its
 // full-size temporary file behind for ever. Each temporary being written is registered in a fixed
 // table (no allocation, no locks: a handler may run at any point, on any thread); the handler

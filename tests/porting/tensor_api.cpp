@@ -70,7 +70,7 @@ int main() {
             adagrad.param_groups().size() == 1,
         "every optimiser constructs from (params, lr)");
 
-  // A namespace-level loss, as regression.cpp calls it: smooth L1 (beta 1) of [0.5, 3] against 0
+  // A namespace-level loss, as pytorch/examples' regression program calls it: smooth L1 (beta 1) of [0.5, 3] against 0
   // is mean(0.5 * 0.25, 3 - 0.5) = 1.3125.
   show("smooth_l1", torch::smooth_l1_loss(torch::tensor({0.5, 3.0}), torch::zeros({2})), {1.3125});
 
