@@ -22,6 +22,7 @@
 #include "graft/core/scalar.h"
 #include "graft/core/shape.h"
 #include "graft/core/tensor.h"
+#include "graft/core/tensor_indexing.h"
 #include "graft/core/tensor_options.h"
 #include "graft/core/util.h"
 #include "graft/data/dataloader.h"

@@ -99,6 +99,46 @@ int main() {
   std::printf("str: %s\n", text.c_str());
   check(text == "x=3, y=1.5", "c10::str concatenates");
 
+  // Random fills: the two libraries draw different numbers, so only their laws are checked (each
+  // bound is several standard errors wide).
+  torch::manual_seed(0);
+  auto u = torch::empty({1000}, torch::kFloat64).uniform_(0.8, 1.0);
+  const bool u_in = u.min().item<double>() >= 0.8 && u.max().item<double>() < 1.0;
+  const bool u_mean = std::abs(u.mean().item<double>() - 0.9) < 0.01;
+  std::printf("uniform_: in [0.8, 1) %d, mean near 0.9 %d\n", u_in ? 1 : 0, u_mean ? 1 : 0);
+  check(u_in && u_mean, "uniform_(0.8, 1) over 1000 draws");
+  auto n = torch::empty({20000}).normal_(2.0, 3.0);
+  const bool n_ok = std::abs(n.mean().item<double>() - 2.0) < 0.15 && std::abs(n.std().item<double>() - 3.0) < 0.15;
+  std::printf("normal_: mean and std near 2 and 3 %d\n", n_ok ? 1 : 0);
+  check(n_ok, "normal_(2, 3) over 20000 draws");
+  auto b = torch::empty({20000}).bernoulli_(0.25);
+  const double ones = b.sum().item<double>();
+  const bool b_ok = std::abs(ones / 20000 - 0.25) < 0.02 && b.eq(0).logical_or(b.eq(1)).all().item<bool>();
+  std::printf("bernoulli_: zeros and ones, a quarter ones %d\n", b_ok ? 1 : 0);
+  check(b_ok, "bernoulli_(0.25) over 20000 draws");
+  auto r = torch::empty({2000}, torch::kInt64).random_(3, 7);
+  bool r_ok = r.min().item<int64_t>() == 3 && r.max().item<int64_t>() == 6;
+  for (int64_t v = 3; v < 7; ++v) r_ok = r_ok && r.eq(v).any().item<bool>();
+  std::printf("random_: every value of [3, 7) and no other %d\n", r_ok ? 1 : 0);
+  check(r_ok, "random_(3, 7) over 2000 draws");
+  bool threw = false;
+  try {
+    auto leaf = torch::zeros({2}).requires_grad_();
+    leaf.uniform_();
+  } catch (const c10::Error&) {
+    threw = true;
+  }
+  check(threw, "a random fill of a leaf that requires grad throws");
+
+  // Scalars, reset() and the impl pointer.
+  auto s2 = torch::tensor(2.5);
+  std::printf("tensor(2.5): dim %lld value %g\n", static_cast<long long>(s2.dim()), s2.item<double>());
+  check(s2.dim() == 0 && s2.dtype() == torch::kFloat && s2.item<double>() == 2.5, "tensor(2.5) is a 0-dim float");
+  auto h = torch::ones({2});
+  check(h.unsafeGetTensorImpl() != nullptr, "a defined tensor has an impl");
+  h.reset();
+  check(!h.defined(), "reset() leaves the handle undefined");
+
   std::printf("%s\n", failures == 0 ? "all checks passed" : "SOME CHECKS FAILED");
   return failures == 0 ? 0 : 1;
 }

@@ -68,6 +68,12 @@ Tensor tensor(const std::vector<T>& v, const TensorOptions& options = {}) {
   detail::NestedData d{{v.begin(), v.end()}, {static_cast<int64_t>(v.size())}, detail::natural_dtype<T>()};
   return detail::tensor_from_nested(std::move(d), options);
 }
+// A 0-dim tensor: tensor(2.0) is float32, tensor(1) int64, tensor(true) bool (as LibTorch).
+template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+Tensor tensor(T v, const TensorOptions& options = {}) {
+  detail::NestedData d{{static_cast<double>(v)}, {}, detail::natural_dtype<T>()};
+  return detail::tensor_from_nested(std::move(d), options);
+}
 // A 0-dim tensor.
 template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
 Tensor scalar_tensor(T v, const TensorOptions& options = {}) {

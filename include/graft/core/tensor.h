@@ -21,6 +21,11 @@
 
 namespace graft {
 
+class Generator;
+namespace indexing {
+class TensorIndex;
+}  // namespace indexing
+
 class Tensor;
 using TensorList = std::vector<Tensor>;
 using tensor_list = TensorList;
@@ -143,6 +148,14 @@ class Tensor {
   Tensor select(int64_t dim, int64_t index) const;
   // t[i]: select(0, i), as in LibTorch.
   Tensor operator[](int64_t index) const { return select(0, index); }
+  // x.index({Slice(1, 3), None, Ellipsis, idx}) and x.index_put_({...}, v): PyTorch's x[...]
+  // (graft/core/tensor_indexing.h, Note [Tensor indexing]).
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& value) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& value) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value) const;
   Tensor expand(IntArrayRef sizes) const;  // -1 keeps a size
   Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
   Tensor squeeze() const;
@@ -274,6 +287,14 @@ class Tensor {
   Tensor& copy_(const Tensor& src) const;
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
+  // Random fills from graft's default generator (or `generator`), not recorded by autograd, as in
+  // LibTorch: uniform on [from, to), normal(mean, std), 1 with probability p (else 0), and whole
+  // numbers in [from, to) (random_(to): [0, to)).
+  Tensor& uniform_(double from = 0, double to = 1, Generator* generator = nullptr) const;
+  Tensor& normal_(double mean = 0, double std = 1, Generator* generator = nullptr) const;
+  Tensor& bernoulli_(double p = 0.5, Generator* generator = nullptr) const;
+  Tensor& random_(int64_t from, int64_t to, Generator* generator = nullptr) const;
+  Tensor& random_(int64_t to, Generator* generator = nullptr) const;
   // (also const overloads are not provided: an in-place op changes the tensor it is called on)
 
   // Printing in PyTorch's layout: tensor([[1., 2.], [3., 4.]], requires_grad=True)
@@ -282,6 +303,9 @@ class Tensor {
 
   TensorImpl& impl() const;
   TensorImpl* unsafe_impl() const { return impl_.get(); }
+  TensorImpl* unsafeGetTensorImpl() const { return impl_.get(); }  // LibTorch's spelling
+  // Makes this handle undefined (LibTorch's reset()); other handles of the tensor keep it.
+  void reset() { impl_.reset(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
  private:
