@@ -1,6 +1,9 @@
 // The one include graft users need.
 #pragma once
 
+// <cmath> as torch/torch.h makes it reachable: ported programs call std::isnan, std::sqrt, ...
+#include <cmath>
+
 #include "graft/ops/autocast.h"
 #include "graft/amp/grad_scaler.h"
 #include "graft/utils/checkpoint.h"
@@ -9,12 +12,15 @@
 #include "graft/engine/gradcheck.h"
 #include "graft/autograd/node.h"
 #include "graft/autograd/saved_tensor_hooks.h"
+#include "graft/core/assert.h"
+#include "graft/core/cuda.h"
 #include "graft/core/dtype.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
 #include "graft/core/generator.h"
 #include "graft/core/half.h"
 #include "graft/core/memory.h"
+#include "graft/core/optional.h"
 #include "graft/core/ordered_dict.h"
 #include "graft/runtime/parallel.h"
 #include "graft/core/scalar.h"
