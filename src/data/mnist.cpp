@@ -74,12 +74,12 @@ MNIST::MNIST(const std::string& root, Mode mode) {
   for (int64_t i = 0; i < n; ++i) lab[i] = labels.bytes[static_cast<size_t>(i)];
 }
 
-Example MNIST::get(int64_t index) const {
+Example<> MNIST::get(int64_t index) const {
   detail::check_index(index, size(), "MNIST::get");
   return {images_.select(0, index), targets_.select(0, index)};
 }
 
-Example MNIST::get_batch(std::span<const int64_t> indices) const {
+Example<> MNIST::get_batch(std::span<const int64_t> indices) const {
   GRAFT_CHECK(!indices.empty(), "MNIST::get_batch", "at least one index", "none", "pass at least one index");
   return {detail::gather_rows(images_, indices, "MNIST::get_batch"),
           detail::gather_rows(targets_, indices, "MNIST::get_batch")};
