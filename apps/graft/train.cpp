@@ -450,7 +450,7 @@ Evaluation evaluate(nn::Sequential& model, const data::ByteImageDataset& set) {
   int64_t correct = 0;
   for (int64_t start = 0; start < n; start += 1000) {
     const int64_t len = std::min<int64_t>(1000, n - start);
-    const data::Example chunk = set.rows(start, len);  // normalised as it is made
+    const data::Example<> chunk = set.rows(start, len);  // normalised as it is made
     const Tensor logits = model->forward(chunk.data);
     const Tensor& target = chunk.target;
     loss_sum += F::cross_entropy(logits, target).item<double>() * static_cast<double>(len);

@@ -1,6 +1,9 @@
 // The one include graft users need.
 #pragma once
 
+// <cmath> as torch/torch.h makes it reachable: ported programs call std::isnan, std::sqrt, ...
+#include <cmath>
+
 #include "graft/ops/autocast.h"
 #include "graft/amp/grad_scaler.h"
 #include "graft/utils/checkpoint.h"
@@ -10,6 +13,8 @@
 #include "graft/engine/gradcheck.h"
 #include "graft/autograd/node.h"
 #include "graft/autograd/saved_tensor_hooks.h"
+#include "graft/core/assert.h"
+#include "graft/core/cuda.h"
 #include "graft/core/dtype.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
@@ -17,6 +22,7 @@
 #include "graft/core/half.h"
 #include "graft/core/ivalue.h"
 #include "graft/core/memory.h"
+#include "graft/core/optional.h"
 #include "graft/core/ordered_dict.h"
 #include "graft/runtime/parallel.h"
 #include "graft/core/scalar.h"
@@ -28,8 +34,13 @@
 #include "graft/data/dataloader.h"
 #include "graft/data/byte_images.h"
 #include "graft/data/dataset.h"
+#include "graft/data/datasets.h"
+#include "graft/data/example.h"
 #include "graft/data/idx.h"
+#include "graft/data/make_data_loader.h"
 #include "graft/data/mnist.h"
+#include "graft/data/samplers.h"
+#include "graft/data/transforms.h"
 #include "graft/diagnostics/grad_monitor.h"
 #include "graft/diagnostics/graph_leaks.h"
 #include "graft/diagnostics/memory_plan.h"

@@ -75,7 +75,7 @@ void ByteImageDataset::fill(std::span<const int64_t> indices, float* out, const 
   }
 }
 
-Example ByteImageDataset::get(int64_t index) const {
+Example<> ByteImageDataset::get(int64_t index) const {
   detail::check_index(index, size(), "ByteImageDataset::get");
   Tensor x = make_empty(std::vector<int64_t>(sizes_.begin() + 1, sizes_.end()), kFloat32);
   const int64_t i[] = {index};
@@ -83,7 +83,7 @@ Example ByteImageDataset::get(int64_t index) const {
   return {x, targets_.select(0, index)};
 }
 
-Example ByteImageDataset::get_batch(std::span<const int64_t> indices) const {
+Example<> ByteImageDataset::get_batch(std::span<const int64_t> indices) const {
   const char* op = "ByteImageDataset::get_batch";
   GRAFT_CHECK(!indices.empty(), op, "at least one index", "none", "pass at least one index");
   std::vector<int64_t> shape = sizes_;
@@ -93,7 +93,7 @@ Example ByteImageDataset::get_batch(std::span<const int64_t> indices) const {
   return {x, detail::gather_rows(targets_, indices, op)};
 }
 
-Example ByteImageDataset::rows(int64_t start, int64_t length) const {
+Example<> ByteImageDataset::rows(int64_t start, int64_t length) const {
   GRAFT_CHECK(start >= 0 && length >= 1 && start <= size() - length, "ByteImageDataset::rows",
               "rows within [0, " + std::to_string(size()) + ")",
               "start " + std::to_string(start) + ", length " + std::to_string(length),

@@ -10,6 +10,7 @@
 
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/generator.h"
+#include "shuffle.h"
 
 namespace graft::data {
 
@@ -22,17 +23,8 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Uniform in [0, bound) without modulo bias.
-uint64_t below(Generator& g, uint64_t bound) {
-  const uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
-  for (;;) {
-    const uint64_t r = g.next_u64();
-    if (r >= threshold) return r % bound;
-  }
-}
-
 struct Slot {
-  Example batch;
+  Example<> batch;
   std::exception_ptr error;
 };
 
@@ -47,7 +39,7 @@ struct DataLoader::Run {
 
   int64_t next = 0;     // the batch the next advance() takes
   int64_t current = -1;  // the batch in `batch`
-  Example batch;
+  Example<> batch;
   bool done = false;
 
   // Workers (empty when batches are made on the loop's thread).
@@ -70,7 +62,7 @@ struct DataLoader::Run {
     for (auto& t : threads) t.join();
   }
 
-  Example make_batch(int64_t b) const {
+  Example<> make_batch(int64_t b) const {
     NoGradGuard no_grad;  // a data pipeline never records autograd history
     const int64_t begin = b * batch_size;
     const int64_t end = std::min<int64_t>(begin + batch_size, static_cast<int64_t>(order.size()));
@@ -175,7 +167,7 @@ std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
   std::iota(order.begin(), order.end(), int64_t{0});
   if (options_.shuffle() && order.size() > 1) {
     Generator g(splitmix64(seed_ ^ splitmix64(static_cast<uint64_t>(epoch))));
-    for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[below(g, i + 1)]);
+    detail::shuffle(order, g);
   }
   return order;
 }
@@ -194,7 +186,7 @@ DataLoader::Iterator DataLoader::begin() {
   return Iterator(std::move(run));
 }
 
-Example& DataLoader::Iterator::operator*() const {
+Example<>& DataLoader::Iterator::operator*() const {
   GRAFT_CHECK(run_ && !run_->done, "DataLoader::Iterator", "an iterator at a batch", "an iterator past the end",
               "compare with loader.end() before dereferencing");
   return run_->batch;

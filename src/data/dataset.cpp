@@ -39,17 +39,17 @@ Tensor gather_rows(const Tensor& t, std::span<const int64_t> indices, const char
 
 }  // namespace detail
 
-Example Dataset::get_batch(std::span<const int64_t> indices) const {
+Example<> Dataset::get_batch(std::span<const int64_t> indices) const {
   GRAFT_CHECK(!indices.empty(), "Dataset::get_batch", "at least one index", "none", "pass at least one index");
   TensorList data, targets;
   data.reserve(indices.size());
   targets.reserve(indices.size());
   for (int64_t i : indices) {
-    Example e = get(i);
+    Example<> e = get(i);
     data.push_back(std::move(e.data));
     targets.push_back(std::move(e.target));
   }
-  Example out;
+  Example<> out;
   out.data = stack(data);
   if (!targets.empty() && targets.front().defined()) out.target = stack(targets);
   return out;
@@ -72,12 +72,12 @@ TensorDataset::TensorDataset(const Tensor& data, const Tensor& targets) {
   size_ = data.size(0);
 }
 
-Example TensorDataset::get(int64_t index) const {
+Example<> TensorDataset::get(int64_t index) const {
   detail::check_index(index, size_, "TensorDataset::get");
   return {data_.select(0, index), targets_.select(0, index)};
 }
 
-Example TensorDataset::get_batch(std::span<const int64_t> indices) const {
+Example<> TensorDataset::get_batch(std::span<const int64_t> indices) const {
   GRAFT_CHECK(!indices.empty(), "TensorDataset::get_batch", "at least one index", "none", "pass at least one index");
   return {detail::gather_rows(data_, indices, "TensorDataset::get_batch"),
           detail::gather_rows(targets_, indices, "TensorDataset::get_batch")};
@@ -131,16 +131,16 @@ TransformDataset::TransformDataset(std::shared_ptr<const Dataset> base, Transfor
               "pass a dataset, e.g. std::make_shared<TensorDataset>(x, y)");
 }
 
-Example TransformDataset::get(int64_t index) const {
-  Example e = base_->get(index);
+Example<> TransformDataset::get(int64_t index) const {
+  Example<> e = base_->get(index);
   if (data_transform_) e.data = data_transform_(e.data);
   if (target_transform_) e.target = target_transform_(e.target);
   return e;
 }
 
-Example TransformDataset::get_batch(std::span<const int64_t> indices) const {
+Example<> TransformDataset::get_batch(std::span<const int64_t> indices) const {
   if (!batchable_ || target_transform_) return Dataset::get_batch(indices);
-  Example e = base_->get_batch(indices);
+  Example<> e = base_->get_batch(indices);
   if (data_transform_) e.data = data_transform_(e.data);
   return e;
 }

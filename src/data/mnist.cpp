@@ -132,12 +132,12 @@ ByteImageDataset read_mnist_bytes(const std::string& root, MNIST::Mode mode) {
   return ByteImageDataset(f.images.bytes, {n, 1, f.images.sizes[1], f.images.sizes[2]}, labels);
 }
 
-Example MNIST::get(int64_t index) const {
+Example<> MNIST::get(int64_t index) const {
   detail::check_index(index, size(), "MNIST::get");
   return {images_.select(0, index), targets_.select(0, index)};
 }
 
-Example MNIST::get_batch(std::span<const int64_t> indices) const {
+Example<> MNIST::get_batch(std::span<const int64_t> indices) const {
   GRAFT_CHECK(!indices.empty(), "MNIST::get_batch", "at least one index", "none", "pass at least one index");
   return {detail::gather_rows(images_, indices, "MNIST::get_batch"),
           detail::gather_rows(targets_, indices, "MNIST::get_batch")};

@@ -77,6 +77,16 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
   return graft::layer_norm(input, options.normalized_shape(), options.weight(), options.bias(), options.eps());
 }
 
+// ---- dropout ----
+Tensor dropout(Tensor input, const DropoutFuncOptions& options) {
+  if (options.inplace()) return graft::dropout_(input, options.p(), options.training());
+  return graft::dropout(input, options.p(), options.training());
+}
+Tensor dropout2d(Tensor input, const Dropout2dFuncOptions& options) {
+  if (options.inplace()) return graft::dropout2d_(input, options.p(), options.training());
+  return graft::dropout2d(input, options.p(), options.training());
+}
+
 // ---- losses ----
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options) {
   return graft::cross_entropy(input, target, options.weight(), options.reduction(), options.ignore_index(),

@@ -96,6 +96,15 @@ Tensor Tensor::to(DType dt, bool copy) const {
   return y;
 }
 
+Tensor Tensor::to(Device device, bool /*non_blocking*/, bool copy) const {
+  GRAFT_CHECK(device.is_cpu(), "Tensor::to", "a CPU device", device.str(), "graft runs on the CPU only");
+  return copy ? clone() : *this;
+}
+
+Tensor Tensor::to(Device device, DType dt, bool non_blocking, bool copy) const {
+  return to(device, non_blocking, false).to(dt, copy);
+}
+
 // ---- in-place copies and fills ----
 Tensor& Tensor::copy_(const Tensor& src) const {
   const bool record = autograd::should_record({this, &src});

@@ -59,7 +59,7 @@ TEST(ByteImages, TheDataSetIsCountedUnderDataToTheByte) {
     const ByteImageDataset first = set.head(20);
     EXPECT_EQ(data_bytes() - before, 2500 + 20 * 42 + 20 * 8);
     // A batch is float32 in "other", not data.
-    const data::Example b = copy.get_batch(std::vector<int64_t>{3, 1});
+    const data::Example<> b = copy.get_batch(std::vector<int64_t>{3, 1});
     EXPECT_EQ(b.data.dtype(), kFloat32);
     EXPECT_EQ(data_bytes() - before, 2500 + 1000);
   }
@@ -91,7 +91,7 @@ TEST(ByteImages, BatchesAreTheOldWholeSetNormalisationComputedInDouble) {
 
   const ByteImageDataset set = raw.normalized(m.mean, m.stddev);
   const std::vector<int64_t> idx = {29, 0, 7, 7, 13};
-  const data::Example b = set.get_batch(idx);
+  const data::Example<> b = set.get_batch(idx);
   ASSERT_EQ(b.data.sizes().vec(), (std::vector<int64_t>{5, 1, 5, 4}));
   const std::vector<double> got = values(b.data);
   const std::vector<double> labels = values(b.target);

@@ -59,7 +59,7 @@ class ItemDataset : public data::Dataset {
  public:
   explicit ItemDataset(int64_t n, int64_t throw_at = -1, int sleep_us = 0) : n_(n), throw_at_(throw_at), sleep_us_(sleep_us) {}
   int64_t size() const override { return n_; }
-  Example get(int64_t i) const override {
+  Example<> get(int64_t i) const override {
     const int now = ++active_;
     int prev = max_active_.load();
     while (now > prev && !max_active_.compare_exchange_weak(prev, now)) {
@@ -80,11 +80,11 @@ class ItemDataset : public data::Dataset {
 TEST(TensorDataset, RowsAndErrors) {
   auto ds = numbered(5);
   EXPECT_EQ(ds.size(), 5);
-  Example e = ds.get(3);
+  Example<> e = ds.get(3);
   EXPECT_TRUE(all_close(e.data, {3, 30}, {2}, 0, 0));
   EXPECT_EQ(e.target.item<int64_t>(), 3);
   const int64_t idx[] = {4, 1, 4};
-  Example b = ds.get_batch(idx);
+  Example<> b = ds.get_batch(idx);
   EXPECT_TRUE(all_close(b.data, {4, 40, 1, 10, 4, 40}, {3, 2}, 0, 0));
   EXPECT_EQ(targets_of(b.target), (std::vector<int64_t>{4, 1, 4}));
   EXPECT_TRUE(throws_error([&] { ds.get(5); }, {"TensorDataset::get", "[0, 5)"}));
@@ -102,7 +102,7 @@ TEST(TensorDataset, RowsAndErrors) {
 
 TEST(Dataset, DefaultGetBatchStacks) {
   ItemDataset ds(4);
-  Example b = ds.get_batch(std::vector<int64_t>{2, 0, 3});
+  Example<> b = ds.get_batch(std::vector<int64_t>{2, 0, 3});
   EXPECT_TRUE(all_close(b.data, {2, 2, 2, 0, 0, 0, 3, 3, 3}, {3, 3}, 0, 0));
   EXPECT_EQ(targets_of(b.target), (std::vector<int64_t>{2, 0, 3}));
 }
@@ -130,7 +130,7 @@ TEST(TransformDataset, AppliesToExamplesAndBatches) {
   EXPECT_TRUE(all_close(ds->get_batch(std::vector<int64_t>{0, 2}).data, {-1, 1}, {2, 1, 1, 1}, 0, 0));
   // Per example, with a target transform.
   data::TransformDataset t(base, data::Normalize(0.0, 2.0), false, [](const Tensor& y) { return y * 10; });
-  Example b = t.get_batch(std::vector<int64_t>{1, 3});
+  Example<> b = t.get_batch(std::vector<int64_t>{1, 3});
   EXPECT_TRUE(all_close(b.data, {2, 4}, {2, 1, 1, 1}, 0, 0));
   EXPECT_EQ(targets_of(b.target), (std::vector<int64_t>{10, 30}));
   // A loader over a transformed dataset.

@@ -59,7 +59,7 @@ TEST(MNIST, ReadsRawAndGzippedSets) {
   EXPECT_EQ(train.images().dtype(), kFloat32);
   EXPECT_EQ(train.targets().dtype(), kInt64);
   EXPECT_EQ(train.targets().sizes().vec(), (std::vector<int64_t>{12}));
-  data::Example e = train.get(7);
+  data::Example<> e = train.get(7);
   std::vector<double> expect;
   for (int i = 0; i < 12; ++i) expect.push_back(static_cast<float>((7 * 31 + i) % 256) / 255.0f);
   EXPECT_TRUE(all_close(e.data, expect, {1, 4, 3}, 0, 0));
@@ -69,7 +69,7 @@ TEST(MNIST, ReadsRawAndGzippedSets) {
   EXPECT_EQ(test.size(), 5);
   EXPECT_EQ(values(test.targets()), (std::vector<double>{0, 1, 2, 3, 4}));
   const int64_t idx[] = {4, 0};
-  data::Example b = test.get_batch(idx);
+  data::Example<> b = test.get_batch(idx);
   EXPECT_EQ(b.data.sizes().vec(), (std::vector<int64_t>{2, 1, 4, 3}));
   EXPECT_EQ(values(b.target), (std::vector<double>{4, 0}));
   EXPECT_EQ(b.data.data_ptr<float>()[0], static_cast<float>(4 * 31 % 256) / 255.0f);

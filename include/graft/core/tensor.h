@@ -170,6 +170,10 @@ class Tensor {
 
   // ---- conversions ----
   Tensor to(DType dtype, bool copy = false) const;
+  // LibTorch's to(device[, dtype], non_blocking, copy). graft runs on the CPU: another device is an
+  // error; to(kCPU) returns this tensor (a copy only with copy = true).
+  Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, DType dtype, bool non_blocking = false, bool copy = false) const;
   Tensor clone() const;
 
   // ---- math (free functions in ops.h do the work; these forward to them) ----

@@ -14,14 +14,10 @@
 #include <vector>
 
 #include "graft/core/error.h"
+#include "graft/core/optional.h"  // graft::optional, nullopt
 #include "graft/core/shape.h"
 
 namespace graft {
-
-using std::make_optional;
-using std::nullopt;
-using std::nullopt_t;
-using std::optional;
 
 // A read-only view of a contiguous list of T: a pointer and a length, as c10::ArrayRef. Like
 // IntArrayRef (which is ArrayRef<int64_t>'s spelling in graft), it never owns: a braced list

@@ -37,10 +37,10 @@ class ByteImageDataset : public Dataset {
 
   int64_t size() const override { return sizes_.empty() ? 0 : sizes_[0]; }
   // Float32 (sizes[1:]...) and (B, sizes[1:]...) normalised as the Note says; targets int64.
-  Example get(int64_t index) const override;
-  Example get_batch(std::span<const int64_t> indices) const override;
+  Example<> get(int64_t index) const override;
+  Example<> get_batch(std::span<const int64_t> indices) const override;
   // The examples [start, start + length) in order, as get_batch would give them.
-  Example rows(int64_t start, int64_t length) const;
+  Example<> rows(int64_t start, int64_t length) const;
 
   // The first n examples, copied (a set narrowed this way frees the rest with the original).
   ByteImageDataset head(int64_t n) const;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <concepts>
 #include <cstdint>
 #include <iterator>
@@ -41,12 +42,22 @@ class DataLoaderOptions {
   DataLoaderOptions& num_workers(int64_t v) { num_workers_ = v; return *this; }
   DataLoaderOptions& workers(int64_t v) { return num_workers(v); }  // LibTorch spelling
   DataLoaderOptions& prefetch(int64_t v) { prefetch_ = v; return *this; }  // batches queued per worker
+  // LibTorch's options of its worker pool: kept for source compatibility. graft's DataLoader queues
+  // `prefetch` batches per worker and always keeps the batches in order; make_data_loader's loader
+  // prepares batches on the calling thread (graft/data/make_data_loader.h).
+  DataLoaderOptions& max_jobs(size_t v) { max_jobs_ = v; return *this; }
+  DataLoaderOptions& enforce_ordering(bool v) { enforce_ordering_ = v; return *this; }
+  DataLoaderOptions& timeout(std::chrono::milliseconds v) { timeout_ = v; return *this; }
 
   int64_t batch_size() const { return batch_size_; }
   bool shuffle() const { return shuffle_; }
   std::optional<uint64_t> seed() const { return seed_; }
   bool drop_last() const { return drop_last_; }
   int64_t num_workers() const { return num_workers_; }
+  int64_t workers() const { return num_workers_; }  // LibTorch spelling
+  std::optional<size_t> max_jobs() const { return max_jobs_; }
+  bool enforce_ordering() const { return enforce_ordering_; }
+  std::optional<std::chrono::milliseconds> timeout() const { return timeout_; }
   int64_t prefetch() const { return prefetch_; }
 
  private:
@@ -56,6 +67,9 @@ class DataLoaderOptions {
   bool drop_last_ = false;
   int64_t num_workers_ = 0;
   int64_t prefetch_ = 2;
+  std::optional<size_t> max_jobs_;
+  bool enforce_ordering_ = true;
+  std::optional<std::chrono::milliseconds> timeout_;
 };
 
 class DataLoader {
@@ -70,14 +84,14 @@ class DataLoader {
   class Iterator {
    public:
     using iterator_category = std::input_iterator_tag;
-    using value_type = Example;
+    using value_type = Example<>;
     using difference_type = std::ptrdiff_t;
-    using pointer = Example*;
-    using reference = Example&;
+    using pointer = Example<>*;
+    using reference = Example<>&;
 
     Iterator() = default;
-    Example& operator*() const;
-    Example* operator->() const { return &**this; }
+    Example<>& operator*() const;
+    Example<>* operator->() const { return &**this; }
     Iterator& operator++();
     void operator++(int) { ++*this; }
     bool operator==(std::default_sentinel_t) const;

@@ -10,14 +10,11 @@
 #include <vector>
 
 #include "graft/core/tensor.h"
+#include "graft/data/example.h"
 
 namespace graft::data {
 
-// One example, or a batch of them (data (B, ...), target (B, ...)).
-struct Example {
-  Tensor data;
-  Tensor target;
-};
+// An Example<> (graft/data/example.h) is one example, or a batch of them (data (B, ...), target (B, ...)).
 
 // A dataset of size() examples. get() and get_batch() are const and may be called from DataLoader
 // worker threads concurrently: implementations must not change shared state in them.
@@ -25,10 +22,10 @@ class Dataset {
  public:
   virtual ~Dataset() = default;
   virtual int64_t size() const = 0;
-  virtual Example get(int64_t index) const = 0;
+  virtual Example<> get(int64_t index) const = 0;
   // The examples at `indices` stacked along a new first dim. The default calls get() for each and
   // stacks; datasets that hold whole tensors override it with one gather.
-  virtual Example get_batch(std::span<const int64_t> indices) const;
+  virtual Example<> get_batch(std::span<const int64_t> indices) const;
 };
 
 // Examples are rows of two tensors: get(i) = {data[i], targets[i]} (views, no copy).
@@ -37,8 +34,8 @@ class TensorDataset : public Dataset {
   // data (N, ...) and targets (N, ...) with the same N; both are detached (and made contiguous).
   TensorDataset(const Tensor& data, const Tensor& targets);
   int64_t size() const override { return size_; }
-  Example get(int64_t index) const override;
-  Example get_batch(std::span<const int64_t> indices) const override;
+  Example<> get(int64_t index) const override;
+  Example<> get_batch(std::span<const int64_t> indices) const override;
   const Tensor& data() const { return data_; }
   const Tensor& targets() const { return targets_; }
 
@@ -72,8 +69,8 @@ class TransformDataset : public Dataset {
   TransformDataset(std::shared_ptr<const Dataset> base, Transform data_transform, bool batchable = false,
                    Transform target_transform = {});
   int64_t size() const override { return base_->size(); }
-  Example get(int64_t index) const override;
-  Example get_batch(std::span<const int64_t> indices) const override;
+  Example<> get(int64_t index) const override;
+  Example<> get_batch(std::span<const int64_t> indices) const override;
   const Dataset& base() const { return *base_; }
 
  private:

@@ -18,8 +18,8 @@ class MNIST : public Dataset {
   explicit MNIST(const std::string& root, Mode mode = Mode::kTrain);
 
   int64_t size() const override { return images_.size(0); }
-  Example get(int64_t index) const override;
-  Example get_batch(std::span<const int64_t> indices) const override;
+  Example<> get(int64_t index) const override;
+  Example<> get_batch(std::span<const int64_t> indices) const override;
   const Tensor& images() const { return images_; }
   const Tensor& targets() const { return targets_; }
 

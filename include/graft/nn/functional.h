@@ -70,6 +70,12 @@ struct LogSoftmaxFuncOptions {
   GRAFT_ARG(int64_t, dim);
   GRAFT_ARG(std::optional<DType>, dtype) = std::nullopt;
 };
+struct DropoutFuncOptions {
+  GRAFT_ARG(double, p) = 0.5;
+  GRAFT_ARG(bool, training) = true;
+  GRAFT_ARG(bool, inplace) = false;
+};
+using Dropout2dFuncOptions = DropoutFuncOptions;
 struct EmbeddingFuncOptions { GRAFT_ARG(std::optional<int64_t>, padding_idx) = std::nullopt; };
 
 struct CrossEntropyFuncOptions {
@@ -185,6 +191,11 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   const BatchNormFuncOptions& options = {});
 // Normalises over the last normalized_shape.size() dims, which must equal normalized_shape.
 Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options);
+
+// ---- dropout ----
+// input (N, C, H, W) or (C, H, W) for dropout2d. With inplace, input is multiplied in place and returned.
+Tensor dropout(Tensor input, const DropoutFuncOptions& options = {});
+Tensor dropout2d(Tensor input, const Dropout2dFuncOptions& options = {});
 
 // ---- losses ----
 // input (N, C) or (N, C, d1, ...) or (C); target int64 class indices (N) / (N, d1, ...) / ().

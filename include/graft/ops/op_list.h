@@ -29,6 +29,7 @@
       X(index_select) X(gather) X(scatter_add) X(index_add) X(embedding) X(one_hot)                 \
   /* losses */ X(cross_entropy) X(nll_loss) X(mse_loss) X(l1_loss) X(smooth_l1_loss)                \
       X(binary_cross_entropy) X(binary_cross_entropy_with_logits)                                   \
+  /* dropout */ X(dropout) X(feature_dropout) X(dropout2d)                                          \
   /* views */ X(view) X(reshape) X(transpose) X(permute) X(narrow) X(slice) X(select) X(expand)     \
       X(squeeze) X(unsqueeze) X(flatten) X(contiguous) X(clone) X(to)                               \
   /* in-place */ X(add_) X(sub_) X(mul_) X(div_) X(relu_) X(sigmoid_) X(zero_) X(fill_) X(copy_)    \

@@ -194,6 +194,20 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                                         const Tensor& pos_weight = {}, Reduction reduction = kMean);
 
+// Dropout (dropout.cpp), built from ops so that the gradient is the mask's: with train = true,
+// x * keep / (1 - p) with keep drawn from the default generator (graft::manual_seed makes it
+// repeatable), keep = (U[0, 1) >= p); with train = false or p = 0, x itself. p must be in [0, 1];
+// p = 1 gives zeros. dropout draws one keep per element; feature_dropout one per channel of an
+// input (N, C, *) (keep shaped (N, C, 1, ...), so whole channels are zeroed), as nn::Dropout2d uses.
+// dropout2d: feature_dropout of an image batch (N, C, H, W) or of one image (C, H, W) (as PyTorch 2.x
+// reads a 3-dim input). The _ forms multiply input in place (by the same mask) and return it.
+Tensor dropout(const Tensor& input, double p, bool train);
+Tensor feature_dropout(const Tensor& input, double p, bool train);
+Tensor dropout2d(const Tensor& input, double p, bool train);
+Tensor& dropout_(Tensor& input, double p, bool train);
+Tensor& feature_dropout_(Tensor& input, double p, bool train);
+Tensor& dropout2d_(Tensor& input, double p, bool train);
+
 // ---- joining, splitting, indexing ----
 Tensor cat(const TensorList& tensors, int64_t dim = 0);
 Tensor stack(const TensorList& tensors, int64_t dim = 0);

@@ -1,6 +1,8 @@
 // Dropout, built from graft ops so that its gradient is the mask's: x * mask / (1 - p).
 #include "graft/nn/modules/dropout.h"
 
+#include <utility>
+
 #include "../../core/format.h"
 #include "graft/core/factory.h"
 #include "graft/ops/ops.h"
@@ -30,6 +32,23 @@ Tensor DropoutImpl::forward(const Tensor& input) {
 }
 
 std::string DropoutImpl::extra_repr() const {
+  return "p=" + graft::detail::py_repr(options.p()) + ", inplace=" + graft::detail::py_bool(options.inplace());
+}
+
+Dropout2dImpl::Dropout2dImpl(const Dropout2dOptions& options_) : options(options_) { reset(); }
+
+void Dropout2dImpl::reset() {
+  GRAFT_CHECK(options.p() >= 0.0 && options.p() <= 1.0, "Dropout2d", "a probability p in [0, 1]",
+              "p = " + graft::detail::py_repr(options.p()), "p is the probability of zeroing a channel");
+}
+
+Tensor Dropout2dImpl::forward(Tensor input) {
+  const auto func_options =
+      functional::Dropout2dFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace());
+  return functional::dropout2d(std::move(input), func_options);
+}
+
+std::string Dropout2dImpl::extra_repr() const {
   return "p=" + graft::detail::py_repr(options.p()) + ", inplace=" + graft::detail::py_bool(options.inplace());
 }
 

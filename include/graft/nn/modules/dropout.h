@@ -25,4 +25,19 @@ class DropoutImpl : public Cloneable<DropoutImpl> {
 };
 GRAFT_MODULE(Dropout);
 
+// Dropout2d: in training mode, zeroes whole channels of an image batch (N, C, H, W) (or of one image
+// (C, H, W)), each with probability p, and scales the rest by 1 / (1 - p); identity in eval mode.
+using Dropout2dOptions = DropoutOptions;
+
+class Dropout2dImpl : public Cloneable<Dropout2dImpl> {
+ public:
+  explicit Dropout2dImpl(const Dropout2dOptions& options = {});
+  void reset() override;
+  Tensor forward(Tensor input);
+  std::string extra_repr() const override;
+
+  Dropout2dOptions options;
+};
+GRAFT_MODULE(Dropout2d);
+
 }  // namespace graft::nn
