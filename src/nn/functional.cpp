@@ -53,6 +53,10 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   return graft::conv2d(input, weight, bias.defined() ? bias : options.bias(), *options.stride(), *options.padding(),
                        *options.dilation(), options.groups());
 }
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const ConvTranspose2dFuncOptions& options) {
+  return graft::conv_transpose2d(input, weight, options.bias(), *options.stride(), *options.padding(),
+                                 *options.output_padding(), options.groups(), *options.dilation());
+}
 Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options) {
   return graft::max_pool2d(input, *options.kernel_size(), *options.stride(), *options.padding(), *options.dilation(),
                            options.ceil_mode());

@@ -274,6 +274,41 @@ Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams& 
   return gw;
 }
 
+// ---- transposed convolution ----
+// Note [Transposed convolution]
+// conv_transpose2d(x, w) is the adjoint of conv2d(., w) as a linear map of its input: with the
+// conv A_w: z (N, C, H, W) -> (N, O, oH, oW), conv_transpose2d(x) = A_w^T x, which is exactly
+// conv2d's input gradient for "grad_output" x. Its weight has conv's layout with the roles of the
+// channels swapped, (in_channels = O, out_channels / groups = C / groups, kH, kW), and the output
+// size is (H_in - 1) s - 2 p + d (k - 1) + output_padding + 1, the input size that conv2d maps to
+// H_in (output_padding picks among the sizes that stride s folds together). Gradients, from
+// <g, A^T x> = <A g, x>: d x = conv2d(g, w) (A g), d w = conv2d's weight gradient for input g and
+// grad_output x, d b = g summed over N, H and W. Each is one of the recorded ops of
+// Note [Convolution backward as ops], so double backward works as for conv2d.
+Tensor conv_transpose_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p, int64_t oH,
+                         int64_t oW) {
+  memory::OpScope op_scope("conv_transpose2d");  // names its allocations in the memory report
+  Tensor y = conv_input_backward_kernel(x, w, p, oH, oW);
+  if (b.defined()) {
+    NoGradGuard ng;
+    y.add_(b.detach().reshape({1, -1, 1, 1}));
+  }
+  const int64_t kH = w.size(2), kW = w.size(3);
+  if (auto node = make_node("ConvolutionBackward0", OpId::conv_transpose2d, {&x, &w, &b},
+                            [p, kH, kW](Node& n, const Tensor& g) -> TensorList {
+                              const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1),
+                                         need_b = n.needs_input_grad(2);
+                              return {need_x ? conv_op(g, n.saved(1), Tensor(), p) : Tensor(),
+                                      need_w ? conv_weight_backward(n.saved(0), g, p, kH, kW) : Tensor(),
+                                      need_b ? conv_bias_backward(g) : Tensor()};
+                            })) {
+    node->save(x);
+    node->save(w);
+    set_history(y, node);
+  }
+  return y;
+}
+
 // ---- lower precision convolution (Note [Autocast] in graft/ops/autocast.h) ----
 // conv(x, w) + b in dtype h: every operand rounded to h, the float32 kernel on the rounded values,
 // the result rounded to h. Backward: the float32 ops of Note [Convolution backward as ops] on the
@@ -360,7 +395,72 @@ void check_conv_args(const Tensor& x, const Tensor& w, const Tensor& b, const Co
   }
 }
 
+void check_conv_transpose_args(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p,
+                               const std::array<int64_t, 2>& output_padding) {
+  const char* op = "conv_transpose2d";
+  GRAFT_CHECK(x.defined() && w.defined(), op, "defined input and weight tensors", "an undefined tensor", "");
+  GRAFT_CHECK(w.dim() == 4, op, "weight to be a 4-D tensor (in_channels, out_channels / groups, kH, kW)",
+              "weight of shape " + shape_str(w.sizes()), "keep all four dims, e.g. weight.reshape({in, out, 1, 1})");
+  GRAFT_CHECK(x.dim() == 3 || x.dim() == 4, op, "a 3-D (C, H, W) or 4-D (N, C, H, W) input",
+              "input of shape " + shape_str(x.sizes()), x.dim() == 2 ? "add a channel dim with input.unsqueeze(0)" : "");
+  GRAFT_CHECK(x.is_floating_point() && w.dtype() == x.dtype() && (!b.defined() || b.dtype() == x.dtype()), op,
+              "floating-point input, weight and bias of one dtype",
+              std::string(dtype_name(x.dtype())) + " input, " + dtype_name(w.dtype()) + " weight" +
+                  (b.defined() ? std::string(", ") + dtype_name(b.dtype()) + " bias" : std::string()),
+              "convert them, e.g. weight.to(input.dtype())");
+  GRAFT_CHECK(p.groups > 0, op, "groups > 0", "groups = " + std::to_string(p.groups), "pass groups >= 1");
+  const int64_t C = x.size(x.dim() - 3);
+  GRAFT_CHECK(C == w.size(0) && C % p.groups == 0, op,
+              "input with weight.size(0) = " + std::to_string(w.size(0)) + " channels, divisible by groups = " +
+                  std::to_string(p.groups),
+              "input of shape " + shape_str(x.sizes()) + " for weight of shape " + shape_str(w.sizes()),
+              "weight is (in_channels, out_channels / groups, kH, kW)");
+  const int64_t out_channels = w.size(1) * p.groups;
+  if (b.defined()) {
+    GRAFT_CHECK(b.dim() == 1 && b.size(0) == out_channels, op,
+                "bias of shape [" + std::to_string(out_channels) + "] (out_channels)",
+                "bias of shape " + shape_str(b.sizes()), "pass one bias value per output channel");
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    GRAFT_CHECK(p.stride[i] > 0 && p.dilation[i] > 0 && p.padding[i] >= 0, op,
+                "positive stride and dilation and non-negative padding",
+                "stride " + pair_str(p.stride) + ", padding " + pair_str(p.padding) + ", dilation " + pair_str(p.dilation),
+                "");
+    // PyTorch also takes output_padding < dilation; graft keeps the output sizes that conv2d maps
+    // back onto the input's (docs/porting.md).
+    GRAFT_CHECK(output_padding[i] >= 0 && output_padding[i] < p.stride[i], op, "output_padding smaller than stride",
+                "output_padding " + pair_str(output_padding) + " with stride " + pair_str(p.stride),
+                "output_padding only picks among the output sizes that the stride folds together");
+  }
+}
+
 }  // namespace
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                        IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  const char* op = "conv_transpose2d";
+  const ConvParams p{detail::expand_pair(stride, op, "stride"), detail::expand_pair(padding, op, "padding"),
+                     detail::expand_pair(dilation, op, "dilation"), groups};
+  const auto op_pad = detail::expand_pair(output_padding, op, "output_padding");
+  check_conv_transpose_args(input, weight, bias, p, op_pad);
+  const Tensor x = input.dim() == 3 ? input.unsqueeze(0) : input;
+  int64_t out[2];
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t in = x.size(2 + static_cast<int64_t>(i)), k = weight.size(2 + static_cast<int64_t>(i));
+    out[i] = (in - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (k - 1) + op_pad[i] + 1;
+    GRAFT_CHECK(out[i] > 0, op, "a positive output size", std::string(i == 0 ? "height " : "width ") +
+                std::to_string(out[i]) + " for input " + shape_str(input.sizes()) + ", weight " +
+                shape_str(weight.sizes()) + ", padding " + pair_str(p.padding),
+                "use less padding");
+  }
+  // conv2d maps the output size back onto the input's: the kernel reads x as that conv's output.
+  const auto geo = geometry(weight.size(1) * groups, out[0], out[1], weight.size(2), weight.size(3), p);
+  GRAFT_CHECK(geo.out_h == x.size(2) && geo.out_w == x.size(3), op, "an output size conv2d maps back to the input's",
+              "output " + std::to_string(out[0]) + " x " + std::to_string(out[1]) + " for input " + shape_str(x.sizes()),
+              "check stride, padding and output_padding");
+  const Tensor y = conv_transpose_op(x, weight, bias, p, out[0], out[1]);
+  return input.dim() == 3 ? y.squeeze(0) : y;
+}
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
               IntArrayRef dilation, int64_t groups) {

@@ -1,6 +1,9 @@
 // Op records: conv2d (stride, padding, dilation, groups, no bias, 1x1, unbatched), against a plain
-// 7-deep loop in double; plus grad_fn names, double backward and a larger case through the
-// blocked BLAS kernels.
+// 7-deep loop in double, and conv_transpose2d against its definition as a scatter loop; plus
+// grad_fn names, double backward, a larger case through the blocked BLAS kernels, and the
+// ConvTranspose2d module.
+#include <cmath>
+
 #include "../support/op_table.h"
 #include "../support/test_util.h"
 
@@ -98,6 +101,122 @@ OpRecord conv_record(std::string variant, ConvArgs a, Specs samples, bool with_e
       {[] { F::Conv2dFuncOptions().stride({1, 2, 3}); }, {"ExpandingArray", "2 values", "3 values"}},
   };
   return rec;
+}
+
+// The transposed convolution by its definition, a scatter: every input element x[n, c, ih, iw]
+// adds x * w[c, o, i, j] to out[n, g*Og + o, ih*sh - ph + i*dh, iw*sw - pw + j*dw] (o < Og, the
+// group g of channel c); the output size is (H - 1) sh - 2 ph + dh (kH - 1) + oph + 1.
+Tensor ref_conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvArgs& a, int64_t oph,
+                            int64_t opw) {
+  const bool unbatched = x.dim() == 3;
+  const std::vector<double> vx = values(x), vw = values(w), vb = b.defined() ? values(b) : std::vector<double>();
+  const int64_t N = unbatched ? 1 : x.size(0), C = x.size(-3), H = x.size(-2), W = x.size(-1);
+  const int64_t Og = w.size(1), kH = w.size(2), kW = w.size(3), O = Og * a.groups, Cg = C / a.groups;
+  const int64_t oH = (H - 1) * a.sh - 2 * a.ph + a.dh * (kH - 1) + oph + 1;
+  const int64_t oW = (W - 1) * a.sw - 2 * a.pw + a.dw * (kW - 1) + opw + 1;
+  std::vector<double> out(static_cast<size_t>(N * O * oH * oW), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < oH * oW; ++k)
+        out[static_cast<size_t>((n * O + o) * oH * oW + k)] = vb.empty() ? 0.0 : vb[static_cast<size_t>(o)];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ih = 0; ih < H; ++ih)
+        for (int64_t iw = 0; iw < W; ++iw) {
+          const double xv = vx[static_cast<size_t>(((n * C + c) * H + ih) * W + iw)];
+          const int64_t grp = c / Cg;
+          for (int64_t o = 0; o < Og; ++o)
+            for (int64_t i = 0; i < kH; ++i)
+              for (int64_t j = 0; j < kW; ++j) {
+                const int64_t oh = ih * a.sh - a.ph + i * a.dh, ow = iw * a.sw - a.pw + j * a.dw;
+                if (oh < 0 || oh >= oH || ow < 0 || ow >= oW) continue;
+                out[static_cast<size_t>(((n * O + grp * Og + o) * oH + oh) * oW + ow)] +=
+                    xv * vw[static_cast<size_t>(((c * Og + o) * kH + i) * kW + j)];
+              }
+        }
+  if (unbatched) return make(out, {O, oH, oW});
+  return make(out, {N, O, oH, oW});
+}
+
+// samples: {x, w, b} (bias) or {x, w} (no bias)
+OpRecord conv_transpose_record(std::string variant, ConvArgs a, int64_t oph, int64_t opw, Specs samples,
+                               bool with_errors = false) {
+  auto options = [a, oph, opw](const Tensor& b) {
+    return F::ConvTranspose2dFuncOptions()
+        .bias(b)
+        .stride({a.sh, a.sw})
+        .padding({a.ph, a.pw})
+        .output_padding({oph, opw})
+        .groups(a.groups)
+        .dilation({a.dh, a.dw});
+  };
+  OpRecord rec{.name = "conv_transpose2d", .variant = std::move(variant),
+               .fn = [options](const TensorList& t) {
+                 return F::conv_transpose2d(t[0], t[1], options(t.size() > 2 ? t[2] : Tensor()));
+               },
+               .reference = [a, oph, opw](const TensorList& t) {
+                 return ref_conv_transpose2d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a, oph, opw);
+               },
+               .samples = lazy(std::move(samples)),
+               .atol32 = 1e-5, .rtol32 = 1e-4};
+  if (!with_errors) return rec;
+  rec.errors = {
+      {[] { graft::conv_transpose2d(zeros({3, 4}), zeros({3, 2, 1, 1})); }, {"conv_transpose2d", "[3, 4]", "3-D"}},
+      {[] { graft::conv_transpose2d(zeros({1, 3, 4, 4}), zeros({3, 2, 3})); }, {"conv_transpose2d", "weight", "4-D"}},
+      {[] { graft::conv_transpose2d(zeros({1, 4, 5, 5}), zeros({3, 2, 3, 3})); },
+       {"conv_transpose2d", "weight.size(0) = 3", "[1, 4, 5, 5]"}},
+      {[] { graft::conv_transpose2d(zeros({1, 3, 5, 5}), zeros({3, 2, 3, 3}), zeros({3})); },
+       {"conv_transpose2d", "bias of shape [2]", "[3]"}},
+      {[] { graft::conv_transpose2d(zeros({1, 3, 5, 5}), zeros({3, 2, 3, 3}), {}, 2, 0, 2); },
+       {"conv_transpose2d", "output_padding smaller than stride", "(2, 2)"}},
+      {[] { graft::conv_transpose2d(zeros({1, 3, 2, 2}), zeros({3, 2, 1, 1}), {}, 1, 1); },
+       {"conv_transpose2d", "positive output size", "height 0"}},
+      {[] { graft::conv_transpose2d(zeros({1, 3, 5, 5}), zeros({3, 2, 3, 3}, kFloat64)); },
+       {"conv_transpose2d", "one dtype", "float64"}},
+      {[] { graft::conv_transpose2d(zeros({1, 4, 5, 5}), zeros({4, 2, 3, 3}), {}, 1, 0, 0, 3); },
+       {"conv_transpose2d", "divisible by groups = 3"}},
+  };
+  return rec;
+}
+
+}  // namespace
+
+GRAFT_OP_RECORDS(conv_transpose) {
+  std::vector<OpRecord> recs;
+  recs.push_back(conv_transpose_record("basic", {}, 0, 0, {{S({2, 3, 3, 3}, 41), S({3, 2, 3, 3}, 42), S({2}, 43)}},
+                                       true));
+  // DCGAN's layers: stride 2, padding 1, kernel 4 (doubles the size), and an odd size with output_padding.
+  recs.push_back(conv_transpose_record("stride2_padding1_k4", {.sh = 2, .sw = 2, .ph = 1, .pw = 1}, 0, 0,
+                                       {{S({1, 2, 3, 3}, 44), S({2, 3, 4, 4}, 45), S({3}, 46)}}));
+  recs.push_back(conv_transpose_record("output_padding", {.sh = 2, .sw = 3, .ph = 1, .pw = 0}, 1, 2,
+                                       {{S({2, 2, 3, 2}, 47), S({2, 2, 3, 2}, 48), S({2}, 49)}}));
+  recs.push_back(conv_transpose_record("dilation_groups", {.ph = 1, .pw = 1, .dh = 2, .dw = 1, .groups = 2},
+                                       0, 0, {{S({1, 4, 3, 3}, 50), S({4, 1, 2, 3}, 51), S({2}, 52)}}));
+  recs.push_back(conv_transpose_record("no_bias_unbatched", {.sh = 2, .sw = 1}, 0, 0,
+                                       {{S({2, 3, 2}, 53), S({2, 3, 2, 2}, 54)}}));
+  recs.push_back(conv_transpose_record("1x1", {}, 0, 0, {{S({2, 3, 2, 2}, 55), S({3, 4, 1, 1}, 56), S({4}, 57)}}));
+  return recs;
+}
+
+namespace {
+
+TEST(ConvTranspose2d, ModuleShapesNameAndInitialisation) {
+  // DCGAN's first generator layer: (N, 100, 1, 1) -> (N, 256, 4, 4).
+  nn::ConvTranspose2d up(nn::ConvTranspose2dOptions(100, 256, 4).bias(false));
+  EXPECT_EQ(up->weight.sizes().vec(), (std::vector<int64_t>{100, 256, 4, 4}));
+  EXPECT_FALSE(up->bias.defined());
+  EXPECT_EQ(up->forward(zeros({2, 100, 1, 1})).sizes().vec(), (std::vector<int64_t>{2, 256, 4, 4}));
+  // Kernel 4, stride 2, padding 1 doubles the size: (7 - 1) 2 - 2 + 3 + 1 = 14.
+  nn::ConvTranspose2d up2(nn::ConvTranspose2dOptions(8, 4, 4).stride(2).padding(1));
+  EXPECT_EQ(up2->forward(zeros({8, 7, 7})).sizes().vec(), (std::vector<int64_t>{4, 14, 14}));
+  // PyTorch's bound 1/sqrt(fan_in), fan_in = weight.size(1) * kH * kW = 4 * 16.
+  const double bound = 1.0 / std::sqrt(64.0);
+  EXPECT_LE(up2->weight.abs().max().item<double>(), bound);
+  EXPECT_LE(up2->bias.abs().max().item<double>(), bound);
+  EXPECT_GT(up2->weight.abs().max().item<double>(), 0.8 * bound);  // 512 draws reach near the bound
+  const Tensor y = up2->forward(r({1, 8, 3, 3}, 60).to(kFloat32).requires_grad_());
+  EXPECT_STREQ(y.grad_fn()->name(), "ConvolutionBackward0");
+  EXPECT_EQ(up2->extra_repr(), "8, 4, kernel_size=(4, 4), stride=(2, 2), padding=(1, 1)");
 }
 
 }  // namespace

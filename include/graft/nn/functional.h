@@ -111,6 +111,14 @@ struct Conv2dFuncOptions {
   GRAFT_ARG(ExpandingArray<2>, dilation) = 1;
   GRAFT_ARG(int64_t, groups) = 1;
 };
+struct ConvTranspose2dFuncOptions {
+  GRAFT_ARG(Tensor, bias) = {};
+  GRAFT_ARG(ExpandingArray<2>, stride) = 1;
+  GRAFT_ARG(ExpandingArray<2>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<2>, output_padding) = 0;
+  GRAFT_ARG(int64_t, groups) = 1;
+  GRAFT_ARG(ExpandingArray<2>, dilation) = 1;
+};
 struct MaxPool2dFuncOptions {
   MaxPool2dFuncOptions(ExpandingArray<2> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
   MaxPool2dFuncOptions(int64_t kernel_size) : MaxPool2dFuncOptions(ExpandingArray<2>(kernel_size)) {}  // NOLINT
@@ -180,6 +188,8 @@ Tensor one_hot(const Tensor& input, int64_t num_classes = -1);
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options = {});
 // As above with the bias given explicitly (undefined for none); options.bias() must then be unset.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dFuncOptions& options = {});
+// weight (in_channels, out_channels / groups, kH, kW); bias (out_channels) from options.bias().
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const ConvTranspose2dFuncOptions& options = {});
 Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options);
 // (output, indices): indices (int64) of each maximum within its input plane (h * W + w).
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& options);

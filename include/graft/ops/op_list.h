@@ -23,8 +23,8 @@
       X(argmin) X(logsumexp) X(sum_to)                                                              \
   /* linear algebra */ X(matmul) X(mm) X(bmm) X(addmm) X(linear) X(fused_linear)                    \
   /* softmax */ X(softmax) X(log_softmax)                                                           \
-  /* convolution, pooling, normalisation */ X(conv2d) X(max_pool2d) X(max_pool2d_with_indices)      \
-      X(avg_pool2d) X(adaptive_avg_pool2d) X(batch_norm) X(layer_norm)                              \
+  /* convolution, pooling, normalisation */ X(conv2d) X(conv_transpose2d) X(max_pool2d)              \
+      X(max_pool2d_with_indices) X(avg_pool2d) X(adaptive_avg_pool2d) X(batch_norm) X(layer_norm)   \
   /* joining and indexing */ X(cat) X(stack) X(split) X(split_with_sizes) X(chunk)                  \
       X(index_select) X(gather) X(scatter_add) X(index_add) X(embedding) X(one_hot)                 \
   /* losses */ X(cross_entropy) X(nll_loss) X(mse_loss) X(l1_loss) X(smooth_l1_loss)                \

@@ -154,6 +154,12 @@ Tensor one_hot(const Tensor& input, int64_t num_classes = -1);
 // weight (out_channels, in_channels / groups, kH, kW); bias (out_channels) or undefined.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
               IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
+// The adjoint of conv2d (Note [Transposed convolution] in conv.cpp), ATen's argument order: weight
+// (in_channels, out_channels / groups, kH, kW); output size (H - 1) stride - 2 padding +
+// dilation (kH - 1) + output_padding + 1.
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+                        IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
 // stride {} means stride = kernel_size.
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
                   IntArrayRef dilation = 1, bool ceil_mode = false);

@@ -1,4 +1,4 @@
-// Conv2d.
+// Conv2d and ConvTranspose2d.
 #include "graft/nn/modules/conv.h"
 
 #include <cmath>
@@ -74,6 +74,66 @@ std::string Conv2dImpl::extra_repr() const {
   const auto& p = options.padding();
   const auto& d = options.dilation();
   if (p[0] != 0 || p[1] != 0) s += ", padding=" + tuple_str(p);
+  if (d[0] != 1 || d[1] != 1) s += ", dilation=" + tuple_str(d);
+  if (options.groups() != 1) s += ", groups=" + std::to_string(options.groups());
+  if (!options.bias()) s += ", bias=False";
+  return s;
+}
+
+// ---- ConvTranspose2d ----
+
+ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& options_) : options(options_) {
+  const int64_t in = options.in_channels(), out = options.out_channels(), g = options.groups();
+  GRAFT_CHECK(in > 0 && out > 0 && g > 0 && in % g == 0 && out % g == 0, "ConvTranspose2d",
+              "positive in_channels and out_channels, both divisible by groups > 0",
+              "in_channels " + std::to_string(in) + ", out_channels " + std::to_string(out) + ", groups " +
+                  std::to_string(g),
+              "choose groups that divide both channel counts");
+  for (size_t i = 0; i < 2; ++i) {
+    GRAFT_CHECK(options.kernel_size()[i] > 0, "ConvTranspose2d", "a positive kernel_size",
+                "kernel_size " + tuple_str(options.kernel_size()), "pass kernel_size >= 1");
+  }
+  reset();
+}
+
+void ConvTranspose2dImpl::reset() {
+  const auto& k = options.kernel_size();
+  weight = register_parameter(
+      "weight", graft::empty({options.in_channels(), options.out_channels() / options.groups(), k[0], k[1]}));
+  bias = register_parameter("bias", options.bias() ? graft::empty({options.out_channels()}) : Tensor(), options.bias());
+  reset_parameters();
+}
+
+void ConvTranspose2dImpl::reset_parameters() {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));  // fan_in = weight.size(1) * kH * kW, as in PyTorch
+  if (bias.defined()) {
+    const int64_t fan_in = init::calculate_fan_in_and_fan_out(weight).first;
+    const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+    init::uniform_(bias, -bound, bound);
+  }
+}
+
+Tensor ConvTranspose2dImpl::forward(const Tensor& input) {
+  return functional::conv_transpose2d(input, weight,
+                                      functional::ConvTranspose2dFuncOptions()
+                                          .bias(bias)
+                                          .stride(options.stride())
+                                          .padding(options.padding())
+                                          .output_padding(options.output_padding())
+                                          .groups(options.groups())
+                                          .dilation(options.dilation()));
+}
+
+std::string ConvTranspose2dImpl::extra_repr() const {
+  // PyTorch: "16, 8, kernel_size=(3, 3), stride=(2, 2)", then padding, output_padding, dilation,
+  // groups and bias where they differ from the defaults.
+  std::string s = std::to_string(options.in_channels()) + ", " + std::to_string(options.out_channels()) +
+                  ", kernel_size=" + tuple_str(options.kernel_size()) + ", stride=" + tuple_str(options.stride());
+  const auto& p = options.padding();
+  const auto& op = options.output_padding();
+  const auto& d = options.dilation();
+  if (p[0] != 0 || p[1] != 0) s += ", padding=" + tuple_str(p);
+  if (op[0] != 0 || op[1] != 0) s += ", output_padding=" + tuple_str(op);
   if (d[0] != 1 || d[1] != 1) s += ", dilation=" + tuple_str(d);
   if (options.groups() != 1) s += ", groups=" + std::to_string(options.groups());
   if (!options.bias()) s += ", bias=False";

@@ -41,4 +41,39 @@ class Conv2dImpl : public Cloneable<Conv2dImpl> {
 };
 GRAFT_MODULE(Conv2d);
 
+// ConvTranspose2d: the adjoint of Conv2d (graft::conv_transpose2d), as DCGAN-style generators use it.
+struct ConvTranspose2dOptions {
+  ConvTranspose2dOptions(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  GRAFT_ARG(int64_t, in_channels);
+  GRAFT_ARG(int64_t, out_channels);
+  GRAFT_ARG(ExpandingArray<2>, kernel_size);
+  GRAFT_ARG(ExpandingArray<2>, stride) = 1;
+  GRAFT_ARG(ExpandingArray<2>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<2>, output_padding) = 0;
+  GRAFT_ARG(int64_t, groups) = 1;
+  GRAFT_ARG(bool, bias) = true;
+  GRAFT_ARG(ExpandingArray<2>, dilation) = 1;
+};
+
+// weight (in_channels, out_channels / groups, kH, kW), bias (out_channels) or undefined.
+// PyTorch's initialisation, as Conv2d's: kaiming_uniform_(a = sqrt(5)) with the fan_in of this
+// layout (weight.size(1) * kH * kW = out_channels / groups * kH * kW), bias ~ U(-1/sqrt(fan_in),
+// 1/sqrt(fan_in)).
+class ConvTranspose2dImpl : public Cloneable<ConvTranspose2dImpl> {
+ public:
+  ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size)
+      : ConvTranspose2dImpl(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit ConvTranspose2dImpl(const ConvTranspose2dOptions& options);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  ConvTranspose2dOptions options;
+  Tensor weight;
+  Tensor bias;
+};
+GRAFT_MODULE(ConvTranspose2d);
+
 }  // namespace graft::nn
