@@ -372,5 +372,63 @@ TEST(Serialize, FailedSaveLeavesTheOldFile) {
   EXPECT_EQ(values(back), (std::vector<double>{1, 2, 3}));
 }
 
+
+TEST(Serialize, SequentialAndSharedPtrModules) {
+  TempDir dir;
+  const std::string path = dir / "seq.pt";
+  manual_seed(4);
+  nn::Sequential a(nn::Linear(2, 3), nn::ReLU(), nn::Linear(3, 1));
+  graft::save(a, path);
+  EXPECT_EQ(io::load_safetensors(path).tensors.keys(),
+            (std::vector<std::string>{"0.bias", "0.weight", "2.bias", "2.weight"}));
+  manual_seed(5);
+  nn::Sequential b(nn::Linear(2, 3), nn::ReLU(), nn::Linear(3, 1));
+  graft::load(b, path);
+  const Tensor x = make({1, -2}, {1, 2}, kFloat32);
+  expect_same_tensor(b->forward(x), a->forward(x), "Sequential forward");
+
+  // A module held by std::shared_ptr, as LibTorch's operators take it.
+  const std::string path2 = dir / "impl.pt";
+  auto impl = std::make_shared<nn::LinearImpl>(nn::LinearOptions(2, 2));
+  graft::save(impl, path2);
+  auto impl2 = std::make_shared<nn::LinearImpl>(nn::LinearOptions(2, 2));
+  graft::load(impl2, path2);
+  expect_same_tensor(impl2->weight, impl->weight, "weight through shared_ptr");
+}
+
+// A module and an optimiser in one archive, each under its own key (a checkpoint a program writes
+// itself); the file's kind is "archive", which any value may be read from.
+TEST(Serialize, ModuleAndOptimizerInOneArchive) {
+  TempDir dir;
+  const std::string path = dir / "both.pt";
+  nn::Linear fc(2, 2);
+  optim::SGD sgd(fc->parameters(), optim::SGDOptions(0.5).momentum(0.9));
+  fc(ones({1, 2})).sum().backward();
+  sgd.step();
+  serialize::OutputArchive root, model, optimizer;
+  model << fc;
+  optimizer << sgd;
+  root.write("model", model);
+  root.write("optimizer", optimizer);
+  root.save_to(path);
+
+  nn::Linear fc2(2, 2);
+  optim::SGD sgd2(fc2->parameters(), optim::SGDOptions(0.1));
+  serialize::InputArchive in, in_model, in_optimizer;
+  in.load_from(path);
+  in.read("model", in_model);
+  in.read("optimizer", in_optimizer);
+  in_model >> fc2;
+  in_optimizer >> sgd2;
+  expect_same_tensor(fc2->weight, fc->weight, "weight");
+  EXPECT_EQ(sgd2.param_groups()[0].options().lr(), 0.5);
+  EXPECT_TRUE(sgd2.state_dict().contains("state.0.momentum_buffer"));
+
+  // A key of the module missing in a nested archive is named with its full key.
+  nn::Linear three(2, 3);
+  const std::string e = error_of([&] { in_optimizer >> three; });
+  EXPECT_NE(e.find("missing key(s): \"optimizer.weight\", \"optimizer.bias\""), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace graft::test

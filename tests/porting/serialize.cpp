@@ -1,6 +1,6 @@
 // Serialization as a LibTorch program writes it: torch::save / torch::load of a tensor, a vector of
 // tensors, a module and an optimiser, and nested torch::serialize archives. Written in LibTorch's
-// spelling; graft builds it after tools/port-from-libtorch.sh. Each build reads only the files it
+// spelling; graft builds it renamed (torch:: to graft::). Each build reads only the files it
 // wrote (LibTorch's .pt files are TorchScript zip archives, graft's are safetensors). Prints what it
 // checks and exits 1 when a value differs from the one derived by hand in the comments.
 #include <torch/torch.h>
