@@ -46,6 +46,7 @@
 #include "graft/diagnostics/memory_plan.h"
 #include "graft/io/file.h"
 #include "graft/io/safetensors.h"
+#include "graft/io/serialize.h"
 #include "graft/nn/functional.h"
 #include "graft/nn/init.h"
 #include "graft/nn/module.h"

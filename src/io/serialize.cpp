@@ -1,0 +1,363 @@
+// graft::save / graft::load and the archives (Note [Archive format] in graft/io/serialize.h).
+#include "graft/io/serialize.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <istream>
+#include <iterator>
+#include <ostream>
+#include <set>
+#include <span>
+
+#include "graft/autograd/grad_mode.h"
+#include "graft/core/shape.h"
+
+namespace graft::serialize {
+
+namespace {
+
+constexpr const char* kFormatKey = "graft.format";
+constexpr const char* kFormat = "archive/1";
+constexpr const char* kKindKey = "graft.kind";
+constexpr const char* kKinds[] = {"module", "optimizer", "tensor", "tensors", "archive"};
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+std::string quoted_list(const std::vector<std::string>& keys, size_t limit = 20) {
+  if (keys.empty()) return "(none)";
+  std::string s;
+  for (size_t i = 0; i < keys.size() && i < limit; ++i) s += (i ? ", " : "") + quoted(keys[i]);
+  if (keys.size() > limit) s += ", ... (" + std::to_string(keys.size()) + " in all)";
+  return s;
+}
+
+// PyTorch's torch.save and LibTorch's torch::save write zip archives; name them instead of
+// reporting a nonsensical safetensors header length.
+bool looks_like_zip(const uint8_t* p, size_t n) { return n >= 4 && std::memcmp(p, "PK\x03\x04", 4) == 0; }
+
+[[noreturn]] void throw_zip(const std::string& source) {
+  throw Error("InputArchive::load_from(" + quoted(source) + ")", "a graft archive (a safetensors file)",
+              "a zip archive, as PyTorch's torch.save and LibTorch's torch::save write",
+              "graft cannot read TorchScript/pickle files; in Python, save the state dict with "
+              "safetensors.torch.save_file and read it with graft::io::load_safetensors");
+}
+
+void check_cpu(const std::optional<Device>& device, const std::string& source) {
+  GRAFT_CHECK(!device || device->is_cpu(), "InputArchive::load_from(" + quoted(source) + ")",
+              "device CPU (or none)", "device " + device->str(), "graft tensors live on the CPU");
+}
+
+std::string op_load(const std::string& what, const std::string& source) {
+  return "graft::load(" + what + ", " + quoted(source) + ")";
+}
+
+}  // namespace
+
+// ---- OutputArchive ----
+
+void OutputArchive::write(const std::string& key, const Tensor& tensor, bool /*is_buffer*/) {
+  GRAFT_CHECK(!key.empty(), "OutputArchive::write", "a non-empty key", "an empty key",
+              "name every tensor, as a state dict does");
+  GRAFT_CHECK(tensor.defined(), "OutputArchive::write(" + quoted(key) + ")", "a defined tensor",
+              "an undefined tensor", "skip undefined tensors (Linear without bias has none to save)");
+  GRAFT_CHECK(!tensors_.contains(key), "OutputArchive::write(" + quoted(key) + ")", "a key not yet written",
+              "a second tensor under " + quoted(key), "each key holds one tensor");
+  tensors_.insert(key, tensor.detach());
+}
+
+void OutputArchive::write(const std::string& key, OutputArchive& nested_archive) {
+  GRAFT_CHECK(!key.empty(), "OutputArchive::write", "a non-empty key for the nested archive", "an empty key",
+              "name the nested archive");
+  GRAFT_CHECK(&nested_archive != this, "OutputArchive::write(" + quoted(key) + ")", "another archive",
+              "the archive itself", "write a nested archive into its parent");
+  for (const auto& item : nested_archive.tensors_) write(key + "." + item.key(), item.value());
+}
+
+void OutputArchive::set_kind(const std::string& kind) {
+  kind_ = (tensors_.is_empty() && kind_.empty()) ? kind : std::string("archive");
+}
+
+io::Metadata OutputArchive::metadata() const {
+  return {{kFormatKey, kFormat}, {kKindKey, kind_.empty() ? std::string("archive") : kind_}};
+}
+
+void OutputArchive::save_to(const std::string& filename) const {
+  io::save_safetensors(filename, tensors_, metadata());
+}
+
+void OutputArchive::save_to(std::ostream& stream) const {
+  const std::vector<uint8_t> bytes = io::serialize_safetensors(tensors_, metadata());
+  stream.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  GRAFT_CHECK(stream.good(), "OutputArchive::save_to(stream)", "a stream that accepts the archive",
+              "a stream error after writing " + std::to_string(bytes.size()) + " bytes",
+              "check the stream (a full disk, a closed file)");
+}
+
+void OutputArchive::save_to(const std::function<size_t(const void*, size_t)>& func) const {
+  const std::vector<uint8_t> bytes = io::serialize_safetensors(tensors_, metadata());
+  const size_t written = func(bytes.data(), bytes.size());
+  GRAFT_CHECK(written == bytes.size(), "OutputArchive::save_to(function)",
+              "the function to take all " + std::to_string(bytes.size()) + " bytes",
+              std::to_string(written) + " bytes taken", "the writer function returns the number of bytes it wrote");
+}
+
+// ---- InputArchive ----
+
+void InputArchive::set_contents(io::SafetensorsContents contents, std::string source) {
+  const std::string op = "InputArchive::load_from(" + quoted(source) + ")";
+  auto format = contents.metadata.find(kFormatKey);
+  GRAFT_CHECK(format != contents.metadata.end() && format->second == kFormat, op,
+              std::string("a graft archive (safetensors metadata \"") + kFormatKey + "\": \"" + kFormat + "\")",
+              format == contents.metadata.end() ? std::string("a safetensors file without \"graft.format\"")
+                                                : "\"graft.format\": " + quoted(format->second),
+              "graft::load reads files written by graft::save or OutputArchive::save_to; read other "
+              "safetensors files with graft::io::load_safetensors");
+  auto kind = contents.metadata.find(kKindKey);
+  const bool known = kind != contents.metadata.end() &&
+                     std::find(std::begin(kKinds), std::end(kKinds), kind->second) != std::end(kKinds);
+  GRAFT_CHECK(known, op, "\"graft.kind\" one of module, optimizer, tensor, tensors, archive",
+              kind == contents.metadata.end() ? std::string("no \"graft.kind\"") : quoted(kind->second),
+              "the file was written by another version of graft, or edited");
+  auto c = std::make_shared<Contents>();
+  c->tensors = std::move(contents.tensors);
+  c->kind = kind->second;
+  c->source = std::move(source);
+  contents_ = std::move(c);
+  prefix_.clear();
+}
+
+void InputArchive::load_from(const std::string& filename, std::optional<Device> device) {
+  check_cpu(device, filename);
+  io::SafetensorsContents contents;
+  try {
+    contents = io::load_safetensors(filename);
+  } catch (const Error&) {
+    std::ifstream in(filename, std::ios::binary);
+    uint8_t magic[4] = {};
+    if (in.read(reinterpret_cast<char*>(magic), 4) && looks_like_zip(magic, 4)) throw_zip(filename);
+    throw;
+  }
+  set_contents(std::move(contents), filename);
+}
+
+void InputArchive::load_from(const char* data, size_t size, std::optional<Device> device) {
+  check_cpu(device, "<memory>");
+  GRAFT_CHECK(data != nullptr || size == 0, "InputArchive::load_from(data, size)", "a buffer",
+              "a null pointer with size " + std::to_string(size), "pass the archive's bytes");
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data);
+  if (looks_like_zip(bytes, size)) throw_zip("<memory>");
+  set_contents(io::parse_safetensors(std::span<const uint8_t>(bytes, size), "<memory>"), "<memory>");
+}
+
+void InputArchive::load_from(std::istream& stream, std::optional<Device> device) {
+  check_cpu(device, "<stream>");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(stream)), std::istreambuf_iterator<char>());
+  GRAFT_CHECK(!stream.bad(), "InputArchive::load_from(<stream>)", "a readable stream", "a stream error",
+              "check the stream");
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  if (looks_like_zip(p, bytes.size())) throw_zip("<stream>");
+  set_contents(io::parse_safetensors(std::span<const uint8_t>(p, bytes.size()), "<stream>"), "<stream>");
+}
+
+void InputArchive::load_from(const std::function<size_t(uint64_t pos, void* buf, size_t nbytes)>& read_func,
+                             const std::function<size_t(void)>& size_func, std::optional<Device> device) {
+  check_cpu(device, "<function>");
+  const size_t size = size_func();
+  std::vector<uint8_t> bytes(size);
+  // Chunks of at most 1 MiB, as a reader over a socket or a compressed stream may deliver less.
+  size_t pos = 0;
+  while (pos < size) {
+    const size_t want = std::min<size_t>(size - pos, size_t{1} << 20);
+    const size_t got = read_func(pos, bytes.data() + pos, want);
+    GRAFT_CHECK(got > 0 && got <= want, "InputArchive::load_from(<function>)",
+                "the read function to deliver bytes " + std::to_string(pos) + ".." + std::to_string(pos + want),
+                std::to_string(got) + " bytes", "size_func() must return the size read_func can deliver");
+    pos += got;
+  }
+  if (looks_like_zip(bytes.data(), bytes.size())) throw_zip("<function>");
+  set_contents(io::parse_safetensors(bytes, "<function>"), "<function>");
+}
+
+const InputArchive::Contents& InputArchive::contents(const char* op) const {
+  GRAFT_CHECK(contents_ != nullptr, op, "an archive that was loaded", "an empty InputArchive",
+              "call load_from(path) first (or read(key, archive) from a loaded one)");
+  return *contents_;
+}
+
+const std::string& InputArchive::kind() const { return contents("InputArchive::kind").kind; }
+const std::string& InputArchive::source() const { return contents("InputArchive::source").source; }
+std::string InputArchive::full_key(const std::string& key) const { return prefix_ + key; }
+
+bool InputArchive::try_read(const std::string& key, Tensor& tensor, bool /*is_buffer*/) {
+  const Tensor* found = contents("InputArchive::read").tensors.find(prefix_ + key);
+  if (!found) return false;
+  if (tensor.defined() && tensor.dtype() == found->dtype() && tensor.sizes().equals(found->sizes())) {
+    NoGradGuard no_grad;
+    tensor.copy_(*found);
+  } else {
+    const bool requires_grad = tensor.defined() && tensor.requires_grad() && found->is_floating_point();
+    // A fresh copy: two reads of one key must not share storage.
+    tensor = found->clone();
+    if (requires_grad) tensor.set_requires_grad(true);
+  }
+  return true;
+}
+
+void InputArchive::read(const std::string& key, Tensor& tensor, bool is_buffer) {
+  if (try_read(key, tensor, is_buffer)) return;
+  throw Error("InputArchive::read(" + quoted(key) + ")",
+              "a tensor " + quoted(prefix_ + key) + " in " + quoted(source()),
+              "no such key (keys here: " + quoted_list(keys()) + ")", "read the keys the archive was written with");
+}
+
+bool InputArchive::try_read(const std::string& key, InputArchive& archive) {
+  const Contents& c = contents("InputArchive::read");
+  const std::string prefix = prefix_ + key + ".";
+  const bool any = std::any_of(c.tensors.begin(), c.tensors.end(),
+                               [&](const auto& item) { return item.key().compare(0, prefix.size(), prefix) == 0; });
+  if (!any) return false;
+  archive.contents_ = contents_;
+  archive.prefix_ = prefix;
+  return true;
+}
+
+void InputArchive::read(const std::string& key, InputArchive& archive) {
+  if (try_read(key, archive)) return;
+  throw Error("InputArchive::read(" + quoted(key) + ")",
+              "a nested archive " + quoted(prefix_ + key) + " in " + quoted(source()),
+              "no such key (keys here: " + quoted_list(keys()) + ")", "read the keys the archive was written with");
+}
+
+std::vector<std::string> InputArchive::keys() const {
+  std::set<std::string> names;
+  for (const auto& item : contents("InputArchive::keys").tensors) {
+    const std::string& k = item.key();
+    if (k.compare(0, prefix_.size(), prefix_) != 0) continue;
+    const std::string rel = k.substr(prefix_.size());
+    names.insert(rel.substr(0, rel.find('.')));
+  }
+  return {names.begin(), names.end()};
+}
+
+io::TensorDict InputArchive::tensors() const {
+  io::TensorDict out;
+  for (const auto& item : contents("InputArchive::tensors").tensors) {
+    const std::string& k = item.key();
+    if (k.compare(0, prefix_.size(), prefix_) == 0) out.insert(k.substr(prefix_.size()), item.value());
+  }
+  return out;
+}
+
+}  // namespace graft::serialize
+
+namespace graft {
+
+// What a value of `kind` may be read from: its own kind, or an archive a program wrote by hand.
+static void check_kind(const serialize::InputArchive& archive, const std::string& op,
+                       std::initializer_list<const char*> kinds) {
+  const std::string& kind = archive.kind();
+  if (kind == "archive") return;
+  for (const char* k : kinds)
+    if (kind == k) return;
+  std::string expected;
+  for (const char* k : kinds) expected += (expected.empty() ? "" : " or ") + std::string(k);
+  throw Error(op, "a file holding a " + expected + " (\"graft.kind\")", "a file holding a " + kind,
+              "load each file into the kind of value it was saved from");
+}
+
+serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const Tensor& tensor) {
+  archive.set_kind("tensor");
+  archive.write("0", tensor);
+  return archive;
+}
+
+serialize::InputArchive& operator>>(serialize::InputArchive& archive, Tensor& tensor) {
+  check_kind(archive, serialize::op_load("tensor", archive.source()), {"tensor", "tensors"});
+  archive.read("0", tensor);
+  return archive;
+}
+
+}  // namespace graft
+
+namespace graft::nn {
+
+serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const Module& module) {
+  archive.set_kind("module");
+  for (const auto& item : module.state_dict()) archive.write(item.key(), item.value());
+  return archive;
+}
+
+// PyTorch's strict load_state_dict, with dtypes checked too and the file named; every problem is
+// reported at once and nothing is copied unless all checks pass.
+serialize::InputArchive& operator>>(serialize::InputArchive& archive, Module& module) {
+  const std::string op = serialize::op_load(module.name(), archive.source());
+  check_kind(archive, op, {"module"});
+  const OrderedDict<std::string, Tensor> own = module.state_dict();
+  const io::TensorDict file = archive.tensors();
+  std::vector<std::string> missing, unexpected, mismatches;
+  for (const auto& item : own) {
+    const Tensor* src = file.find(item.key());
+    if (!src) {
+      missing.push_back(archive.full_key(item.key()));
+      continue;
+    }
+    const Tensor& dst = item.value();
+    if (!src->sizes().equals(dst.sizes())) {
+      mismatches.push_back("shape mismatch for \"" + archive.full_key(item.key()) + "\": the file has " +
+                           shape_str(src->sizes()) + ", the module has " + shape_str(dst.sizes()));
+    } else if (src->dtype() != dst.dtype()) {
+      mismatches.push_back("dtype mismatch for \"" + archive.full_key(item.key()) + "\": the file has " +
+                           dtype_name(src->dtype()) + ", the module has " + dtype_name(dst.dtype()));
+    }
+  }
+  for (const auto& item : file)
+    if (!own.contains(item.key())) unexpected.push_back(archive.full_key(item.key()));
+  if (!missing.empty() || !unexpected.empty() || !mismatches.empty()) {
+    std::string msg = "the parameters and buffers of " + module.name() + " in \"" + archive.source() +
+                      "\", with the module's names, shapes and dtypes and nothing else; got:";
+    if (!missing.empty()) msg += "\n\tmissing key(s): " + serialize::quoted_list(missing);
+    if (!unexpected.empty()) msg += "\n\tunexpected key(s): " + serialize::quoted_list(unexpected);
+    for (const auto& m : mismatches) msg += "\n\t" + m;
+    msg += "\n(nothing was loaded. Hint: load into the architecture that was saved; to load a part, call "
+           "load_state_dict(archive.tensors(), /*strict=*/false))";
+    throw Error(op, msg);
+  }
+  module.load_state_dict(file, /*strict=*/true);
+  return archive;
+}
+
+serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const std::shared_ptr<Module>& module) {
+  GRAFT_CHECK(module != nullptr, "graft::save", "a module", "a null module pointer", "construct the module first");
+  return archive << *module;
+}
+
+serialize::InputArchive& operator>>(serialize::InputArchive& archive, const std::shared_ptr<Module>& module) {
+  GRAFT_CHECK(module != nullptr, "graft::load", "a module", "a null module pointer",
+              "construct the module (same architecture) first, then load into it");
+  return archive >> *module;
+}
+
+}  // namespace graft::nn
+
+namespace graft::optim {
+
+serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const Optimizer& optimizer) {
+  archive.set_kind("optimizer");
+  for (const auto& item : optimizer.state_dict()) archive.write(item.key(), item.value());
+  return archive;
+}
+
+serialize::InputArchive& operator>>(serialize::InputArchive& archive, Optimizer& optimizer) {
+  const std::string op = serialize::op_load(optimizer.name(), archive.source());
+  check_kind(archive, op, {"optimizer"});
+  try {
+    optimizer.load_state_dict(archive.tensors());
+  } catch (const Error& e) {
+    throw Error(op, std::string(e.what()));
+  }
+  return archive;
+}
+
+}  // namespace graft::optim
