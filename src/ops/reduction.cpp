@@ -125,7 +125,8 @@ Tensor sum(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType> 
         },
         [](const SumAcc<T>& a, int64_t) { return (a.s[0] + a.s[1]) + (a.s[2] + a.s[3]); });
   });
-  if (auto node = make_node("SumBackward1", OpId::sum, {&x}, [dims, keepdim, in = Shape(x.sizes())](Node&, const Tensor& g) -> TensorList {
+  // PyTorch's names: SumBackward0 for the sum of every element, SumBackward1 over given dims.
+  if (auto node = make_node(dim.empty() ? "SumBackward0" : "SumBackward1", OpId::sum, {&x}, [dims, keepdim, in = Shape(x.sizes())](Node&, const Tensor& g) -> TensorList {
         // d sum = 1: broadcast g back over the reduced dims
         return {detail::unsqueeze_reduced(g, dims, static_cast<int64_t>(in.size()), keepdim).expand(in)};
       }))
@@ -149,7 +150,7 @@ Tensor mean(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType>
     s = sum(x.detach(), dim, keepdim, dt);
     s = s.div_(static_cast<double>(n));
   }
-  if (auto node = make_node("MeanBackward1", OpId::mean, {&x}, [dims, keepdim, n, in = Shape(x.sizes())](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node(dim.empty() ? "MeanBackward0" : "MeanBackward1", OpId::mean, {&x}, [dims, keepdim, n, in = Shape(x.sizes())](Node&, const Tensor& g) -> TensorList {
         // d mean = 1/n
         return {detail::unsqueeze_reduced(g, dims, static_cast<int64_t>(in.size()), keepdim).expand(in) / static_cast<double>(n)};
       }))

@@ -130,6 +130,16 @@ int main() {
   }
   check(threw, "a random fill of a leaf that requires grad throws");
 
+  // Node names as PyTorch gives them: the reduction of every element is variant 0, over dims 1.
+  auto q = torch::ones({2, 3}).requires_grad_();
+  const std::string names[] = {q.sum().grad_fn()->name(), q.sum(0).grad_fn()->name(), q.mean().grad_fn()->name(),
+                               q.mean(1).grad_fn()->name()};
+  std::printf("reduction nodes: %s %s %s %s\n", names[0].c_str(), names[1].c_str(), names[2].c_str(),
+              names[3].c_str());
+  check(names[0] == "SumBackward0" && names[1] == "SumBackward1" && names[2] == "MeanBackward0" &&
+            names[3] == "MeanBackward1",
+        "SumBackward0/1 and MeanBackward0/1");
+
   // Scalars, reset() and the impl pointer.
   auto s2 = torch::tensor(2.5);
   std::printf("tensor(2.5): dim %lld value %g\n", static_cast<long long>(s2.dim()), s2.item<double>());
