@@ -17,7 +17,9 @@
 //     Gradients at input exactly 0 or 1 differ from PyTorch's fused backward (which divides by
 //     max(x (1 - x), 1e-12)); the values do not.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -439,9 +441,19 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   check_reduction(reduction, op);
   check_floating(input, op, "input");
   check_floating(target, op, "target");
-  GRAFT_CHECK(target.sizes().equals(input.sizes()), op,
+  GRAFT_CHECK(target.sizes().equals(input.sizes()) || target.numel() == input.numel(), op,
               "target of the input's shape " + shape_str(input.sizes()), "target of shape " + shape_str(target.sizes()),
               "binary_cross_entropy does not broadcast input and target; reshape the target");
+  // ATen pairs the elements of a target with the input's number of elements in order, with a
+  // deprecation warning (LibTorch 1.13's DCGAN example relies on it: (N, 1, 1, 1) outputs, (N) labels).
+  if (!target.sizes().equals(input.sizes())) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      std::cerr << "graft warning: binary_cross_entropy: using a target of shape " << shape_str(target.sizes())
+                << " for an input of shape " << shape_str(input.sizes())
+                << " pairs their elements in order; this is deprecated, reshape the target to the input's shape\n";
+    return binary_cross_entropy(input, target.reshape(input.sizes()), weight, reduction);
+  }
   check_weight_broadcasts_to(weight, input.sizes(), op, "weight");
   for (double v : read_values(input)) {
     GRAFT_CHECK(v >= 0.0 && v <= 1.0, op, "all elements of input between 0 and 1 (probabilities)",

@@ -407,4 +407,22 @@ GRAFT_OP_RECORDS(loss) {
   return recs;
 }
 
+// A target with the input's number of elements but another shape pairs the elements in order, as
+// ATen does (LibTorch 1.13: loss 1.11164 and these gradients for this case, measured): (4, 1, 1, 1)
+// probabilities 0.25 against labels {1, 0, 1, 1}: mean(3 (-log 0.25), -log 0.75) and
+// d/dx = -t / (4 x) + (1 - t) / (4 (1 - x)).
+TEST(BinaryCrossEntropy, ATargetOfOtherShapeButEqualSizePairsElementsInOrder) {
+  const Tensor x = full({4, 1, 1, 1}, 0.25, kFloat64).requires_grad_();
+  const Tensor t = tensor({1.0, 0.0, 1.0, 1.0}, kFloat64);
+  const Tensor loss = binary_cross_entropy(x, t);
+  EXPECT_NEAR(loss.item<double>(), (3 * -std::log(0.25) - std::log(0.75)) / 4, 1e-12);
+  loss.backward();
+  const std::vector<double> g = values(x.grad());
+  const std::vector<double> expected = {-1.0, 1.0 / 3.0, -1.0, -1.0};
+  ASSERT_EQ(g.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(g[i], expected[i], 1e-12) << i;
+  EXPECT_TRUE(throws_error([] { binary_cross_entropy(full({2, 3}, 0.5), full({4}, 0.5)); },
+                           {"binary_cross_entropy", "[2, 3]", "[4]"}));
+}
+
 }  // namespace graft::test
