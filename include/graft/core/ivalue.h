@@ -12,7 +12,6 @@
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "graft/core/scalar.h"
@@ -23,30 +22,37 @@ namespace graft {
 class IValue {
  public:
   IValue() = default;  // None
-  IValue(Tensor t) : v_(std::move(t)) {}  // NOLINT: implicit, as in LibTorch
+  IValue(Tensor t) : kind_(Kind::Tensor), tensor_(std::move(t)) {}  // NOLINT: implicit, as in LibTorch
   // Every arithmetic type: bool stays bool, integers become int64, floating types double.
   template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
   IValue(T x) {  // NOLINT
-    if constexpr (std::is_same_v<T, bool>) v_ = x;
-    else if constexpr (std::is_integral_v<T>) v_ = static_cast<int64_t>(x);
-    else v_ = static_cast<double>(x);
+    if constexpr (std::is_same_v<T, bool>) {
+      kind_ = Kind::Bool;
+      bool_ = x;
+    } else if constexpr (std::is_integral_v<T>) {
+      kind_ = Kind::Int;
+      int_ = static_cast<int64_t>(x);
+    } else {
+      kind_ = Kind::Double;
+      double_ = static_cast<double>(x);
+    }
   }
   IValue(const Scalar& s);  // NOLINT
-  IValue(std::string s) : v_(std::move(s)) {}  // NOLINT
-  IValue(const char* s) : v_(std::string(s)) {}  // NOLINT
-  IValue(std::vector<int64_t> v) : v_(std::move(v)) {}  // NOLINT
-  IValue(std::vector<double> v) : v_(std::move(v)) {}  // NOLINT
-  IValue(std::vector<Tensor> v) : v_(std::move(v)) {}  // NOLINT
+  IValue(std::string s) : kind_(Kind::String), string_(std::move(s)) {}  // NOLINT
+  IValue(const char* s) : kind_(Kind::String), string_(s) {}  // NOLINT
+  IValue(std::vector<int64_t> v) : kind_(Kind::IntList), ints_(std::move(v)) {}  // NOLINT
+  IValue(std::vector<double> v) : kind_(Kind::DoubleList), doubles_(std::move(v)) {}  // NOLINT
+  IValue(std::vector<Tensor> v) : kind_(Kind::TensorList), tensors_(std::move(v)) {}  // NOLINT
 
-  bool isNone() const { return std::holds_alternative<std::monostate>(v_); }
-  bool isTensor() const { return std::holds_alternative<Tensor>(v_); }
-  bool isDouble() const { return std::holds_alternative<double>(v_); }
-  bool isInt() const { return std::holds_alternative<int64_t>(v_); }
-  bool isBool() const { return std::holds_alternative<bool>(v_); }
-  bool isString() const { return std::holds_alternative<std::string>(v_); }
-  bool isIntList() const { return std::holds_alternative<std::vector<int64_t>>(v_); }
-  bool isDoubleList() const { return std::holds_alternative<std::vector<double>>(v_); }
-  bool isTensorList() const { return std::holds_alternative<std::vector<Tensor>>(v_); }
+  bool isNone() const { return kind_ == Kind::None; }
+  bool isTensor() const { return kind_ == Kind::Tensor; }
+  bool isDouble() const { return kind_ == Kind::Double; }
+  bool isInt() const { return kind_ == Kind::Int; }
+  bool isBool() const { return kind_ == Kind::Bool; }
+  bool isString() const { return kind_ == Kind::String; }
+  bool isIntList() const { return kind_ == Kind::IntList; }
+  bool isDoubleList() const { return kind_ == Kind::DoubleList; }
+  bool isTensorList() const { return kind_ == Kind::TensorList; }
   bool isScalar() const { return isDouble() || isInt() || isBool(); }
 
   // Each throws graft::Error naming the kind it holds when it holds another.
@@ -65,9 +71,19 @@ class IValue {
   std::string tagKind() const;
 
  private:
-  std::variant<std::monostate, Tensor, double, int64_t, bool, std::string, std::vector<int64_t>, std::vector<double>,
-               std::vector<Tensor>>
-      v_;
+  // One member per kind rather than a std::variant: GCC 12 reports a variant holding strings and
+  // vectors as "maybe uninitialized" when it is moved at -O1 (the sanitizer build), a known false
+  // positive; an IValue is small user data, so the few unused members cost nothing that matters.
+  enum class Kind { None, Tensor, Double, Int, Bool, String, IntList, DoubleList, TensorList };
+  Kind kind_ = Kind::None;
+  Tensor tensor_;
+  double double_ = 0;
+  int64_t int_ = 0;
+  bool bool_ = false;
+  std::string string_;
+  std::vector<int64_t> ints_;
+  std::vector<double> doubles_;
+  std::vector<Tensor> tensors_;
 };
 
 }  // namespace graft
