@@ -8,33 +8,14 @@
 #include <cstdio>
 #include <string>
 
+#include "porting_checks.h"
+
 using namespace torch::autograd;
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  if (!ok) {
-    std::printf("FAILED: %s\n", what.c_str());
-    ++failures;
-  }
-}
-
-// Prints a tensor's values, one line, and checks them against `expected` (row-major).
-void show(const std::string& name, const torch::Tensor& t, std::vector<double> expected) {
-  torch::Tensor c = t.to(torch::kFloat64).contiguous().view({-1});
-  std::printf("%s:", name.c_str());
-  check(c.numel() == static_cast<int64_t>(expected.size()), name + " has " + std::to_string(expected.size()) + " values");
-  for (int64_t i = 0; i < c.numel(); ++i) {
-    const double v = c[i].item<double>();
-    std::printf(" %.6g", v);
-    if (i < static_cast<int64_t>(expected.size()))
-      check(std::abs(v - expected[static_cast<size_t>(i)]) <= 1e-5 * (1 + std::abs(expected[static_cast<size_t>(i)])),
-            name + "[" + std::to_string(i) + "] = " + std::to_string(expected[static_cast<size_t>(i)]));
-  }
-  std::printf("\n");
-}
+using porting::check;
+using porting::show;
 
 // y = x w^T + b, with an optional bias; saves its inputs.
 class LinearFunction : public Function<LinearFunction> {
@@ -191,6 +172,5 @@ int main() {
     check(!z.requires_grad(), "under NoGradGuard the output does not require grad");
   }
 
-  std::printf("%s\n", failures == 0 ? "all checks passed" : "SOME CHECKS FAILED");
-  return failures == 0 ? 0 : 1;
+  return porting::finish();
 }

@@ -9,29 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "porting_checks.h"
+
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  if (!ok) {
-    std::printf("FAILED: %s\n", what.c_str());
-    ++failures;
-  }
-}
-
-void show(const std::string& name, const torch::Tensor& t, std::vector<double> expected) {
-  torch::Tensor c = t.to(torch::kFloat64).contiguous().view({-1});
-  std::printf("%s:", name.c_str());
-  check(c.numel() == static_cast<int64_t>(expected.size()), name + " has " + std::to_string(expected.size()) + " values");
-  for (int64_t i = 0; i < c.numel() && i < static_cast<int64_t>(expected.size()); ++i) {
-    const double v = c[i].item<double>();
-    const double e = expected[static_cast<size_t>(i)];
-    std::printf(" %.6g", v);
-    check(std::abs(v - e) <= 1e-5 * (1 + std::abs(e)), name + "[" + std::to_string(i) + "] = " + std::to_string(e));
-  }
-  std::printf("\n");
-}
+using porting::check;
+using porting::show;
 
 }  // namespace
 
@@ -149,6 +132,5 @@ int main() {
   h.reset();
   check(!h.defined(), "reset() leaves the handle undefined");
 
-  std::printf("%s\n", failures == 0 ? "all checks passed" : "SOME CHECKS FAILED");
-  return failures == 0 ? 0 : 1;
+  return porting::finish();
 }

@@ -9,33 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "porting_checks.h"
+
 using namespace torch::indexing;
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  if (!ok) {
-    std::printf("FAILED: %s\n", what.c_str());
-    ++failures;
-  }
-}
-
-void show(const std::string& name, const torch::Tensor& t, std::vector<int64_t> shape, std::vector<double> expected) {
-  std::printf("%s: shape", name.c_str());
-  for (int64_t s : t.sizes()) std::printf(" %lld", static_cast<long long>(s));
-  check(t.sizes().vec() == shape, name + " has the expected shape");
-  torch::Tensor c = t.to(torch::kFloat64).contiguous().view({-1});
-  std::printf(" values");
-  check(c.numel() == static_cast<int64_t>(expected.size()), name + " has " + std::to_string(expected.size()) + " values");
-  for (int64_t i = 0; i < c.numel() && i < static_cast<int64_t>(expected.size()); ++i) {
-    const double v = c[i].item<double>();
-    std::printf(" %.6g", v);
-    check(std::abs(v - expected[static_cast<size_t>(i)]) <= 1e-9, name + "[" + std::to_string(i) + "]");
-  }
-  std::printf("\n");
-}
+using porting::check;
+using porting::show;
 
 }  // namespace
 
@@ -84,6 +65,5 @@ int main() {
   loss.backward();
   show("dw", w.grad(), {2, 3}, {2, 0, 0, 2, 2, 2});
 
-  std::printf("%s\n", failures == 0 ? "all checks passed" : "SOME CHECKS FAILED");
-  return failures == 0 ? 0 : 1;
+  return porting::finish();
 }
