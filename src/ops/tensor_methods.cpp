@@ -71,12 +71,7 @@ Tensor Tensor::amin(IntArrayRef d, bool k) const { return graft::amin(*this, d, 
 Tensor Tensor::argmax(std::optional<int64_t> d, bool k) const { return graft::argmax(*this, d, k); }
 Tensor Tensor::argmin(std::optional<int64_t> d, bool k) const { return graft::argmin(*this, d, k); }
 Tensor Tensor::logsumexp(IntArrayRef d, bool k) const { return graft::logsumexp(*this, d, k); }
-Tensor Tensor::norm(const Scalar& p) const {
-  const double pv = p.to_double();
-  if (pv == 2.0) return graft::sqrt(graft::sum(*this * *this));
-  if (pv == 1.0) return graft::sum(graft::abs(*this));
-  return graft::pow(graft::sum(graft::pow(graft::abs(*this), p)), 1.0 / pv);
-}
+Tensor Tensor::norm(const Scalar& p) const { return norm(p, IntArrayRef{}, false); }  // every element
 
 Tensor Tensor::norm(const Scalar& p, IntArrayRef dim, bool keepdim) const {
   const double pv = p.to_double();
