@@ -31,6 +31,7 @@
 #include "graft/core/tensor_indexing.h"
 #include "graft/core/tensor_options.h"
 #include "graft/core/util.h"
+#include "graft/core/warning.h"
 #include "graft/data/dataloader.h"
 #include "graft/data/byte_images.h"
 #include "graft/data/dataset.h"

@@ -99,7 +99,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output, const Node& saver) : i
   // For the memory report: the forward op that made the tensor (Note [Forward op of a node]).
   const auto& fn = t.grad_fn();
   const char* produced_by = is_output ? saver.forward_op_name() : (fn ? fn->forward_op_name() : nullptr);
-  const char* saved_by = saver.name();
+  const char* saved_by = saver.name_c_str();
   if (auto hooks = SavedTensorsHooks::current()) {  // Note [Saved-tensor hooks]
     Tensor packed;
     {

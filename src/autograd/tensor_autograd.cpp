@@ -25,7 +25,7 @@ autograd::AutogradMeta& TensorImpl::autograd_meta() {
 }
 
 namespace detail {
-const char* grad_fn_name(const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : nullptr; }
+const char* grad_fn_name(const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name_c_str() : nullptr; }
 }  // namespace detail
 
 bool Tensor::requires_grad() const {

@@ -83,13 +83,18 @@ decltype(auto) dispatch_all(DType dt, const char* op, F&& f) {
   }
 }
 
-// float32, float64, int64, bool, float16, bfloat16: ops that only move or convert whole elements
-// (copies, fills).
+// Every dtype: ops that only move or convert whole elements (copies, fills, printing). The
+// integer types narrower than int64 are storage types: arithmetic computes them in int64 (Note
+// [Narrow integer dtypes] in src/core/type_promotion.cpp).
 template <class F>
 decltype(auto) dispatch_all_and_half(DType dt, const char* op, F&& f) {
   switch (dt) {
     case DType::Float16: return f.template operator()<Half>();
     case DType::BFloat16: return f.template operator()<BFloat16>();
+    case DType::Int32: return f.template operator()<int32_t>();
+    case DType::Int16: return f.template operator()<int16_t>();
+    case DType::Int8: return f.template operator()<int8_t>();
+    case DType::UInt8: return f.template operator()<uint8_t>();
     default: return dispatch_all(dt, op, std::forward<F>(f));
   }
 }

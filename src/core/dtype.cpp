@@ -1,6 +1,8 @@
 // dtype sizes, names and promotion.
 #include "graft/core/dtype.h"
 
+#include <atomic>
+
 #include "graft/core/error.h"
 
 namespace graft {
@@ -13,6 +15,10 @@ size_t element_size(DType t) {
     case DType::Bool: return 1;
     case DType::Float16: return 2;
     case DType::BFloat16: return 2;
+    case DType::Int32: return 4;
+    case DType::Int16: return 2;
+    case DType::Int8: return 1;
+    case DType::UInt8: return 1;
   }
   return 0;
 }
@@ -25,26 +31,51 @@ const char* dtype_name(DType t) {
     case DType::Bool: return "bool";
     case DType::Float16: return "float16";
     case DType::BFloat16: return "bfloat16";
+    case DType::Int32: return "int32";
+    case DType::Int16: return "int16";
+    case DType::Int8: return "int8";
+    case DType::UInt8: return "uint8";
   }
   return "?";
 }
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
+  // PyTorch's table (c10/core/ScalarType.h's promoteTypes) follows from one order,
+  //   bool < uint8, int8 < int16 < int32 < int64 < float16, bfloat16 < float32 < float64,
+  // with two exceptions: uint8 and int8 meet at int16 (the smallest type holding both ranges), and
+  // float16 and bfloat16 at float32.
   auto rank = [](DType t) {
     switch (t) {
       case DType::Bool: return 0;
-      case DType::Int64: return 1;
-      case DType::Float16: return 2;
-      case DType::BFloat16: return 2;
-      case DType::Float32: return 3;
-      case DType::Float64: return 4;
+      case DType::UInt8: return 1;
+      case DType::Int8: return 1;
+      case DType::Int16: return 2;
+      case DType::Int32: return 3;
+      case DType::Int64: return 4;
+      case DType::Float16: return 5;
+      case DType::BFloat16: return 5;
+      case DType::Float32: return 6;
+      case DType::Float64: return 7;
     }
     return 0;
   };
-  if ((a == DType::Float16 && b == DType::BFloat16) || (a == DType::BFloat16 && b == DType::Float16))
-    return DType::Float32;
-  return rank(a) >= rank(b) ? a : b;
+  const int ra = rank(a), rb = rank(b);
+  if (ra == rb) return ra == 1 ? DType::Int16 : DType::Float32;  // {uint8, int8}, {float16, bfloat16}
+  return ra > rb ? a : b;
+}
+
+namespace {
+std::atomic<DType> g_default_dtype{DType::Float32};
+}  // namespace
+
+DType get_default_dtype() { return g_default_dtype.load(std::memory_order_relaxed); }
+
+void set_default_dtype(DType dtype) {
+  GRAFT_CHECK(dtype == DType::Float32 || dtype == DType::Float64, "set_default_dtype", "float32 or float64",
+              dtype_name(dtype), "the default dtype is the dtype of floating tensors made without one; PyTorch "
+              "allows only float32 and float64 here");
+  g_default_dtype.store(dtype, std::memory_order_relaxed);
 }
 
 std::string Device::str() const {

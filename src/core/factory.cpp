@@ -110,7 +110,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
               "start " + std::to_string(s) + ", end " + std::to_string(e) + ", step " + std::to_string(st),
               "use a negative step to count down, or swap start and end");
   const bool all_int = start.is_integral() && end.is_integral() && step.is_integral();
-  const DType dt = o.has_dtype() ? o.dtype() : (all_int ? kInt64 : kFloat32);
+  const DType dt = o.has_dtype() ? o.dtype() : (all_int ? kInt64 : get_default_dtype());
   const int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
   Tensor t = make_empty({n}, dt);
   fill_with(t, [&](int64_t i) { return s + st * static_cast<double>(i); });

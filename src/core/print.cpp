@@ -44,6 +44,10 @@ struct Reader {
       case DType::Bool: return reinterpret_cast<const bool*>(base)[off] ? 1.0 : 0.0;
       case DType::Float16: return half_bits_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
       case DType::BFloat16: return bfloat16_bits_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
+      case DType::Int32: return reinterpret_cast<const int32_t*>(base)[off];
+      case DType::Int16: return reinterpret_cast<const int16_t*>(base)[off];
+      case DType::Int8: return reinterpret_cast<const int8_t*>(base)[off];
+      case DType::UInt8: return reinterpret_cast<const uint8_t*>(base)[off];
     }
     return 0;
   }

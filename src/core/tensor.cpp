@@ -59,6 +59,10 @@ Scalar Tensor::item() const {
     case DType::Bool: return Scalar(*reinterpret_cast<const uint8_t*>(p) != 0);  // any byte, not UB
     case DType::Float16: return Scalar(static_cast<double>(reinterpret_cast<const Half*>(p)->to_float()));
     case DType::BFloat16: return Scalar(static_cast<double>(reinterpret_cast<const BFloat16*>(p)->to_float()));
+    case DType::Int32: return Scalar(static_cast<int64_t>(*reinterpret_cast<const int32_t*>(p)));
+    case DType::Int16: return Scalar(static_cast<int64_t>(*reinterpret_cast<const int16_t*>(p)));
+    case DType::Int8: return Scalar(static_cast<int64_t>(*reinterpret_cast<const int8_t*>(p)));
+    case DType::UInt8: return Scalar(static_cast<int64_t>(*reinterpret_cast<const uint8_t*>(p)));
     default: throw Error("item", "a float32, float64, int64 or bool tensor", dtype_name(dtype()), "");
   }
 }

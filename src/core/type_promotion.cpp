@@ -15,7 +15,7 @@ DType result_type(const Tensor& a, const Tensor& b) {
 
 DType result_type(const Tensor& a, const Scalar& s) {
   const DType t = a.dtype();
-  if (s.is_floating_point() && !is_floating_point(t)) return kFloat32;
+  if (s.is_floating_point() && !is_floating_point(t)) return get_default_dtype();
   if (s.is_integral() && t == kBool) return kInt64;
   return t;
 }

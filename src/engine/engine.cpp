@@ -203,7 +203,7 @@ void execute(GraphTask& task, const std::vector<std::pair<Node*, Tensor>>& roots
     const bool run = should_run(task, node);
     TensorList outs;
     if (run && g.defined()) {
-      memory::OpScope op_scope(node->name());  // allocations are the node's (OOM report, history)
+      memory::OpScope op_scope(node->name_c_str());  // allocations are the node's (OOM report, history)
       outs = node->apply(g);
       if (!task.keep_graph) node->release_saved();
       GRAFT_ASSERT(outs.empty() || outs.size() == node->num_inputs(),

@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <iostream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -28,6 +27,7 @@
 #include "../core/dispatch.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
+#include "graft/core/warning.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -449,9 +449,9 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   if (!target.sizes().equals(input.sizes())) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
-      std::cerr << "graft warning: binary_cross_entropy: using a target of shape " << shape_str(target.sizes())
-                << " for an input of shape " << shape_str(input.sizes())
-                << " pairs their elements in order; this is deprecated, reshape the target to the input's shape\n";
+      GRAFT_WARN("binary_cross_entropy: using a target of shape " + shape_str(target.sizes()) +
+                 " for an input of shape " + shape_str(input.sizes()) +
+                 " pairs their elements in order; this is deprecated, reshape the target to the input's shape");
     return binary_cross_entropy(input, target.reshape(input.sizes()), weight, reduction);
   }
   check_weight_broadcasts_to(weight, input.sizes(), op, "weight");

@@ -1,7 +1,6 @@
 // GradAccumulator: see include/graft/optim/grad_accumulator.h and Note [Gradient accumulation].
 #include "graft/optim/grad_accumulator.h"
 
-#include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +8,7 @@
 #include "../core/format.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
+#include "graft/core/warning.h"
 #include "graft/nn/module.h"
 #include "graft/nn/utils.h"
 
@@ -53,7 +53,7 @@ void GradAccumulator::check_batch_norm() {
       "averages per micro-batch, so the result is not that of one big batch (use larger micro-batches, or a "
       "normalisation that does not depend on the batch such as LayerNorm)";
   if (options_.on_warning) options_.on_warning(msg);
-  else std::cerr << "graft warning: " << msg << "\n";
+  else GRAFT_WARN(msg);
 }
 
 bool GradAccumulator::backward(const Tensor& loss, int64_t count) {

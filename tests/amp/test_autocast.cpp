@@ -53,7 +53,7 @@ TEST(Autocast, MmRoundsOperandsAndAccumulatesInFloat32) {
     }
     EXPECT_EQ(y.dtype(), h);
     ASSERT_TRUE(y.grad_fn());
-    EXPECT_STREQ(y.grad_fn()->name(), "MmBackward0");
+    EXPECT_EQ(y.grad_fn()->name(), "MmBackward0");
     // forward: the float64 product of the rounded operands, rounded to h (float32 accumulation can
     // only move a value across an h rounding boundary: allow one h ulp, 2^-8 relative for bf16)
     const Tensor ref = mm(rounded64(a, h), rounded64(b, h));

@@ -28,8 +28,8 @@ TEST(Engine, LeafAndGradFnNames) {
   Tensor b = a * a + 1.0;
   EXPECT_TRUE(a.is_leaf());
   EXPECT_FALSE(b.is_leaf());
-  EXPECT_STREQ(b.grad_fn()->name(), "AddBackward1");
-  EXPECT_STREQ((a * a).grad_fn()->name(), "MulBackward0");
+  EXPECT_EQ(b.grad_fn()->name(), "AddBackward1");
+  EXPECT_EQ((a * a).grad_fn()->name(), "MulBackward0");
   EXPECT_EQ(a.grad_fn(), nullptr);
   Tensor c = tensor({1.0, 2.0});
   EXPECT_FALSE((c * c).requires_grad());
@@ -137,7 +137,7 @@ TEST(Engine, InPlaceRecordsHistory) {
   Tensor x = tensor({1.0, 2.0}, TensorOptions(kFloat64).requires_grad(true));
   Tensor y = x * 1.0;
   y.mul_(3.0);
-  EXPECT_STREQ(y.grad_fn()->name(), "MulBackward1");
+  EXPECT_EQ(y.grad_fn()->name(), "MulBackward1");
   y.add_(x);
   (y * y).sum().backward();
   // y = 4x, d/dx sum(y^2) = 2 y * 4 = 32 x

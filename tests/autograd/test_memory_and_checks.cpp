@@ -111,7 +111,7 @@ TEST(ForwardOpName, NodesCarryTheirOpIdAndTheListsName) {
   Tensor x = tensor({0.5, 1.5}, TensorOptions(kFloat64).requires_grad(true));
   const Tensor y = x.log1p();
   ASSERT_NE(y.grad_fn(), nullptr);
-  EXPECT_STREQ(y.grad_fn()->name(), "Log1PBackward0");
+  EXPECT_EQ(y.grad_fn()->name(), "Log1PBackward0");
   EXPECT_STREQ(y.grad_fn()->forward_op_name(), "log1p");
   EXPECT_EQ(y.grad_fn()->op_id(), static_cast<int>(ops::OpId::log1p));
   Tensor img = ones({1, 1, 4, 4}, TensorOptions(kFloat64).requires_grad(true));

@@ -284,7 +284,7 @@ TEST(Half, GradientOfToCastsBack) {
       const Tensor h = x.to(dt);
       EXPECT_EQ(h.dtype(), dt);
       ASSERT_TRUE(h.grad_fn());
-      EXPECT_STREQ(h.grad_fn()->name(), "ToCopyBackward0");
+      EXPECT_EQ(h.grad_fn()->name(), "ToCopyBackward0");
       // loss = sum(w * float(h)): d loss/dx = w, straight through the rounding
       const Tensor w = make({1, 2, -3}, {3}, src);
       (h.to(src) * w).sum().backward();

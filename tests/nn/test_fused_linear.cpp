@@ -110,7 +110,7 @@ TEST(FusedLinear, GradientsMatchFiniteDifferences) {
                                     {x, w, b}));
     EXPECT_TRUE(autograd::gradcheck([a](const TensorList& in) { return F::fused_linear(in[0], in[1], Tensor(), a); },
                                     {x, w}));
-    EXPECT_STREQ(F::fused_linear(x, w, b, a).grad_fn()->name(),
+    EXPECT_EQ(F::fused_linear(x, w, b, a).grad_fn()->name(),
                  a == Act::ReLU      ? "FusedLinearReluBackward0"
                  : a == Act::Sigmoid ? "FusedLinearSigmoidBackward0"
                  : a == Act::Tanh    ? "FusedLinearTanhBackward0"
@@ -209,7 +209,7 @@ TEST(FusedLinear, OtherDtypesAndBroadcastBiasTakeTheTwoOps) {
   const Tensor b1 = uniform_sample({1}, 28, -1, 1);  // broadcast bias: not fused, still right
   const Tensor y = F::fused_linear(x.requires_grad_(), w, b1, Act::Tanh);
   EXPECT_TRUE(all_close(y, unfused(x, w, b1, Act::Tanh), 1e-15, 1e-15));
-  EXPECT_STREQ(y.grad_fn()->name(), "TanhBackward0");
+  EXPECT_EQ(y.grad_fn()->name(), "TanhBackward0");
   // bfloat16 under autocast-style inputs: the two ops (and their rounding).
   const Tensor yb = F::fused_linear(x.detach().to(kBFloat16), w.to(kBFloat16), Tensor(), Act::ReLU);
   EXPECT_EQ(yb.dtype(), kBFloat16);
@@ -266,9 +266,9 @@ TEST(SequentialFusion, SameOutputAndGradientsAsTheModulesOneByOne) {
   const Tensor yf = fused->forward(x), yp = plain->forward(x);
   EXPECT_TRUE(equal(yf, yp));  // float32: the fused epilogue has the ops' bits
   // Output of the last Linear: AddmmBackward0; its input came from the fused sigmoid layer.
-  EXPECT_STREQ(yf.grad_fn()->name(), "AddmmBackward0");
-  EXPECT_STREQ(yf.grad_fn()->next_edges[1].fn->name(), "FusedLinearSigmoidBackward0");
-  EXPECT_STREQ(yp.grad_fn()->next_edges[1].fn->name(), "SigmoidBackward0");
+  EXPECT_EQ(yf.grad_fn()->name(), "AddmmBackward0");
+  EXPECT_EQ(yf.grad_fn()->next_edges[1].fn->name(), "FusedLinearSigmoidBackward0");
+  EXPECT_EQ(yp.grad_fn()->next_edges[1].fn->name(), "SigmoidBackward0");
   yf.square().sum().backward();
   yp.square().sum().backward();
   const auto pf = fused->parameters(), pp = plain->parameters();
@@ -285,12 +285,12 @@ TEST(SequentialFusion, HooksAndSubclassesKeepTheModulesSeparate) {
     net[1]->register_forward_hook([&](nn::Module&, const Tensor&, const Tensor&) { ++calls; });
     const Tensor y = net->forward(x);
     EXPECT_EQ(calls, 1);
-    EXPECT_STREQ(y.grad_fn()->name(), "FusedLinearTanhBackward0");  // the second pair has no hook
-    EXPECT_STREQ(y.grad_fn()->next_edges[0].fn->name(), "ReluBackward0");
+    EXPECT_EQ(y.grad_fn()->name(), "FusedLinearTanhBackward0");  // the second pair has no hook
+    EXPECT_EQ(y.grad_fn()->next_edges[0].fn->name(), "ReluBackward0");
     // A hook on the Linear: the same.
     nn::Sequential net2(nn::Linear(6, 3), nn::Sigmoid());
     net2[0]->register_forward_pre_hook([&](nn::Module&, const Tensor&) { ++calls; });
-    EXPECT_STREQ(net2->forward(x).grad_fn()->name(), "SigmoidBackward0");
+    EXPECT_EQ(net2->forward(x).grad_fn()->name(), "SigmoidBackward0");
     EXPECT_EQ(calls, 2);
   }
   {
@@ -300,7 +300,7 @@ TEST(SequentialFusion, HooksAndSubclassesKeepTheModulesSeparate) {
     };
     nn::Sequential net(std::make_shared<MyLinear>(6, 3), nn::ReLU());
     const Tensor y = net->forward(x);
-    EXPECT_STREQ(y.grad_fn()->name(), "ReluBackward0");
+    EXPECT_EQ(y.grad_fn()->name(), "ReluBackward0");
     const auto& lin = net->at<nn::LinearImpl>(0);
     EXPECT_TRUE(all_close(y, F::relu(F::linear(x, lin.weight, lin.bias) * 2.0), 1e-6, 1e-6));
   }

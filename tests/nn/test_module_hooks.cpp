@@ -202,7 +202,7 @@ TEST(ModuleHooks, RemovedHooksNoLongerFire) {
   EXPECT_EQ(fwd, 1);
   EXPECT_EQ(bwd, 1);
   EXPECT_EQ(kept, 2);
-  EXPECT_STREQ(y.grad_fn()->name(), "AddmmBackward0");  // no backward hook left: no hook node
+  EXPECT_EQ(y.grad_fn()->name(), "AddmmBackward0");  // no backward hook left: no hook node
   EXPECT_TRUE(all_close(x.grad(), kGradX, {2, 3}));
 }
 
@@ -265,7 +265,7 @@ TEST(ModuleHooks, InputThatDoesNotRequireGradGivesAnUndefinedGradInput) {
     grad_out = go;
   });
   Tensor y = nn::Sequential(lin)(fixed_input(false));
-  EXPECT_STREQ(y.grad_fn()->name(), "BackwardHookFunctionBackward");
+  EXPECT_EQ(y.grad_fn()->name(), "BackwardHookFunctionBackward");
   y.sum().backward();
   EXPECT_EQ(calls, 1);
   ASSERT_EQ(grad_in.size(), 1u);
@@ -299,7 +299,7 @@ TEST(ModuleHooks, NoHooksMeansNoExtraNodesAndTheSameResults) {
   EXPECT_FALSE(lin->has_hooks());
   Tensor x = fixed_input(true);
   Tensor y = lin(x);
-  EXPECT_STREQ(y.grad_fn()->name(), "AddmmBackward0");
+  EXPECT_EQ(y.grad_fn()->name(), "AddmmBackward0");
   EXPECT_TRUE(all_close(y, kY, {2, 2}));
   y.sum().backward();
   EXPECT_TRUE(all_close(x.grad(), kGradX, {2, 3}));
@@ -307,19 +307,19 @@ TEST(ModuleHooks, NoHooksMeansNoExtraNodesAndTheSameResults) {
   // Through a Sequential too.
   Tensor x2 = fixed_input(true);
   Tensor y2 = nest(nn::Sequential(lin))(x2);
-  EXPECT_STREQ(y2.grad_fn()->name(), "AddmmBackward0");
+  EXPECT_EQ(y2.grad_fn()->name(), "AddmmBackward0");
   ASSERT_EQ(y2.grad_fn()->num_inputs(), 3u);
 
   // Forward hooks alone add no node either; a backward hook adds the two identity nodes.
   lin->register_forward_hook([](Module&, const Tensor&, const Tensor&) {});
-  EXPECT_STREQ(lin(fixed_input(true)).grad_fn()->name(), "AddmmBackward0");
+  EXPECT_EQ(lin(fixed_input(true)).grad_fn()->name(), "AddmmBackward0");
   auto h = lin->register_full_backward_hook([](Module&, const TensorList&, const TensorList&) {});
   Tensor y3 = lin(fixed_input(true));
-  EXPECT_STREQ(y3.grad_fn()->name(), "BackwardHookFunctionBackward");
+  EXPECT_EQ(y3.grad_fn()->name(), "BackwardHookFunctionBackward");
   ASSERT_EQ(y3.grad_fn()->num_inputs(), 1u);
-  EXPECT_STREQ(y3.grad_fn()->next_edges[0].fn->name(), "AddmmBackward0");
+  EXPECT_EQ(y3.grad_fn()->next_edges[0].fn->name(), "AddmmBackward0");
   h.remove();
-  EXPECT_STREQ(lin(fixed_input(true)).grad_fn()->name(), "AddmmBackward0");
+  EXPECT_EQ(lin(fixed_input(true)).grad_fn()->name(), "AddmmBackward0");
 }
 
 TEST(ModuleHooks, NoGradModeRunsForwardHooksButRecordsNoBackwardHook) {

@@ -387,7 +387,7 @@ TEST(Compare, WhereDtypeAndBackward) {
   Tensor b = tensor({4.0}, kFloat64).requires_grad_();
   Tensor y = where(c, a * a, b);
   ASSERT_NE(y.grad_fn(), nullptr);
-  EXPECT_STREQ(y.grad_fn()->name(), "WhereBackward0");
+  EXPECT_EQ(y.grad_fn()->name(), "WhereBackward0");
   y.sum().backward();
   EXPECT_TRUE(all_close(a.grad(), {2, 0, 6}, {3}));   // 2a where c
   EXPECT_TRUE(all_close(b.grad(), {1}, {1}));         // summed over the one false position
@@ -400,7 +400,7 @@ TEST(Compare, MaskedFill) {
   EXPECT_EQ(y.dtype(), kFloat64);
   EXPECT_TRUE(all_close(y, {9, 2, 9, 4}, {2, 2}));
   ASSERT_NE(y.grad_fn(), nullptr);
-  EXPECT_STREQ(y.grad_fn()->name(), "MaskedFillBackward0");
+  EXPECT_EQ(y.grad_fn()->name(), "MaskedFillBackward0");
   (y * y).sum().backward();
   EXPECT_TRUE(all_close(x.grad(), {0, 4, 0, 8}, {2, 2}));
   // integer and bool tensors keep their dtype
@@ -428,7 +428,7 @@ TEST(Compare, MaskedFillInPlace) {
   Tensor a = tensor({1.0, 2.0, 3.0}, kFloat64).requires_grad_();
   Tensor y = a * 2.0;
   y.masked_fill_(tensor({true, false, false}), 0.0);
-  EXPECT_STREQ(y.grad_fn()->name(), "MaskedFillBackward0");
+  EXPECT_EQ(y.grad_fn()->name(), "MaskedFillBackward0");
   y.sum().backward();
   EXPECT_TRUE(all_close(a.grad(), {0, 2, 2}, {3}));
 }

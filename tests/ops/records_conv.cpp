@@ -215,7 +215,7 @@ TEST(ConvTranspose2d, ModuleShapesNameAndInitialisation) {
   EXPECT_LE(up2->bias.abs().max().item<double>(), bound);
   EXPECT_GT(up2->weight.abs().max().item<double>(), 0.8 * bound);  // 512 draws reach near the bound
   const Tensor y = up2->forward(r({1, 8, 3, 3}, 60).to(kFloat32).requires_grad_());
-  EXPECT_STREQ(y.grad_fn()->name(), "ConvolutionBackward0");
+  EXPECT_EQ(y.grad_fn()->name(), "ConvolutionBackward0");
   EXPECT_EQ(up2->extra_repr(), "8, 4, kernel_size=(4, 4), stride=(2, 2), padding=(1, 1)");
 }
 
@@ -249,10 +249,10 @@ namespace {
 TEST(Conv2d, GradFnNamesAndDoubleBackward) {
   const Tensor x = r({1, 2, 4, 4}, 101).requires_grad_(), w = r({3, 2, 3, 3}, 102).requires_grad_();
   const Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions().padding(1));
-  EXPECT_STREQ(y.grad_fn()->name(), "ConvolutionBackward0");
+  EXPECT_EQ(y.grad_fn()->name(), "ConvolutionBackward0");
   const TensorList g = autograd::grad({y.pow(2).sum()}, {x, w}, {}, std::nullopt, /*create_graph=*/true);
   ASSERT_TRUE(g[0].grad_fn() && g[1].grad_fn());
-  EXPECT_STREQ(g[0].grad_fn()->name(), "ConvolutionBackwardBackward0");
+  EXPECT_EQ(g[0].grad_fn()->name(), "ConvolutionBackwardBackward0");
 }
 
 TEST(Conv2d, LargerCaseMatchesReferenceInBothDtypes) {

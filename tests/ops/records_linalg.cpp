@@ -265,10 +265,10 @@ TEST(Linalg, MmTransposedAndStridedOperands) {
 
 TEST(Linalg, GradFnNames) {
   const Tensor a = r({2, 3}, 111).requires_grad_(), b = r({3, 2}, 112).requires_grad_();
-  EXPECT_STREQ(mm(a, b).grad_fn()->name(), "MmBackward0");
-  EXPECT_STREQ(bmm(a.unsqueeze(0), b.unsqueeze(0)).grad_fn()->name(), "BmmBackward0");
-  EXPECT_STREQ(addmm(r({2}, 113), a, b).grad_fn()->name(), "AddmmBackward0");
-  EXPECT_STREQ(F::linear(a, b.t(), r({2}, 114)).grad_fn()->name(), "AddmmBackward0");
+  EXPECT_EQ(mm(a, b).grad_fn()->name(), "MmBackward0");
+  EXPECT_EQ(bmm(a.unsqueeze(0), b.unsqueeze(0)).grad_fn()->name(), "BmmBackward0");
+  EXPECT_EQ(addmm(r({2}, 113), a, b).grad_fn()->name(), "AddmmBackward0");
+  EXPECT_EQ(F::linear(a, b.t(), r({2}, 114)).grad_fn()->name(), "AddmmBackward0");
 }
 
 TEST(Linalg, GradientsAgainstHandFormulas) {

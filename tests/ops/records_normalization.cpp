@@ -249,9 +249,9 @@ TEST(BatchNorm, FusedBackwardMatchesHandFormula) {
 
 TEST(Normalization, GradFnNamesAndLargeOffsets) {
   const Tensor x = r({4, 3}, 71).requires_grad_();
-  EXPECT_STREQ(F::batch_norm(x, Tensor(), Tensor(), F::BatchNormFuncOptions().training(true)).grad_fn()->name(),
+  EXPECT_EQ(F::batch_norm(x, Tensor(), Tensor(), F::BatchNormFuncOptions().training(true)).grad_fn()->name(),
                "NativeBatchNormBackward0");
-  EXPECT_STREQ(F::layer_norm(x, F::LayerNormFuncOptions({3})).grad_fn()->name(), "NativeLayerNormBackward0");
+  EXPECT_EQ(F::layer_norm(x, F::LayerNormFuncOptions({3})).grad_fn()->name(), "NativeLayerNormBackward0");
   // Values far from 0 with a small spread: the one-pass statistics keep full precision.
   const Tensor big = r({8, 3}, 72) + 1e6;
   EXPECT_TRUE(all_close(F::batch_norm(big, Tensor(), Tensor(), F::BatchNormFuncOptions().training(true)),

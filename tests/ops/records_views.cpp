@@ -376,7 +376,7 @@ TEST(CopyInplace, GradientFlowsToSourceOnly) {
   Tensor s = make({7, 8, 9}, {3}, kFloat32).requires_grad_();
   Tensor y = x * 2.0;
   y.copy_(s);
-  EXPECT_STREQ(y.grad_fn()->name(), "CopyBackwards");
+  EXPECT_EQ(y.grad_fn()->name(), "CopyBackwards");
   EXPECT_EQ(y.dtype(), kFloat64);
   EXPECT_TRUE(all_close(y, {7, 8, 9, 7, 8, 9}, {2, 3}));
   (y * make({1, 2, 3, 10, 20, 30}, {2, 3})).sum().backward();
@@ -392,7 +392,7 @@ TEST(CopyInplace, ConstantSourceReplacesHistory) {
   y.copy_(make({5, 6}, {2}, kInt64));
   EXPECT_TRUE(all_close(y, {5, 6}, {2}));
   ASSERT_TRUE(y.grad_fn());
-  EXPECT_STREQ(y.grad_fn()->name(), "CopyBackwards");
+  EXPECT_EQ(y.grad_fn()->name(), "CopyBackwards");
   (y * x).sum().backward();
   EXPECT_TRUE(all_close(x.grad(), {5, 6}, {2}));  // only through the product
 }
@@ -401,11 +401,11 @@ TEST(ViewsInplace, ZeroAndFillNames) {
   Tensor x = make({1, 2}, {2}).requires_grad_();
   Tensor y = x * 1.0;
   y.fill_(3.0);
-  EXPECT_STREQ(y.grad_fn()->name(), "FillBackward0");
+  EXPECT_EQ(y.grad_fn()->name(), "FillBackward0");
   EXPECT_TRUE(all_close(y, {3, 3}, {2}));
   Tensor z = x * 1.0;
   z.zero_();
-  EXPECT_STREQ(z.grad_fn()->name(), "ZeroBackward0");
+  EXPECT_EQ(z.grad_fn()->name(), "ZeroBackward0");
   EXPECT_TRUE(all_close(z, {0, 0}, {2}));
   EXPECT_EQ(x.to(kFloat32).grad_fn() ? std::string(x.to(kFloat32).grad_fn()->name()) : "", "ToCopyBackward0");
 }

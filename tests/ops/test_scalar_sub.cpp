@@ -29,7 +29,7 @@ TEST(ScalarSub, NodeIsSubBackward1WithUnitGradient) {
   Tensor x = graft::tensor({1.5, -2.0}, graft::kFloat64).requires_grad_();
   Tensor y = x - 2;
   ASSERT_TRUE(y.grad_fn());
-  EXPECT_STREQ(y.grad_fn()->name(), "SubBackward1");
+  EXPECT_EQ(y.grad_fn()->name(), "SubBackward1");
   EXPECT_DOUBLE_EQ(y.data_ptr<double>()[0], -0.5);
   EXPECT_DOUBLE_EQ(y.data_ptr<double>()[1], -4.0);
   y.sum().backward();

@@ -143,7 +143,7 @@ class CppNode final : public Node {
     Tensor g = grad_output;
     if (!g.defined() && ctx_.materialize_grads_) g = zeros(output_sizes_.ref(), output_dtype_);
     variable_list grads = T::backward(&ctx_, variable_list{g});
-    return detail::gradients_for_inputs(name(), is_var_, std::move(grads));
+    return detail::gradients_for_inputs(name_c_str(), is_var_, std::move(grads));
   }
 
   AutogradContext ctx_;
@@ -189,7 +189,7 @@ struct Function {
       }
     }
     if (node) {
-      const int64_t out = detail::set_outputs_history(node->name(), *ctx, outputs, node, inputs);
+      const int64_t out = detail::set_outputs_history(node->name_c_str(), *ctx, outputs, node, inputs);
       if (out >= 0) {
         node->output_sizes_ = Shape(outputs[static_cast<size_t>(out)].sizes());
         node->output_dtype_ = outputs[static_cast<size_t>(out)].dtype();

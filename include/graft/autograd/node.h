@@ -122,8 +122,11 @@ class Node : public std::enable_shared_from_this<Node> {
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  // "MulBackward0", as PyTorch names it.
-  const char* name() const { return name_; }
+  // "MulBackward0", as PyTorch names it; a std::string as LibTorch returns it, so that
+  // `grad_fn()->name() == "MulBackward0"` compares text, not pointers.
+  std::string name() const { return name_; }
+  // The same name as the static string the node keeps (no allocation: for the engine's hot path).
+  const char* name_c_str() const { return name_; }
   // "mul": the forward op whose backward this is (Note [Forward op of a node]).
   const char* forward_op_name() const { return op_.name; }
   // Its graft::ops::OpId as an integer, or ForwardOp::kNoId.

@@ -10,7 +10,8 @@
 
 namespace graft {
 
-enum class DType : uint8_t { Float32, Float64, Int64, Bool, Float16, BFloat16 };
+// The integer dtypes after the first six keep the values graft's files were written with.
+enum class DType : uint8_t { Float32, Float64, Int64, Bool, Float16, BFloat16, Int32, Int16, Int8, UInt8 };
 using ScalarType = DType;  // LibTorch spelling
 
 inline constexpr DType kFloat32 = DType::Float32;
@@ -19,6 +20,14 @@ inline constexpr DType kFloat64 = DType::Float64;
 inline constexpr DType kDouble = DType::Float64;
 inline constexpr DType kInt64 = DType::Int64;
 inline constexpr DType kLong = DType::Int64;
+inline constexpr DType kInt32 = DType::Int32;
+inline constexpr DType kInt = DType::Int32;
+inline constexpr DType kInt16 = DType::Int16;
+inline constexpr DType kShort = DType::Int16;
+inline constexpr DType kInt8 = DType::Int8;
+inline constexpr DType kChar = DType::Int8;
+inline constexpr DType kUInt8 = DType::UInt8;
+inline constexpr DType kByte = DType::UInt8;
 inline constexpr DType kBool = DType::Bool;
 inline constexpr DType kFloat16 = DType::Float16;
 inline constexpr DType kHalf = DType::Float16;
@@ -30,16 +39,29 @@ inline bool is_floating_point(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }
 inline bool is_integral(DType t, bool include_bool) {
-  return t == DType::Int64 || (include_bool && t == DType::Bool);
+  return t == DType::Int64 || t == DType::Int32 || t == DType::Int16 || t == DType::Int8 || t == DType::UInt8 ||
+         (include_bool && t == DType::Bool);
 }
-// PyTorch's promotion between two tensors of equal standing: bool < int64 < float32 < float64.
+// PyTorch's promotion between two tensors of equal standing: bool < the integers < the floating
+// types; among integers the wider wins, and uint8 with a signed type goes to the signed type that
+// holds both (uint8 + int8 = int16); float16 + bfloat16 = float32.
 DType promote_types(DType a, DType b);
+
+// The dtype factories give a floating tensor when none is named: float32 unless set_default_dtype
+// chose float64 (the only two PyTorch allows). Process-wide, as in PyTorch; set it before other
+// threads make tensors.
+DType get_default_dtype();
+void set_default_dtype(DType dtype);
 
 template <class T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::Float32; }
 template <> constexpr DType dtype_of<double>() { return DType::Float64; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
 template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::Int32; }
+template <> constexpr DType dtype_of<int16_t>() { return DType::Int16; }
+template <> constexpr DType dtype_of<int8_t>() { return DType::Int8; }
+template <> constexpr DType dtype_of<uint8_t>() { return DType::UInt8; }
 
 enum class DeviceType : uint8_t { CPU, CUDA };
 inline constexpr DeviceType kCPU = DeviceType::CPU;

@@ -63,6 +63,7 @@ struct TensorImpl {
   int64_t numel = 0;
   DType dtype = DType::Float32;
   bool is_view = false;  // shares storage with a tensor it was derived from
+  bool is_inference = false;  // made under InferenceMode: never records autograd, even later
   std::unique_ptr<autograd::AutogradMeta> autograd;  // null until the tensor takes part in autograd
 
   autograd::AutogradMeta& autograd_meta();  // creates on first use
@@ -109,11 +110,12 @@ class Tensor {
   Tensor& requires_grad_(bool requires_grad = true) const;
   const Tensor& set_requires_grad(bool r) const;
   bool is_leaf() const;
+  bool is_inference() const { return impl().is_inference; }  // made under InferenceMode
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   const Tensor& grad() const;  // undefined tensor when there is none
   Tensor& mutable_grad();      // t.mutable_grad() = g, or reset it
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
-                bool create_graph = false, const TensorList& inputs = {}) const;
+                bool create_graph = false, std::optional<TensorList> inputs = std::nullopt) const;
   void retain_grad() const;
   bool retains_grad() const;
   Tensor detach() const;
@@ -260,6 +262,8 @@ class Tensor {
   Tensor all(int64_t dim, bool keepdim = false) const;
   Tensor any() const;
   Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
 
   // ---- linear algebra, softmax, indexing ----
   Tensor matmul(const Tensor& other) const;

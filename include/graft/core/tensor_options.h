@@ -20,7 +20,7 @@ class TensorOptions {
   TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
   TensorOptions requires_grad(bool r) const { auto o = *this; o.requires_grad_ = r; return o; }
 
-  DType dtype() const { return dtype_.value_or(DType::Float32); }
+  DType dtype() const { return dtype_ ? *dtype_ : get_default_dtype(); }
   bool has_dtype() const { return dtype_.has_value(); }
   Device device() const { return device_; }
   bool requires_grad() const { return requires_grad_; }

@@ -112,6 +112,9 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool k
 Tensor logsumexp(const Tensor& x, IntArrayRef dim, bool keepdim = false);
 // Sums `x` down to `shape` (the reverse of broadcasting); used by every broadcasting backward.
 Tensor sum_to(const Tensor& x, IntArrayRef shape);
+// Running sum (product) along dim; integer and bool inputs accumulate in int64 unless dtype says.
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 
 // ---- linear algebra (OpenBLAS) ----
 Tensor matmul(const Tensor& a, const Tensor& b);  // 1-D, 2-D, and batched with broadcasting
@@ -133,6 +136,14 @@ Tensor gelu(const Tensor& x, std::string_view approximate = "none");  // "none" 
 Tensor silu(const Tensor& x);
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);  // linear where beta x > threshold
 Tensor elu(const Tensor& x, double alpha = 1.0);
+Tensor selu(const Tensor& x);  // scale * elu(x, alpha) with SELU's two constants
+Tensor mish(const Tensor& x);  // x * tanh(softplus(x))
+Tensor hardswish(const Tensor& x);  // x * relu6(x + 3) / 6
+Tensor hardsigmoid(const Tensor& x);  // relu6(x + 3) / 6
+Tensor hardtanh(const Tensor& x, const Scalar& min_val = -1, const Scalar& max_val = 1);
+Tensor relu6(const Tensor& x);
+// a * sigmoid(b) for the two halves (a, b) of x along dim (whose size must be even).
+Tensor glu(const Tensor& x, int64_t dim = -1);
 
 // y = x @ weight^T + bias; x (*, in), weight (out, in), bias (out) or undefined.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
@@ -160,6 +171,15 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
                         IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
                         IntArrayRef dilation = 1);
+// The 1-D and 3-D convolutions: input (N, C, L) / (N, C, D, H, W) (or unbatched without N), weight
+// (O, C / groups, kL) / (O, C / groups, kD, kH, kW).
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+              IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+              IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+                        IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
 // stride {} means stride = kernel_size.
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
                   IntArrayRef dilation = 1, bool ceil_mode = false);
@@ -171,6 +191,14 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size);
+// (output, indices), indices within each input plane as max_pool2d_with_indices gives them.
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size);
+// 1-D pooling of (N, C, L) or (C, L).
+Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  IntArrayRef dilation = 1, bool ceil_mode = false);
+Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {}, IntArrayRef padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true);
+Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size);
 // input (N, C, *). training: normalise with the batch statistics and update running_mean /
 // running_var in place (when defined) with the unbiased variance and momentum; else use the
 // running statistics. weight, bias, running_mean and running_var may be undefined.
@@ -179,6 +207,42 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
 // Normalises over the last normalized_shape.size() dims, which must equal normalized_shape.
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
+
+// input (N, C, *): channels in num_groups groups, each normalised over its channels and *, then
+// scaled and shifted per channel by weight and bias (C) when defined.
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5, bool cudnn_enabled = true);
+// input (N, C, *): each (sample, channel) normalised over *. use_input_stats: normalise with the
+// instance statistics (and update the running statistics, averaged over the batch, when defined);
+// else with running_mean / running_var.
+Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                     const Tensor& running_var, bool use_input_stats, double momentum, double eps,
+                     bool cudnn_enabled = true);
+
+// Resampling and padding (resample.cpp). input (N, C, H, W); output_size {oH, oW}; the scales,
+// when given, map output to input coordinates as in ATen (src = dst / scale).
+Tensor upsample_nearest2d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_h = std::nullopt,
+                          std::optional<double> scales_w = std::nullopt);
+Tensor upsample_bilinear2d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                           std::optional<double> scales_h = std::nullopt,
+                           std::optional<double> scales_w = std::nullopt);
+// pad lists (before, after) pairs from the last dim backwards, as F::pad does; negative amounts crop.
+Tensor constant_pad_nd(const Tensor& input, IntArrayRef pad, const Scalar& value = 0);
+Tensor reflection_pad1d(const Tensor& input, IntArrayRef padding);   // (N, C, W), padding {l, r}
+Tensor reflection_pad2d(const Tensor& input, IntArrayRef padding);   // (N, C, H, W), {l, r, t, b}
+Tensor replication_pad1d(const Tensor& input, IntArrayRef padding);
+Tensor replication_pad2d(const Tensor& input, IntArrayRef padding);
+// mode "constant", "reflect", "replicate" or "circular"; value only for "constant".
+Tensor pad(const Tensor& input, IntArrayRef pad, std::string_view mode = "constant",
+           std::optional<double> value = std::nullopt);
+// (N, C r^2, H, W) <-> (N, C, H r, W r).
+Tensor pixel_shuffle(const Tensor& input, int64_t upscale_factor);
+Tensor pixel_unshuffle(const Tensor& input, int64_t downscale_factor);
+
+// Distances (loss.cpp): cos of the angle between x1 and x2 along dim (broadcast), each norm clamped
+// to at least eps; the p-norm of x1 - x2 + eps along the last dim.
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2, double eps = 1e-6, bool keepdim = false);
 
 // Losses (loss.cpp), each reduced by `reduction`.
 enum class Reduction { None, Mean, Sum };
@@ -199,6 +263,20 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
                             Reduction reduction = kMean);
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                                         const Tensor& pos_weight = {}, Reduction reduction = kMean);
+// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), d = input - target.
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, double delta = 1.0);
+// input holds log-probabilities; target probabilities (or log-probabilities with log_target):
+// target (log target - input) pointwise. kMean averages over every element, as ATen does.
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = kMean, bool log_target = false);
+// target +1 / -1: 1 - cos(x1, x2), or max(0, cos(x1, x2) - margin), per row of (N, D).
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0.0,
+                             Reduction reduction = kMean);
+// max(0, -target (input1 - input2) + margin).
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0.0,
+                           Reduction reduction = kMean);
+// max(d(a, p) - d(a, n) + margin, 0) with pairwise_distance d; swap uses min(d(a, n), d(p, n)).
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin = 1.0,
+                           double p = 2, double eps = 1e-6, bool swap = false, Reduction reduction = kMean);
 
 // Dropout (dropout.cpp), built from ops so that the gradient is the mask's: with train = true,
 // x * keep / (1 - p) with keep drawn from the default generator (graft::manual_seed makes it
