@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       monitor.after_backward(step);  // the gradients as backward left them
       double norm = 0;
       if (var.clip) {
-        norm = nn::utils::clip_grad_norm_(model->parameters(), kMaxNorm).item<double>();
+        norm = nn::utils::clip_grad_norm_(model->parameters(), kMaxNorm);
         double after = 0;
         for (const auto& p : model->parameters()) after += std::pow(p.grad().norm().item<double>(), 2);
         row.max_after_clip = std::max(row.max_after_clip, std::sqrt(after));

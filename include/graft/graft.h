@@ -14,6 +14,7 @@
 #include "graft/autograd/node.h"
 #include "graft/autograd/saved_tensor_hooks.h"
 #include "graft/core/assert.h"
+#include "graft/core/compat.h"
 #include "graft/core/cuda.h"
 #include "graft/core/dtype.h"
 #include "graft/core/error.h"

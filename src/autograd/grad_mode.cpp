@@ -13,6 +13,13 @@ thread_local bool checkpoint_recomputing = false;
 bool GradMode::is_enabled() { return grad_enabled; }
 void GradMode::set_enabled(bool e) { grad_enabled = e; }
 
+// Note [Inference tensors]
+// As in PyTorch, every tensor allocated while InferenceMode is on is an inference tensor
+// (Tensor::is_inference(), set in TensorImpl's constructor); a view or detach() of a tensor is one
+// when its base is. Inference tensors skip autograd for good, so three uses are errors once
+// InferenceMode is off: requires_grad_(true) (tensor_autograd.cpp), an in-place op (check_inplace
+// in src/ops/copy.cpp) and being saved for backward by a recorded op (SavedTensor, node.cpp).
+// .clone() outside InferenceMode makes a normal tensor of the same values.
 InferenceMode::InferenceMode(bool enabled) : prev_grad_(grad_enabled), prev_inference_(inference_enabled) {
   inference_enabled = enabled;
   grad_enabled = enabled ? false : prev_grad_;

@@ -2,6 +2,7 @@
 #include "graft/autograd/node.h"
 
 #include <atomic>
+#include <utility>
 
 #include "autograd/node_tracking.h"
 #include "core/memory_internal.h"
@@ -92,6 +93,10 @@ void SavedMark::reset() noexcept {
 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output, const Node& saver) : is_output_(is_output) {
   if (!t.defined()) return;
+  GRAFT_CHECK(!t.is_inference(), saver.name_c_str(), "a normal tensor to save for backward",
+              "an inference tensor of shape " + shape_str(t.sizes()),
+              "inference tensors (made under InferenceMode) cannot be saved for backward; make a normal tensor "
+              "with .clone() outside InferenceMode and use that in autograd");
   version_ = t._version();
   // An output saved by its own node is differentiable through that node, whether it is saved
   // before or after set_history().
@@ -280,6 +285,10 @@ void collect_edges(Node& node, const TensorList& inputs) {
 void set_history(Tensor& output, const std::shared_ptr<Node>& node) {
   if (!node) return;
   auto& meta = output.impl().autograd_meta();
+  // retain_grad() follows the tensor through in-place ops, as PyTorch moves its hook: .grad is the
+  // gradient of the tensor's latest value, not of the value the in-place op overwrote.
+  if (meta.retains_grad && meta.grad_fn && meta.grad_fn != node)
+    node->retain_grad_hook = std::exchange(meta.grad_fn->retain_grad_hook, nullptr);
   meta.grad_fn = node;
   meta.requires_grad = false;  // requires_grad() is true through grad_fn
   if (node->tracked()) detail::track_output(node.get(), output);

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "core/autograd_interface.h"
+#include "graft/autograd/grad_mode.h"
 #include "graft/autograd/node.h"
 #include "graft/core/error.h"
 #include "graft/core/small_object_pool.h"
@@ -15,7 +16,8 @@ namespace graft {
 // AutogradMeta's definition: both instantiate unique_ptr<AutogradMeta>'s deleter (a constructor
 // destroys its members when it throws), which needs the complete type.
 TensorImpl::TensorImpl(std::shared_ptr<Storage> st, int64_t off, IntArrayRef sz, IntArrayRef strd, DType dt)
-    : storage(std::move(st)), offset(off), sizes(sz), strides(strd), numel(numel_of(sz)), dtype(dt) {}
+    : storage(std::move(st)), offset(off), sizes(sz), strides(strd), numel(numel_of(sz)), dtype(dt),
+      is_inference(InferenceMode::is_enabled()) {}  // Note [Inference tensors] in grad_mode.cpp
 
 TensorImpl::~TensorImpl() = default;
 
@@ -45,6 +47,10 @@ const Tensor& Tensor::set_requires_grad(bool r) const {
               "a leaf tensor (one not produced by a recorded op)",
               std::string("a non-leaf tensor with grad_fn ") + (i.autograd ? i.autograd->grad_fn->name() : ""),
               "call .detach() to get a leaf, then requires_grad_() on it");
+  GRAFT_CHECK(!r || !i.is_inference || InferenceMode::is_enabled(), "requires_grad_",
+              "a normal tensor (made outside InferenceMode)", "an inference tensor",
+              "setting requires_grad on an inference tensor outside InferenceMode is not allowed; make a normal "
+              "tensor with .clone() outside InferenceMode first");
   GRAFT_CHECK(!r || is_floating_point(), "requires_grad_", "a floating-point tensor",
               std::string("a ") + dtype_name(dtype()) + " tensor",
               "only floating-point tensors can require gradients; convert with .to(graft::kFloat32)");
@@ -80,6 +86,7 @@ Tensor Tensor::detach() const {
   auto& i = impl();
   auto out = std::allocate_shared<TensorImpl>(graft::detail::PoolAllocator<TensorImpl>(), i.storage, i.offset, i.sizes, i.strides, i.dtype);
   out->is_view = true;
+  out->is_inference = i.is_inference;  // the same memory: the same kind of tensor
   return Tensor(std::move(out));
 }
 

@@ -43,6 +43,11 @@ D convert(S v) {
   } else if constexpr (is_half_v<D>) {
     if constexpr (std::is_same_v<S, float> || std::is_same_v<S, double>) return D(v);
     else return D(static_cast<double>(v));  // int64 (exact up to 2^53, far past the formats' precision), bool
+  } else if constexpr (std::is_integral_v<D> && !std::is_same_v<D, bool> && sizeof(D) < 8 &&
+                       std::is_floating_point_v<S>) {
+    // float -> narrow integer through int64: a value outside the narrow range wraps modulo 2^bits
+    // (as PyTorch gives on x86: -1.0 -> uint8 255) instead of being undefined behaviour.
+    return static_cast<D>(static_cast<int64_t>(v));
   } else {
     return static_cast<D>(v);
   }
@@ -85,7 +90,7 @@ decltype(auto) dispatch_all(DType dt, const char* op, F&& f) {
 
 // Every dtype: ops that only move or convert whole elements (copies, fills, printing). The
 // integer types narrower than int64 are storage types: arithmetic computes them in int64 (Note
-// [Narrow integer dtypes] in src/core/type_promotion.cpp).
+// [Narrow integer dtypes] in src/ops/ops_common.h).
 template <class F>
 decltype(auto) dispatch_all_and_half(DType dt, const char* op, F&& f) {
   switch (dt) {

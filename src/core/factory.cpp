@@ -55,7 +55,9 @@ Tensor make_empty(IntArrayRef sizes, DType dtype) {
 namespace detail {
 Tensor tensor_from_nested(NestedData d, const TensorOptions& o) {
   check_device(o, "tensor");
-  Tensor t = make_empty(d.sizes, o.has_dtype() ? o.dtype() : d.natural);
+  // Floating values take the default dtype (NestedData's natural float32 stands for it).
+  const DType natural = d.natural == DType::Float32 ? get_default_dtype() : d.natural;
+  Tensor t = make_empty(d.sizes, o.has_dtype() ? o.dtype() : natural);
   fill_with(t, [&](int64_t i) { return d.values[static_cast<size_t>(i)]; });
   return finish(t, o);
 }

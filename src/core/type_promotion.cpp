@@ -4,7 +4,7 @@
 namespace graft::detail {
 
 DType result_type(const Tensor& a, const Tensor& b) {
-  auto category = [](DType t) { return t == kBool ? 0 : (t == kInt64 ? 1 : 2); };
+  auto category = [](DType t) { return t == kBool ? 0 : (is_integral(t, false) ? 1 : 2); };
   const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
   if (a0 == b0) return promote_types(a.dtype(), b.dtype());
   const Tensor& dimmed = a0 ? b : a;

@@ -294,20 +294,39 @@ void backward(const TensorList& outputs, const TensorList& grad_outputs, std::op
                  [&](std::unordered_set<Node*, NodeHash>& targets, std::vector<std::shared_ptr<Node>>& keep) {
                    if (inputs.empty()) return;
                    task.filter = true;
-                   for (const Tensor& in : inputs) {
+                   task.captured.resize(inputs.size());
+                   for (size_t i = 0; i < inputs.size(); ++i) {
+                     const Tensor& in = inputs[i];
                      GRAFT_CHECK(in.defined() && in.requires_grad(), "backward", "inputs that require grad",
-                                 "an input that does not", "only tensors with requires_grad=true can receive gradients");
-                     GRAFT_CHECK(in.is_leaf(), "backward", "leaf tensors in `inputs`", "a non-leaf tensor",
-                                 "gradients are accumulated into leaves' .grad; use graft::autograd::grad for non-leaves");
-                     auto acc = grad_accumulator(in);
-                     targets.insert(acc.get());
-                     keep.push_back(acc);
+                                 "input " + std::to_string(i) + " does not",
+                                 "only tensors with requires_grad=true can receive gradients");
+                     if (in.is_leaf()) {
+                       auto acc = grad_accumulator(in);
+                       targets.insert(acc.get());
+                       keep.push_back(acc);
+                     } else {  // a non-leaf: captured like grad()'s inputs, accumulated into its .grad below
+                       Edge e = gradient_edge(in);
+                       targets.insert(e.fn.get());
+                       task.capture[e.fn.get()].push_back(i);
+                       keep.push_back(e.fn);
+                     }
                    }
                  });
+  // PyTorch's backward(inputs=...) fills the .grad of a non-leaf input as retain_grad() would: the
+  // gradient of this pass added to what .grad holds (a graph of its own with create_graph).
+  for (size_t i = 0; i < task.captured.size(); ++i) {
+    if (!task.captured[i].defined()) continue;
+    const Tensor g = create_graph ? task.captured[i] : task.captured[i].detach();
+    Tensor& held = inputs[i].impl().autograd_meta().grad;
+    held = held.defined() ? (create_graph ? held + g : (held + g).detach()) : (create_graph ? g : g.clone().detach());
+  }
 }
 
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
                 std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
+  GRAFT_CHECK(!inputs.empty(), "grad", "at least one input", "an empty list of inputs",
+              "grad() returns the gradients of the outputs with respect to `inputs`: name the tensors you want "
+              "gradients for (to fill every leaf's .grad, call backward() instead)");
   GraphTask task;
   task.accumulate = false;
   task.filter = true;

@@ -7,12 +7,16 @@
 
 namespace graft {
 
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
+  autograd::backward({*this}, {gradient}, retain_graph, create_graph);
+}
+
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
-                      std::optional<TensorList> inputs) const {
+                      const TensorList& inputs) const {
   // PyTorch tells "no inputs given" (every leaf) from an explicitly empty list (a mistake).
-  GRAFT_CHECK(!inputs || !inputs->empty(), "backward", "a non-empty `inputs` list, or none (every leaf)",
+  GRAFT_CHECK(!inputs.empty(), "backward", "a non-empty `inputs` list, or none (every leaf)",
               "an empty `inputs` list", "leave `inputs` out to accumulate into every leaf's .grad");
-  autograd::backward({*this}, {gradient}, retain_graph, create_graph, inputs ? *inputs : TensorList{});
+  autograd::backward({*this}, {gradient}, retain_graph, create_graph, inputs);
 }
 
 void Tensor::retain_grad() const {

@@ -37,9 +37,11 @@ struct DTypeInfo {
 constexpr DTypeInfo kDTypes[] = {
     {"BOOL", DType::Bool, 1, 0},     {"F16", DType::Float16, 2, 7}, {"BF16", DType::BFloat16, 2, 8},
     {"F32", DType::Float32, 4, 11},  {"F64", DType::Float64, 8, 12}, {"I64", DType::Int64, 8, 13},
+    {"U8", DType::UInt8, 1, 1},      {"I8", DType::Int8, 1, 2},     {"I16", DType::Int16, 2, 5},
+    {"I32", DType::Int32, 4, 9},
 };
 // Valid safetensors dtypes graft has no tensors for.
-constexpr const char* kOtherDTypes[] = {"U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "I32", "U32", "U64"};
+constexpr const char* kOtherDTypes[] = {"F8_E5M2", "F8_E4M3", "U16", "U32", "U64"};
 
 const DTypeInfo& info_of(DType d) {
   for (auto& i : kDTypes)

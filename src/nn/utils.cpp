@@ -174,14 +174,14 @@ Tensor sum_over(const std::vector<Tensor>& parameters, const char* op, F&& per_p
 
 }  // namespace
 
-Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
+double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
                        bool error_if_nonfinite) {
   GRAFT_CHECK(norm_type > 0, kClipNorm, "norm_type > 0 or infinity",
               "norm_type = " + norm_name(norm_type),
               "use 2 (Euclidean), 1, std::numeric_limits<double>::infinity() (max abs) or another p > 0");
   NoGradGuard no_grad;
   const std::vector<Tensor> grads = grads_of(parameters, kClipNorm);
-  if (grads.empty()) return scalar_tensor(0.0, kFloat32);
+  if (grads.empty()) return 0.0;
 
   DType dtype = grads[0].dtype();
   for (const Tensor& g : grads) dtype = promote_types(dtype, g.dtype());
@@ -201,10 +201,10 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   const double coef =
       dtype == kFloat64 ? clip_coefficient<double>(total, max_norm) : clip_coefficient<float>(total, max_norm);
   for (const Tensor& g : grads) scale_gradient(g, coef);
-  return scalar_tensor(total, dtype);
+  return total;
 }
 
-Tensor clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type, bool error_if_nonfinite) {
+double clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type, bool error_if_nonfinite) {
   return clip_grad_norm_(std::vector<Tensor>{parameter}, max_norm, norm_type, error_if_nonfinite);
 }
 

@@ -76,6 +76,7 @@ Tensor scalar_f32(const Tensor& a, DType dt, BinaryOp op, float s) {
 // ---- add: y = a + alpha * b ----
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   const DType dt = detail::result_type(a, b);
+  if (detail::is_narrow_int(dt)) return add(detail::widen(a), detail::widen(b), alpha).to(dt);  // Note [Narrow integer dtypes]
   Tensor y = binary_f32(a, b, BinaryOp::Add, alpha.to<float>());
   if (!y.defined()) y = kernels::dispatch_numeric(dt, "add", [&]<class T>() {
     const T al = alpha.to<T>();
@@ -90,6 +91,7 @@ Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
 
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   const DType dt = detail::result_type(a, b);
+  if (detail::is_narrow_int(dt)) return add(detail::widen(a), b, alpha).to(dt);
   Tensor y = scalar_f32(a, dt, BinaryOp::Add, b.to<float>() * alpha.to<float>());
   if (!y.defined()) y = kernels::dispatch_numeric(dt, "add", [&]<class T>() {
     const T v = static_cast<T>(b.to<T>() * alpha.to<T>());
@@ -105,6 +107,7 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   GRAFT_CHECK(a.dtype() != kBool || b.dtype() != kBool, "sub", "numeric tensors", "two bool tensors",
               "use graft::logical_xor-style ops (a != b) for bools");
   const DType dt = detail::result_type(a, b);
+  if (detail::is_narrow_int(dt)) return sub(detail::widen(a), detail::widen(b), alpha).to(dt);
   Tensor y = binary_f32(a, b, BinaryOp::Sub, alpha.to<float>());
   if (!y.defined()) y = kernels::dispatch_numeric(dt, "sub", [&]<class T>() {
     const T al = alpha.to<T>();
@@ -123,6 +126,7 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   DType dt = detail::result_type(a, b);
   if (!is_floating_point(dt) && alpha.is_floating_point()) dt = detail::result_type(a, alpha);
+  if (detail::is_narrow_int(dt)) return sub(detail::widen(a), b, alpha).to(dt);
   const double neg = -(b.to_double() * alpha.to_double());
   Tensor y = scalar_f32(a, dt, BinaryOp::Add, static_cast<float>(neg));
   if (!y.defined()) y = kernels::dispatch_numeric(dt, "sub", [&]<class T>() {
@@ -141,6 +145,7 @@ Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
 
 Tensor rsub(const Tensor& a, const Scalar& b) {  // b - a
   const DType dt = detail::result_type(a, b);
+  if (detail::is_narrow_int(dt)) return rsub(detail::widen(a), b).to(dt);
   Tensor y = kernels::dispatch_numeric(dt, "rsub", [&]<class T>() {
     const T v = b.to<T>();
     return scalar_kernel(a, dt, "rsub", [v](T x) { return static_cast<T>(v - x); });
@@ -153,6 +158,7 @@ Tensor rsub(const Tensor& a, const Scalar& b) {  // b - a
 // ---- mul: y = a * b ----
 Tensor mul(const Tensor& a, const Tensor& b) {
   const DType dt = detail::result_type(a, b);
+  if (detail::is_narrow_int(dt)) return mul(detail::widen(a), detail::widen(b)).to(dt);
   Tensor y = binary_f32(a, b, BinaryOp::Mul, 1.0f);
   if (!y.defined())
     y = dt == kBool ? logical_and(a, b)
@@ -174,6 +180,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Scalar& b) {
   const DType dt = detail::result_type(a, b);
+  if (detail::is_narrow_int(dt)) return mul(detail::widen(a), b).to(dt);
   Tensor y = scalar_f32(a, dt, BinaryOp::Mul, b.to<float>());
   if (!y.defined()) y = kernels::dispatch_numeric(dt, "mul", [&]<class T>() {
     const T v = b.to<T>();
@@ -237,6 +244,7 @@ Tensor rdiv(const Tensor& a, const Scalar& b) {  // b / a
 // ---- neg ----
 Tensor neg(const Tensor& a) {
   GRAFT_CHECK(a.dtype() != kBool, "neg", "a numeric tensor", "a bool tensor", "use graft::logical_not for bools");
+  if (detail::is_narrow_int(a.dtype())) return neg(detail::widen(a)).to(a.dtype());
   Tensor y = kernels::dispatch_numeric(a.dtype(), "neg", [&]<class T>() {
     return kernels::map<T, T>(a.dtype(), a.sizes(), [](T x) { return static_cast<T>(-x); }, a);
   });
@@ -248,7 +256,7 @@ Tensor neg(const Tensor& a) {
 // ---- in-place forms (Note [In-place ops]) ----
 namespace detail {
 void check_inplace_dtype(const Tensor& self, DType result, const char* op) {
-  auto category = [](DType t) { return t == kBool ? 0 : (t == kInt64 ? 1 : 2); };
+  auto category = [](DType t) { return t == kBool ? 0 : (is_integral(t, false) ? 1 : 2); };
   GRAFT_CHECK(category(result) <= category(self.dtype()), op,
               std::string("a result that can be stored in the ") + dtype_name(self.dtype()) + " tensor",
               std::string("a ") + dtype_name(result) + " result",
@@ -309,6 +317,7 @@ namespace {
 template <class F>
 Tensor& scalar_inplace(Tensor& self, const Scalar& s, const char* op, F&& f) {
   detail::check_inplace_dtype(self, detail::result_type(self, s), op);
+  if (detail::is_narrow_int(self.dtype())) return self.copy_(f(self, s));  // Note [Narrow integer dtypes]
   return detail::inplace_op(
       self, op, {},
       [&] {

@@ -25,7 +25,7 @@ namespace {
 template <class F>
 Tensor compare_tensors(const Tensor& a, const Tensor& b, const char* op, F&& f) {
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
-  const DType dt = detail::result_type(a, b);
+  const DType dt = detail::compute_dtype(detail::result_type(a, b));  // Note [Narrow integer dtypes]
   const Tensor ca = as_dtype(a, dt), cb = as_dtype(b, dt);
   return kernels::dispatch_all(dt, op, [&]<class T>() {
     return kernels::map<bool, T, T>(kBool, shape, [&f](T x, T y) { return f(x, y); }, ca, cb);
@@ -34,7 +34,7 @@ Tensor compare_tensors(const Tensor& a, const Tensor& b, const char* op, F&& f) 
 
 template <class F>
 Tensor compare_scalar(const Tensor& a, const Scalar& s, const char* op, F&& f) {
-  const DType dt = detail::result_type(a, s);
+  const DType dt = detail::compute_dtype(detail::result_type(a, s));
   const Tensor ca = as_dtype(a, dt);
   return kernels::dispatch_all(dt, op, [&]<class T>() {
     const T v = s.to<T>();
@@ -44,7 +44,8 @@ Tensor compare_scalar(const Tensor& a, const Scalar& s, const char* op, F&& f) {
 
 // f(x) as bool for x of any supported dtype.
 template <class F>
-Tensor unary_predicate(const Tensor& x, const char* op, F&& f) {
+Tensor unary_predicate(const Tensor& x_, const char* op, F&& f) {
+  const Tensor x = detail::widen(x_);
   return kernels::dispatch_all(x.dtype(), op, [&]<class T>() {
     return kernels::map<bool, T>(kBool, x.sizes(), [&f](T v) { return f(v); }, x);
   });
@@ -57,7 +58,8 @@ bool truthy(T v) {
 }
 
 template <class F>
-Tensor logical_binary(const Tensor& a, const Tensor& b, const char* op, F&& f) {
+Tensor logical_binary(const Tensor& a_, const Tensor& b_, const char* op, F&& f) {
+  const Tensor a = detail::widen(a_), b = detail::widen(b_);
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
   return kernels::dispatch_all(a.dtype(), op, [&]<class A>() {
     return kernels::dispatch_all(b.dtype(), op, [&]<class B>() {
@@ -107,6 +109,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   check_bool_condition(condition, "where", "condition");
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.sizes(), a.sizes(), "where"), b.sizes(), "where");
   const DType dt = detail::result_type(a, b);
+  if (detail::is_narrow_int(dt)) return where(condition, detail::widen(a), detail::widen(b)).to(dt);
   const Tensor ca = as_dtype(a, dt), cb = as_dtype(b, dt);
   Tensor y = kernels::dispatch_all(dt, "where", [&]<class T>() {
     return kernels::map<T, bool, T, T>(dt, shape, [](bool c, T x, T z) { return c ? x : z; }, condition, ca, cb);
@@ -151,6 +154,7 @@ void check_mask(const Tensor& x, const Tensor& mask, const char* op) {
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   check_mask(x, mask, "masked_fill");
+  if (detail::is_narrow_int(x.dtype())) return masked_fill(detail::widen(x), mask, value).to(x.dtype());
   Tensor y = kernels::dispatch_all(x.dtype(), "masked_fill", [&]<class T>() {
     const T v = value.to<T>();
     return kernels::map<T, T, bool>(x.dtype(), x.sizes(), [v](T e, bool m) { return m ? v : e; }, x, mask);
@@ -166,6 +170,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
   check_mask(mut(), mask, "masked_fill_");
+  if (detail::is_narrow_int(dtype())) return mut().copy_(graft::masked_fill(*this, mask, value));
   return detail::inplace_op(
       mut(), "masked_fill_", {&mask},
       [&] {

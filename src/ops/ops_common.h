@@ -88,6 +88,19 @@ inline Tensor as_dtype(const Tensor& x, DType dtype) {
   return x.detach().to(dtype);
 }
 
+// Note [Narrow integer dtypes]
+// int32, int16, int8 and uint8 (kInt, kShort, kChar, kByte) are whole dtypes for storage, copies,
+// conversions, factories, printing, files and type promotion (promote_types, result_type), but each
+// op keeps one integer kernel: int64. An op whose computation dtype is a narrow integer computes in
+// int64 from widened operands and narrows the result once. For +, -, * and negation that is exactly
+// the narrow type's wrapping arithmetic (both are arithmetic modulo 2^bits, and C++20 converts to a
+// narrower integer modulo 2^bits), so the values are PyTorch's; comparisons, min/max, selection and
+// masking are exact; sums and products give int64 as in PyTorch. The cost is one widening copy,
+// which is fine for the integer tensors training code holds (labels, masks, indices, counts).
+inline bool is_narrow_int(DType t) { return t == kInt32 || t == kInt16 || t == kInt8 || t == kUInt8; }
+inline DType compute_dtype(DType t) { return is_narrow_int(t) ? kInt64 : t; }
+inline Tensor widen(const Tensor& x) { return is_narrow_int(x.dtype()) ? as_dtype(x, kInt64) : x; }
+
 // An in-place op may not change the tensor's dtype (PyTorch's can_cast rule, simplified: a
 // floating result cannot be written into an integer or bool tensor, nor an integer into bool).
 void check_inplace_dtype(const Tensor& self, DType result, const char* op);
@@ -111,7 +124,7 @@ Tensor& inplace_op(Tensor& self, const char* op, std::initializer_list<const Ten
     copy_into(self, result);
   }
   self.impl().storage->bump_version(op);
-  self.impl().autograd_meta().grad_fn = result.grad_fn();
+  autograd::set_history(self, result.grad_fn());  // moves a retain_grad() along (node.cpp)
   return self;
 }
 

@@ -18,6 +18,7 @@ Tensor make_view(const Tensor& x, IntArrayRef sizes, IntArrayRef strides, int64_
   auto& i = x.impl();
   auto impl = std::allocate_shared<TensorImpl>(graft::detail::PoolAllocator<TensorImpl>(), i.storage, offset, sizes, strides, i.dtype);
   impl->is_view = true;
+  impl->is_inference = i.is_inference;  // a view is an inference tensor when its base is
   return Tensor(std::move(impl));
 }
 

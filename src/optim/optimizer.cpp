@@ -289,7 +289,7 @@ size_t Optimizer::size() const {
 }
 
 OptimizerParamState* Optimizer::state_of(const Tensor& param) const {
-  auto it = state_.find(param.unsafe_impl());
+  auto it = state_.find(state_key(param));
   return it == state_.end() ? nullptr : it->second.get();
 }
 
@@ -422,7 +422,7 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
   }
 
   // Per-parameter state.
-  std::unordered_map<const TensorImpl*, std::unique_ptr<OptimizerParamState>> new_state;
+  std::unordered_map<std::string, std::unique_ptr<OptimizerParamState>> new_state;
   for (const auto& [id, entries] : state_entries) {
     auto pit = id_to_param.find(id);
     GRAFT_CHECK(pit != id_to_param.end(), op, "state only for parameter ids listed in param_groups.<g>.params",
@@ -439,7 +439,7 @@ void Optimizer::load_state_dict(const StateDict& state_dict) {
                   "the unexpected key '" + prefix + field + "'",
                   "the state dict was saved by a different kind of optimiser");
     }
-    new_state[param.unsafe_impl()] = std::move(s);
+    new_state[state_key(param)] = std::move(s);
   }
 
   // Everything checked: commit.

@@ -115,8 +115,8 @@ TEST(GradScaler, UnscaleThenClipSeesTrueGradients) {
   GradScaler s(GradScalerOptions().init_scale(4096));
   t.set_grad({3, 4}, 4096);  // true gradient [3, 4], norm 5
   s.unscale_(t.opt);
-  const Tensor norm = nn::utils::clip_grad_norm_(std::vector<Tensor>{t.p}, 1.0);
-  EXPECT_NEAR(norm.item<double>(), 5.0, 1e-6);  // the unscaled norm, not 5 * 4096
+  const double norm = nn::utils::clip_grad_norm_(std::vector<Tensor>{t.p}, 1.0);
+  EXPECT_NEAR(norm, 5.0, 1e-6);  // the unscaled norm, not 5 * 4096
   EXPECT_TRUE(s.step(t.opt));                   // no second unscale: the clipped gradient is used
   EXPECT_TRUE(all_close(t.p, std::vector<double>{1 - 0.6, 2 - 0.8}, {2}, 1e-6, 1e-6));
   s.update();

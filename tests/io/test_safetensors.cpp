@@ -406,8 +406,8 @@ std::vector<Bad> malformed() {
       {"missing offsets", file_of(t(R"({"dtype":"F32","shape":[2]})")), {"\"data_offsets\" entry"}},
       {"unknown dtype", file_of(t(R"({"dtype":"F99","shape":[2],"data_offsets":[0,8]})"), f8),
        {"\"F99\"", "safetensors dtype"}},
-      {"dtype graft lacks", file_of(t(R"({"dtype":"I32","shape":[2],"data_offsets":[0,8]})"), f8),
-       {"\"I32\"", "a dtype graft has", "convert the tensor"}},
+      {"dtype graft lacks", file_of(t(R"({"dtype":"U32","shape":[2],"data_offsets":[0,8]})"), f8),
+       {"\"U32\"", "a dtype graft has", "convert the tensor"}},
       {"dtype not a string", file_of(t(R"({"dtype":4,"shape":[2],"data_offsets":[0,8]})"), f8), {"string \"dtype\""}},
       {"shape not an array", file_of(t(R"({"dtype":"F32","shape":2,"data_offsets":[0,8]})"), f8),
        {"\"shape\" array"}},
@@ -461,7 +461,9 @@ TEST(SafetensorsMalformed, EveryProblemIsAClearError) {
   for (const Bad& b : malformed()) {
     SCOPED_TRACE(b.what);
     auto parts = b.message;
-    parts.push_back("parse_safetensors(\"case\")");
+    // (a named string: GCC 12 -O2 warns falsely on a vector<string>::push_back of a literal here)
+    const std::string in_memory = "parse_safetensors(\"case\")";
+    parts.push_back(in_memory);
     EXPECT_TRUE(throws_error([&] { io::parse_safetensors(b.bytes, "case"); }, parts));
     // The file reader finds the same problems and names the file.
     const std::string path = dir / "bad.safetensors";

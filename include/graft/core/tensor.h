@@ -114,8 +114,13 @@ class Tensor {
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   const Tensor& grad() const;  // undefined tensor when there is none
   Tensor& mutable_grad();      // t.mutable_grad() = g, or reset it
+  // Without `inputs`, every leaf's .grad; with it, only those tensors' (leaves or not), and an
+  // empty list is an error, as LibTorch's optional `inputs` (two overloads here, so that `{h}`
+  // reads as a list).
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
-                bool create_graph = false, std::optional<TensorList> inputs = std::nullopt) const;
+                bool create_graph = false) const;
+  void backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
+                const TensorList& inputs) const;
   void retain_grad() const;
   bool retains_grad() const;
   Tensor detach() const;

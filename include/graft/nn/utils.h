@@ -2,7 +2,7 @@
 // LibTorch's torch::nn::utils) and L1/L2 penalty helpers for the loss. See docs/gradients.md.
 //
 //   loss.backward();
-//   graft::Tensor norm = graft::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+//   double norm = graft::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
 //   optimizer.step();
 //
 // Note [Gradient clipping]
@@ -11,11 +11,12 @@
 //   clip_coef  = max_norm / (total_norm + 1e-6)
 //   g_i       *= min(clip_coef, 1)                          (every gradient, in place)
 // Parameters without a gradient are skipped. Each gradient is read once to compute its norm (a
-// plain loop, accumulated in double and rounded to the gradient's dtype), then scaled in place; nothing is recorded by autograd. The total
-// norm comes back as a 0-dim tensor of the gradients' dtype (float32 for float32 gradients; the
-// promoted dtype when they differ; float32 0 when no parameter has a gradient). clip_coef is
-// computed in that dtype too, as PyTorch computes it on the 0-dim norm tensor
-// (max_norm / t is t.reciprocal() * max_norm there, and so here).
+// plain loop, accumulated in double and rounded to the gradient's dtype), then scaled in place;
+// nothing is recorded by autograd. The total norm comes back as a double, as LibTorch returns it
+// (Python returns a 0-dim tensor): the norm rounded to the gradients' dtype (float32 for float32
+// gradients; the promoted dtype when they differ; 0 when no parameter has a gradient). clip_coef
+// is computed in that dtype too, as PyTorch computes it on the 0-dim norm tensor (max_norm / t is
+// t.reciprocal() * max_norm there, and so here).
 // norm_type may be any p > 0 or infinity (std::numeric_limits<double>::infinity()).
 // error_if_nonfinite = true throws graft::Error when the total norm is nan or inf (and leaves the
 // gradients untouched); with false, the gradients are scaled anyway, and a nan norm makes them nan,
@@ -30,9 +31,9 @@ namespace graft::nn::utils {
 
 // Scales the gradients of `parameters` in place so that their joint p-norm is at most max_norm
 // (see Note [Gradient clipping]); returns the total norm before clipping.
-Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
+double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type = 2.0,
                        bool error_if_nonfinite = false);
-Tensor clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type = 2.0,
+double clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_type = 2.0,
                        bool error_if_nonfinite = false);
 
 // Clamps every gradient of `parameters` in place to [-clip_value, clip_value] (clip_value >= 0).

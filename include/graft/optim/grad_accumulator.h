@@ -90,8 +90,8 @@ class GradAccumulator {
   int64_t pending() const noexcept { return pending_; }
   // Optimiser steps taken through this accumulator.
   int64_t steps_taken() const noexcept { return steps_taken_; }
-  // The total gradient norm before clipping at the last step (undefined without max_grad_norm).
-  const Tensor& last_grad_norm() const noexcept { return last_grad_norm_; }
+  // The total gradient norm before clipping at the last step (none without max_grad_norm).
+  std::optional<double> last_grad_norm() const noexcept { return last_grad_norm_; }
   const GradAccumulatorOptions& options() const noexcept { return options_; }
   Optimizer& optimizer() noexcept { return optimizer_; }
 
@@ -107,7 +107,7 @@ class GradAccumulator {
   int64_t weight_ = 0;  // sum of the group's weights w_i
   int64_t steps_taken_ = 0;
   bool warned_ = false;
-  Tensor last_grad_norm_;
+  std::optional<double> last_grad_norm_;
 };
 
 }  // namespace graft::optim

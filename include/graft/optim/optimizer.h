@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graft/core/compat.h"
 #include "graft/core/error.h"
 #include "graft/core/ordered_dict.h"
 #include "graft/core/tensor.h"
@@ -193,8 +194,10 @@ class Optimizer {
   const OptimizerOptions& defaults() const { return *defaults_; }
   std::vector<OptimizerParamGroup>& param_groups() { return param_groups_; }
   const std::vector<OptimizerParamGroup>& param_groups() const { return param_groups_; }
-  // Per-parameter state, keyed by the parameter's TensorImpl.
-  std::unordered_map<const TensorImpl*, std::unique_ptr<OptimizerParamState>>& state() { return state_; }
+  // Per-parameter state, keyed as LibTorch keys it: by the address of the parameter's TensorImpl
+  // as text, state_key(p) = guts::to_string(p.unsafeGetTensorImpl()).
+  std::unordered_map<std::string, std::unique_ptr<OptimizerParamState>>& state() { return state_; }
+  static std::string state_key(const Tensor& param) { return guts::to_string(param.unsafeGetTensorImpl()); }
   // The state of `param`, or null before its first step.
   OptimizerParamState* state_of(const Tensor& param) const;
 
@@ -242,7 +245,7 @@ class Optimizer {
   // The state of `param`, created with make_param_state() when missing.
   template <class S>
   S& param_state(const Tensor& param) {
-    auto& slot = state_[param.unsafe_impl()];
+    auto& slot = state_[state_key(param)];
     if (!slot) slot = make_param_state();
     GRAFT_ASSERT(slot != nullptr, "an optimiser that keeps state overrides make_param_state()");
     return static_cast<S&>(*slot);
@@ -250,7 +253,7 @@ class Optimizer {
 
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<OptimizerParamGroup> param_groups_;
-  std::unordered_map<const TensorImpl*, std::unique_ptr<OptimizerParamState>> state_;
+  std::unordered_map<std::string, std::unique_ptr<OptimizerParamState>> state_;
 };
 
 }  // namespace graft::optim

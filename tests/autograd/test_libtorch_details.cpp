@@ -1,0 +1,149 @@
+// Autograd details where graft follows PyTorch/LibTorch exactly (issue 15): retain_grad() across
+// in-place ops, backward(inputs=...) with non-leaf and empty inputs, grad() without inputs,
+// InferenceMode's inference tensors (Note [Inference tensors] in src/autograd/grad_mode.cpp), the
+// warning handler and the default dtype. Every expected value is worked out by hand.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "graft/graft.h"
+
+namespace graft {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+double at(const Tensor& t, int64_t i) { return t.to(kFloat64).contiguous().data_ptr<double>()[i]; }
+
+TEST(RetainGrad, FollowsTheTensorThroughInPlaceOps) {
+  Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+  Tensor y = x * 3;
+  y.retain_grad();
+  y.mul_(2);          // y = 6 x now
+  (y * y).sum().backward();
+  // d/dy sum(y^2) = 2 y = 12 x: the gradient of the new value, not of 3 x (which would be 24 x).
+  EXPECT_DOUBLE_EQ(at(y.grad(), 0), 12.0);
+  EXPECT_DOUBLE_EQ(at(y.grad(), 1), 24.0);
+  EXPECT_DOUBLE_EQ(at(x.grad(), 1), 144.0);  // 72 x
+  EXPECT_TRUE(y.retains_grad());
+}
+
+TEST(BackwardInputs, NonLeafInputsGetTheirGradient) {
+  Tensor a = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+  Tensor h = a * a;
+  Tensor out = (h * 3).sum();
+  out.backward({}, true, false, {h});
+  EXPECT_DOUBLE_EQ(at(h.grad(), 0), 3.0);
+  EXPECT_FALSE(a.grad().defined());  // not in `inputs`
+  // A second pass accumulates, as into a leaf's .grad.
+  out.backward({}, true, false, {h, a});
+  EXPECT_DOUBLE_EQ(at(h.grad(), 1), 6.0);
+  EXPECT_DOUBLE_EQ(at(a.grad(), 1), 12.0);  // d/da 3 a^2 = 6 a
+  // With create_graph, the non-leaf's .grad is differentiable: out2 = sum(h^2), dh = 2 h = 2 a^2.
+  Tensor h2 = a * a;
+  (h2 * h2).sum().backward({}, std::nullopt, true, {h2});
+  EXPECT_TRUE(h2.grad().requires_grad());
+  EXPECT_DOUBLE_EQ(at(h2.grad(), 1), 8.0);
+}
+
+TEST(BackwardInputs, EmptyListsAreErrors) {
+  Tensor a = tensor({1.0}, kFloat64).requires_grad_();
+  Tensor out = (a * 2).sum();
+  const std::string e1 = error_of([&] { out.backward({}, true, false, std::vector<Tensor>{}); });
+  EXPECT_NE(e1.find("empty `inputs`"), std::string::npos) << e1;
+  const std::string e2 = error_of([&] { autograd::grad({out}, {}); });
+  EXPECT_NE(e2.find("an empty list of inputs"), std::string::npos) << e2;
+  out.backward();  // no inputs at all: every leaf
+  EXPECT_DOUBLE_EQ(at(a.grad(), 0), 2.0);
+}
+
+TEST(ViewUnderNoGrad, DoesNotRequireGrad) {
+  Tensor x = ones({2, 2}, requires_grad());
+  Tensor v;
+  {
+    NoGradGuard g;
+    v = x.view({4});
+  }
+  EXPECT_FALSE(v.requires_grad());  // as LibTorch: a view made under no-grad records nothing
+  EXPECT_TRUE(v.is_leaf());
+}
+
+TEST(InferenceTensors, FollowPyTorchsRules) {
+  Tensor w = ones({2}, requires_grad());
+  Tensor made, view;
+  {
+    InferenceMode guard;
+    made = w * 2;
+    view = w.view({2});
+    EXPECT_TRUE(made.is_inference());
+    EXPECT_FALSE(view.is_inference());  // a view of a normal tensor stays normal
+    EXPECT_FALSE(made.requires_grad());
+    made.add_(1);  // in-place inside InferenceMode: fine
+  }
+  EXPECT_DOUBLE_EQ(at(made, 0), 3.0);
+  EXPECT_FALSE(w.is_inference());
+  EXPECT_TRUE(made.view({2}).is_inference());
+  EXPECT_TRUE(made.detach().is_inference());
+  const std::string inplace = error_of([&] { made.add_(1); });
+  EXPECT_NE(inplace.find("inference tensor"), std::string::npos) << inplace;
+  EXPECT_NE(error_of([&] { made.fill_(0); }), "");
+  EXPECT_DOUBLE_EQ(at(made, 0), 3.0);  // nothing written
+  const std::string rg = error_of([&] { made.requires_grad_(true); });
+  EXPECT_NE(rg.find("inference tensor"), std::string::npos) << rg;
+  const std::string saved = error_of([&] { (w * made).sum(); });
+  EXPECT_NE(saved.find("cannot be saved for backward"), std::string::npos) << saved;
+  // Uses that need no saving are fine (add saves nothing), and clone() makes a normal tensor.
+  EXPECT_DOUBLE_EQ(at(w + made, 0), 4.0);
+  Tensor normal = made.clone();
+  EXPECT_FALSE(normal.is_inference());
+  normal.add_(1);
+  EXPECT_DOUBLE_EQ(at(normal, 1), 4.0);
+}
+
+struct Collect : WarningHandler {
+  std::vector<std::string> messages;
+  void process(const Warning& w) override { messages.push_back(w.msg()); }
+};
+
+TEST(WarningHandler, ReceivesGraftsWarningsAndRestores) {
+  Collect collect;
+  WarningHandler* before = WarningUtils::get_warning_handler();
+  {
+    WarningUtils::WarningHandlerGuard guard(&collect);
+    EXPECT_EQ(WarningUtils::get_warning_handler(), &collect);
+    GRAFT_WARN("first");
+    warn("second");
+  }
+  EXPECT_EQ(WarningUtils::get_warning_handler(), before);
+  ASSERT_EQ(collect.messages.size(), 2u);
+  EXPECT_EQ(collect.messages[0], "first");
+  EXPECT_EQ(collect.messages[1], "second");
+}
+
+TEST(DefaultDtype, FloatFactoriesAndPromotionFollowIt) {
+  EXPECT_EQ(get_default_dtype(), kFloat32);
+  set_default_dtype(kFloat64);
+  EXPECT_EQ(ones({1}).dtype(), kFloat64);
+  EXPECT_EQ(randn({1}).dtype(), kFloat64);
+  EXPECT_EQ(tensor({0.5}).dtype(), kFloat64);
+  EXPECT_EQ(tensor(0.5).dtype(), kFloat64);
+  EXPECT_EQ((arange(3) * 0.5).dtype(), kFloat64);
+  EXPECT_EQ(arange(3).dtype(), kInt64);  // integers stay int64
+  EXPECT_EQ(ones({1}, kFloat32).dtype(), kFloat32);
+  set_default_dtype(kFloat32);
+  EXPECT_EQ(ones({1}).dtype(), kFloat32);
+  const std::string e = error_of([] { set_default_dtype(kInt64); });
+  EXPECT_NE(e.find("float32 or float64"), std::string::npos) << e;
+  EXPECT_EQ(get_default_dtype(), kFloat32);
+}
+
+}  // namespace
+}  // namespace graft
