@@ -14,7 +14,7 @@
 #
 # Rewrites the results between <!-- suite-results:begin --> and <!-- suite-results:end --> in
 # BENCHMARKS.md (the one results block there) and the chart bench/suite_ratios.svg.
-# Usage: bench/run_suite.sh   (from anywhere; about 15 minutes on 2 cores)
+# Usage: bench/run_suite.sh   (from anywhere; about 10 minutes on 2 cores)
 #
 # Knobs (environment): BUILD_DIR (default build-bench), JOBS (build jobs, default 2), ROUNDS
 # (alternating processes per library for overhead and kernels, default 3), STANDALONE_ROUNDS
