@@ -54,6 +54,10 @@ TARGETS=()
 for p in "${PROGRAMS[@]}"; do TARGETS+=("graft_$p" "torch_$p"); done
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGRAFT_BUILD_BENCH=ON \
       -DGRAFT_BUILD_TESTS=OFF -DGRAFT_BUILD_EXAMPLES=OFF -DGRAFT_BUILD_APPS=OFF >/dev/null
+if grep -q '^Torch_DIR:PATH=.*NOTFOUND' "$BUILD/CMakeCache.txt"; then
+  echo "run_suite.sh: LibTorch not found at configure time; the suite needs it (tools/install-deps.sh --bench)" >&2
+  exit 2
+fi
 cmake --build "$BUILD" --target "${TARGETS[@]}" -j"${JOBS:-2}"
 BIN=$BUILD/bench
 RUNS=$BUILD/suite  # every process's output; bench/suite_report.py reads the folder
