@@ -1,10 +1,9 @@
-// Shared between the graft and LibTorch sides of the training-step benchmark (see BENCHMARKS.md and
-// bench/run_suite.sh, which runs it).
+// The fixed problems of the training-step benchmark (bench/train_step.cpp, built once against
+// LibTorch and once, ported, against graft; see BENCHMARKS.md and bench/run_suite.sh).
 //
-// As in the per-op overhead benchmark, the two sides are separate translation units (graft needs
-// C++20, LibTorch 1.13's headers are built as C++17), so this header includes neither library. It
-// defines the two problems (model, fixed data, fixed initial weights) as plain float vectors; each
-// side builds its own model from them and exposes a Trainer that runs one training step.
+// Library-neutral (includes neither library): the two problems (model, fixed data, fixed initial
+// weights) as plain float vectors, from which each build makes its model, so that both libraries
+// start from the same weights and see the same batch.
 #pragma once
 
 #include <cmath>
@@ -98,29 +97,5 @@ inline Problem make_problem(Model m) {
   for (int64_t& l : p.labels) l = static_cast<int64_t>(rng.next() % kClasses);
   return p;
 }
-
-// One side's model, data and optimiser. step() runs one training step and returns its loss:
-// zero_grad (gradients set to none), forward, cross_entropy (mean), backward, SGD step
-// (lr kLr, momentum kMomentum).
-class Trainer {
- public:
-  virtual ~Trainer() = default;
-  virtual float step() = 0;
-};
-
-// graft side (train_step_graft.cpp).
-std::unique_ptr<Trainer> make_graft_trainer(const Problem& p);
-void graft_set_threads(int n);  // graft::set_num_threads
-std::string graft_blas_core();  // graft::blas_core_name(), after graft's own OpenBLAS check
-void graft_reset_tensor_peak();
-int64_t graft_tensor_peak_bytes();
-
-#ifdef TRAIN_STEP_HAVE_TORCH
-// LibTorch side (train_step_torch.cpp).
-std::unique_ptr<Trainer> make_torch_trainer(const Problem& p);
-// at::set_num_interop_threads(1) (first call only) and torch::set_num_threads(n).
-void torch_set_threads(int n);
-std::string torch_version();
-#endif
 
 }  // namespace trainstep
