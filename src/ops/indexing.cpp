@@ -3,6 +3,7 @@
 // (cat <-> narrow, index_select <-> index_add, gather <-> scatter_add), so double backward works.
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -37,10 +38,13 @@ int64_t prod(IntArrayRef s, size_t from, size_t to) {
 
 std::string idx_str(int64_t v) { return std::to_string(v); }
 
-// Checks that `index` is an int64 tensor (of the ranks given by the caller) and returns its values
-// in row-major order, each checked to lie in [0, bound).
+// Checks that `index` is an int64 tensor, or int32 where PyTorch takes one too (index_select,
+// index_add, embedding), of the ranks given by the caller, and returns its values in row-major
+// order, each checked to lie in [0, bound).
 std::vector<int64_t> checked_indices(const Tensor& index, int64_t bound, int64_t dim, const char* op) {
-  GRAFT_CHECK(index.defined() && index.dtype() == kInt64, op, "an int64 index tensor",
+  const bool int32_ok = std::string_view(op) != "gather" && std::string_view(op) != "scatter_add";
+  GRAFT_CHECK(index.defined() && (index.dtype() == kInt64 || (int32_ok && index.dtype() == kInt32)), op,
+              int32_ok ? "an int64 or int32 index tensor" : "an int64 index tensor",
               index.defined() ? std::string("a ") + dtype_name(index.dtype()) + " index" : "an undefined index",
               "convert the index with .to(graft::kInt64)");
   const Tensor c = plain(index, kInt64);
@@ -422,7 +426,8 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 // ---- embedding ----
 // ATen's argument order: (weight, indices).
 Tensor embedding(const Tensor& weight, const Tensor& input, std::optional<int64_t> padding_idx) {
-  GRAFT_CHECK(input.defined() && input.dtype() == kInt64, "embedding", "an int64 input of indices",
+  GRAFT_CHECK(input.defined() && (input.dtype() == kInt64 || input.dtype() == kInt32), "embedding",
+              "an int64 or int32 input of indices",
               input.defined() ? std::string("a ") + dtype_name(input.dtype()) + " input" : "an undefined input",
               "convert the indices with .to(graft::kInt64)");
   GRAFT_CHECK(weight.defined() && weight.dim() == 2, "embedding", "a 2-D weight (num_embeddings, embedding_dim)",

@@ -159,5 +159,24 @@ TEST(NarrowInt, FactoriesPrintingAndItem) {
   EXPECT_TRUE(equal(a.to(kInt64), arange(4)));
 }
 
+TEST(NarrowInt, Int32IndicesWhereLibTorchTakesThem) {
+  // index_select, index_add and embedding take int32 indices as PyTorch does; gather does not.
+  const Tensor x = tensor({{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}}, kFloat64);
+  const Tensor i32 = tensor({2, 0}, kInt64).to(kInt32);
+  const Tensor picked = x.index_select(0, i32);
+  EXPECT_DOUBLE_EQ(picked[0][1].item<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(picked[1][0].item<double>(), 1.0);
+  const Tensor w = x.detach().requires_grad_();
+  embedding(w, i32).sum().backward();
+  EXPECT_DOUBLE_EQ(w.grad()[2][0].item<double>(), 1.0);  // rows 2 and 0 used once each
+  EXPECT_DOUBLE_EQ(w.grad()[1][0].item<double>(), 0.0);
+  try {
+    x.gather(0, tensor({{0, 1}}, kInt64).to(kInt32));
+    ADD_FAILURE() << "gather took an int32 index";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("an int64 index tensor"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace graft
