@@ -73,24 +73,24 @@ Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptio
   return graft::adaptive_avg_pool2d(input, *options.output_size());
 }
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options) {
-  return graft::conv1d(input, weight, options.bias(), *options.stride(), *options.padding(),
-                       *options.dilation(), options.groups());
+  return graft::conv1d(input, weight, options.bias(), *options.stride(), *options.padding(), *options.dilation(),
+                       options.groups());
 }
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions& options) {
-  return graft::conv3d(input, weight, options.bias(), *options.stride(), *options.padding(),
-                       *options.dilation(), options.groups());
+  return graft::conv3d(input, weight, options.bias(), *options.stride(), *options.padding(), *options.dilation(),
+                       options.groups());
 }
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const ConvTranspose1dFuncOptions& options) {
   return graft::conv_transpose1d(input, weight, options.bias(), *options.stride(), *options.padding(),
                                  *options.output_padding(), options.groups(), *options.dilation());
 }
 Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& options) {
-  return graft::max_pool1d(input, *options.kernel_size(), *options.stride(), *options.padding(),
-                           *options.dilation(), options.ceil_mode());
+  return graft::max_pool1d(input, *options.kernel_size(), *options.stride(), *options.padding(), *options.dilation(),
+                           options.ceil_mode());
 }
 Tensor avg_pool1d(const Tensor& input, const AvgPool1dFuncOptions& options) {
-  return graft::avg_pool1d(input, *options.kernel_size(), *options.stride(), *options.padding(),
-                           options.ceil_mode(), options.count_include_pad());
+  return graft::avg_pool1d(input, *options.kernel_size(), *options.stride(), *options.padding(), options.ceil_mode(),
+                           options.count_include_pad());
 }
 Tensor adaptive_avg_pool1d(const Tensor& input, const AdaptiveAvgPool1dFuncOptions& options) {
   return graft::adaptive_avg_pool1d(input, *options.output_size());

@@ -1,5 +1,6 @@
-// 2-D convolution: conv2d with stride, padding, dilation and groups, via im2col and
-// OpenBLAS gemm (float32 / float64).
+// Convolution: conv2d and conv3d with stride, padding, dilation and groups, via im2col / vol2col
+// and OpenBLAS gemm (float32 / float64); conv_transpose2d; conv1d and conv_transpose1d on the 2-D
+// path (Note [1-D convolution on the 2-D path]).
 //
 // Note [Convolution backward as ops]
 // conv(x, w) is bilinear, and so are its two backward maps
@@ -16,16 +17,16 @@
 #include <array>
 #include <climits>
 #include <optional>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../core/dispatch.h"
 #include "../kernels/im2col.h"
-#include "ops/autocast_internal.h"
 #include "graft/core/memory.h"
-#include "graft/runtime/parallel.h"
 #include "graft/ops/ops.h"
+#include "graft/runtime/parallel.h"
+#include "ops/autocast_internal.h"
 #include "ops_common.h"
 #include "runtime/blas.h"
 
@@ -105,13 +106,16 @@ Geometry<D> geometry(int64_t C, const Dims<D>& in, const Dims<D>& k, const ConvP
   Dims<D> out{};
   for (size_t i = 0; i < D; ++i) out[i] = conv_out_size(in[i], k[i], p.stride[i], p.padding[i], p.dilation[i]);
   if constexpr (D == 2) {
-    return {C, in[0], in[1], k[0], k[1], p.stride[0], p.stride[1], p.padding[0], p.padding[1], p.dilation[0],
-            p.dilation[1], out[0], out[1]};
+    return {.channels = C, .height = in[0], .width = in[1], .kernel_h = k[0], .kernel_w = k[1],
+            .stride_h = p.stride[0], .stride_w = p.stride[1], .pad_h = p.padding[0], .pad_w = p.padding[1],
+            .dilation_h = p.dilation[0], .dilation_w = p.dilation[1], .out_h = out[0], .out_w = out[1]};
   } else {
-    return {C,           in[0],        in[1],        in[2],        k[0],         k[1],
-            k[2],        p.stride[0],  p.stride[1],  p.stride[2],  p.padding[0], p.padding[1],
-            p.padding[2], p.dilation[0], p.dilation[1], p.dilation[2], out[0],   out[1],
-            out[2]};
+    return {.channels = C, .depth = in[0], .height = in[1], .width = in[2],
+            .kernel_d = k[0], .kernel_h = k[1], .kernel_w = k[2],
+            .stride_d = p.stride[0], .stride_h = p.stride[1], .stride_w = p.stride[2],
+            .pad_d = p.padding[0], .pad_h = p.padding[1], .pad_w = p.padding[2],
+            .dilation_d = p.dilation[0], .dilation_h = p.dilation[1], .dilation_w = p.dilation[2],
+            .out_d = out[0], .out_h = out[1], .out_w = out[2]};
   }
 }
 
@@ -140,13 +144,21 @@ bool cols_are_image(const kernels::Conv3dGeometry& g) {
 
 // The column transform of Note [im2col layout] / Note [vol2col layout] and its adjoint.
 template <class T>
-void to_cols(const T* img, const kernels::Conv2dGeometry& g, T* cols) { kernels::im2col(img, g, cols); }
+void to_cols(const T* img, const kernels::Conv2dGeometry& g, T* cols) {
+  kernels::im2col(img, g, cols);
+}
 template <class T>
-void to_cols(const T* img, const kernels::Conv3dGeometry& g, T* cols) { kernels::vol2col(img, g, cols); }
+void to_cols(const T* img, const kernels::Conv3dGeometry& g, T* cols) {
+  kernels::vol2col(img, g, cols);
+}
 template <class T>
-void from_cols(const T* cols, const kernels::Conv2dGeometry& g, T* img) { kernels::col2im(cols, g, img); }
+void from_cols(const T* cols, const kernels::Conv2dGeometry& g, T* img) {
+  kernels::col2im(cols, g, img);
+}
 template <class T>
-void from_cols(const T* cols, const kernels::Conv3dGeometry& g, T* img) { kernels::col2vol(cols, g, img); }
+void from_cols(const T* cols, const kernels::Conv3dGeometry& g, T* img) {
+  kernels::col2vol(cols, g, img);
+}
 
 // Sizes 2 .. 2 + D of t (the spatial sizes of a batched input, or a weight's kernel sizes).
 template <size_t D>
@@ -334,13 +346,13 @@ Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPara
   memory::OpScope op_scope(ops::op_name(id));  // names its allocations in the memory report
   Tensor y = conv_forward_kernel<D>(x, w, b, p);
   const Dims<D> in = spatial<D>(x), k = spatial<D>(w);
-  if (auto node = make_node("ConvolutionBackward0", id, {&x, &w, &b}, [p, in, k](Node& n, const Tensor& g) -> TensorList {
-        const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1),
-                   need_b = n.needs_input_grad(2);
-        return {need_x ? conv_input_backward<D>(g, n.saved(1), p, in) : Tensor(),
-                need_w ? conv_weight_backward<D>(g, n.saved(0), p, k) : Tensor(),
-                need_b ? conv_bias_backward(g) : Tensor()};
-      })) {
+  if (auto node =
+          make_node("ConvolutionBackward0", id, {&x, &w, &b}, [p, in, k](Node& n, const Tensor& g) -> TensorList {
+            const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1), need_b = n.needs_input_grad(2);
+            return {need_x ? conv_input_backward<D>(g, n.saved(1), p, in) : Tensor(),
+                    need_w ? conv_weight_backward<D>(g, n.saved(0), p, k) : Tensor(),
+                    need_b ? conv_bias_backward(g) : Tensor()};
+          })) {
     node->save(x);
     node->save(w);
     set_history(y, node);
@@ -353,11 +365,13 @@ Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams<D>
   Tensor gx = conv_input_backward_kernel<D>(g, w, p, in);
   const Dims<D> k = spatial<D>(w);
   const OpId id = D == 2 ? OpId::conv2d : OpId::conv3d;
-  if (auto node = autograd::make_node("ConvolutionBackwardBackward0", autograd::ForwardOp::unlisted("convolution_backward"), {&g, &w}, [p, k, id](Node& n, const Tensor& gg) -> TensorList {
-        const bool need_g = n.needs_input_grad(0), need_w = n.needs_input_grad(1);
-        return {need_g ? conv_op<D>(gg, n.saved(1), Tensor(), p, id) : Tensor(),
-                need_w ? conv_weight_backward<D>(n.saved(0), gg, p, k) : Tensor()};
-      })) {
+  if (auto node =
+          autograd::make_node("ConvolutionBackwardBackward0", autograd::ForwardOp::unlisted("convolution_backward"),
+                              {&g, &w}, [p, k, id](Node& n, const Tensor& gg) -> TensorList {
+                                const bool need_g = n.needs_input_grad(0), need_w = n.needs_input_grad(1);
+                                return {need_g ? conv_op<D>(gg, n.saved(1), Tensor(), p, id) : Tensor(),
+                                        need_w ? conv_weight_backward<D>(n.saved(0), gg, p, k) : Tensor()};
+                              })) {
     node->save(g);
     node->save(w);
     set_history(gx, node);
@@ -370,11 +384,13 @@ Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams<D
   Tensor gw = conv_weight_backward_kernel<D>(g, x, p, k);
   const Dims<D> in = spatial<D>(x);
   const OpId id = D == 2 ? OpId::conv2d : OpId::conv3d;
-  if (auto node = autograd::make_node("ConvolutionBackwardBackward0", autograd::ForwardOp::unlisted("convolution_backward"), {&g, &x}, [p, in, id](Node& n, const Tensor& gg) -> TensorList {
-        const bool need_g = n.needs_input_grad(0), need_x = n.needs_input_grad(1);
-        return {need_g ? conv_op<D>(n.saved(1), gg, Tensor(), p, id) : Tensor(),
-                need_x ? conv_input_backward<D>(n.saved(0), gg, p, in) : Tensor()};
-      })) {
+  if (auto node =
+          autograd::make_node("ConvolutionBackwardBackward0", autograd::ForwardOp::unlisted("convolution_backward"),
+                              {&g, &x}, [p, in, id](Node& n, const Tensor& gg) -> TensorList {
+                                const bool need_g = n.needs_input_grad(0), need_x = n.needs_input_grad(1);
+                                return {need_g ? conv_op<D>(n.saved(1), gg, Tensor(), p, id) : Tensor(),
+                                        need_x ? conv_input_backward<D>(n.saved(0), gg, p, in) : Tensor()};
+                              })) {
     node->save(g);
     node->save(x);
     set_history(gw, node);
@@ -403,14 +419,12 @@ Tensor conv_transpose_op(const Tensor& x, const Tensor& w, const Tensor& b, cons
     y.add_(b.detach().reshape({1, -1, 1, 1}));
   }
   const Dims<2> k = spatial<2>(w);
-  if (auto node = make_node("ConvolutionBackward0", id, {&x, &w, &b},
-                            [p, k](Node& n, const Tensor& g) -> TensorList {
-                              const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1),
-                                         need_b = n.needs_input_grad(2);
-                              return {need_x ? conv_op<2>(g, n.saved(1), Tensor(), p, OpId::conv2d) : Tensor(),
-                                      need_w ? conv_weight_backward<2>(n.saved(0), g, p, k) : Tensor(),
-                                      need_b ? conv_bias_backward(g) : Tensor()};
-                            })) {
+  if (auto node = make_node("ConvolutionBackward0", id, {&x, &w, &b}, [p, k](Node& n, const Tensor& g) -> TensorList {
+        const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1), need_b = n.needs_input_grad(2);
+        return {need_x ? conv_op<2>(g, n.saved(1), Tensor(), p, OpId::conv2d) : Tensor(),
+                need_w ? conv_weight_backward<2>(n.saved(0), g, p, k) : Tensor(),
+                need_b ? conv_bias_backward(g) : Tensor()};
+      })) {
     node->save(x);
     node->save(w);
     set_history(y, node);
@@ -431,14 +445,14 @@ Tensor lowp_conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const Con
             .to(h);
   }
   const Dims<2> in = spatial<2>(x), k = spatial<2>(w);
-  if (auto node = make_node("ConvolutionBackward0", id, {&x, &w, &b}, [p, in, k, h](Node& n, const Tensor& g) -> TensorList {
-        const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1),
-                   need_b = n.needs_input_grad(2);
-        const Tensor g32 = g.to(kFloat32);
-        return {need_x ? conv_input_backward<2>(g32, detail::rounded_float32(n.saved(1), h), p, in) : Tensor(),
-                need_w ? conv_weight_backward<2>(g32, detail::rounded_float32(n.saved(0), h), p, k) : Tensor(),
-                need_b ? conv_bias_backward(g32) : Tensor()};
-      })) {
+  if (auto node =
+          make_node("ConvolutionBackward0", id, {&x, &w, &b}, [p, in, k, h](Node& n, const Tensor& g) -> TensorList {
+            const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1), need_b = n.needs_input_grad(2);
+            const Tensor g32 = g.to(kFloat32);
+            return {need_x ? conv_input_backward<2>(g32, detail::rounded_float32(n.saved(1), h), p, in) : Tensor(),
+                    need_w ? conv_weight_backward<2>(g32, detail::rounded_float32(n.saved(0), h), p, k) : Tensor(),
+                    need_b ? conv_bias_backward(g32) : Tensor()};
+          })) {
     node->save(detail::lowp_saved(x, h));
     node->save(detail::lowp_saved(w, h));
     set_history(y, node);
@@ -469,10 +483,11 @@ void check_conv_args(const char* op, const Tensor& x, const Tensor& w, const Ten
                      bool lowp) {
   constexpr auto R = static_cast<int64_t>(D);
   GRAFT_CHECK(x.defined() && w.defined(), op, "defined input and weight tensors", "an undefined tensor", "");
-  GRAFT_CHECK(w.dim() == R + 2, op,
-              "weight to be a " + rank_str(R + 2) + " tensor (out_channels, in_channels / groups, " + kernel_dims<D>() + ")",
-              "weight of shape " + shape_str(w.sizes()),
-              "for a 1x1 or single-channel kernel keep all " + std::to_string(R + 2) + " dims");
+  GRAFT_CHECK(
+      w.dim() == R + 2, op,
+      "weight to be a " + rank_str(R + 2) + " tensor (out_channels, in_channels / groups, " + kernel_dims<D>() + ")",
+      "weight of shape " + shape_str(w.sizes()),
+      "for a 1x1 or single-channel kernel keep all " + std::to_string(R + 2) + " dims");
   GRAFT_CHECK(x.dim() == R + 1 || x.dim() == R + 2, op,
               "a " + rank_str(R + 1) + " " + input_layout<D>(false) + " or " + rank_str(R + 2) + " " +
                   input_layout<D>(true) + " input",
@@ -530,13 +545,15 @@ void check_conv_transpose_args(const char* op, const Tensor& x, const Tensor& w,
                                const ConvParams<D>& p, const Dims<D>& output_padding) {
   constexpr auto R = static_cast<int64_t>(D);
   GRAFT_CHECK(x.defined() && w.defined(), op, "defined input and weight tensors", "an undefined tensor", "");
-  GRAFT_CHECK(w.dim() == R + 2, op,
-              "weight to be a " + rank_str(R + 2) + " tensor (in_channels, out_channels / groups, " + kernel_dims<D>() + ")",
-              "weight of shape " + shape_str(w.sizes()), "keep all " + std::to_string(R + 2) + " dims");
+  GRAFT_CHECK(
+      w.dim() == R + 2, op,
+      "weight to be a " + rank_str(R + 2) + " tensor (in_channels, out_channels / groups, " + kernel_dims<D>() + ")",
+      "weight of shape " + shape_str(w.sizes()), "keep all " + std::to_string(R + 2) + " dims");
   GRAFT_CHECK(x.dim() == R + 1 || x.dim() == R + 2, op,
               "a " + rank_str(R + 1) + " " + input_layout<D>(false) + " or " + rank_str(R + 2) + " " +
                   input_layout<D>(true) + " input",
-              "input of shape " + shape_str(x.sizes()), x.dim() == R ? "add a channel dim with input.unsqueeze(0)" : "");
+              "input of shape " + shape_str(x.sizes()),
+              x.dim() == R ? "add a channel dim with input.unsqueeze(0)" : "");
   GRAFT_CHECK(x.is_floating_point() && w.dtype() == x.dtype() && (!b.defined() || b.dtype() == x.dtype()), op,
               "floating-point input, weight and bias of one dtype",
               std::string(dtype_name(x.dtype())) + " input, " + dtype_name(w.dtype()) + " weight" +
@@ -545,8 +562,8 @@ void check_conv_transpose_args(const char* op, const Tensor& x, const Tensor& w,
   GRAFT_CHECK(p.groups > 0, op, "groups > 0", "groups = " + std::to_string(p.groups), "pass groups >= 1");
   const int64_t C = x.size(x.dim() - R - 1);
   GRAFT_CHECK(C == w.size(0) && C % p.groups == 0, op,
-              "input with weight.size(0) = " + std::to_string(w.size(0)) + " channels, divisible by groups = " +
-                  std::to_string(p.groups),
+              "input with weight.size(0) = " + std::to_string(w.size(0)) +
+                  " channels, divisible by groups = " + std::to_string(p.groups),
               "input of shape " + shape_str(x.sizes()) + " for weight of shape " + shape_str(w.sizes()),
               std::string("weight is (in_channels, out_channels / groups, ") + kernel_dims<D>() + ")");
   const int64_t out_channels = w.size(1) * p.groups;
@@ -589,10 +606,11 @@ Tensor run_conv_transpose2d(const Tensor& input, const Tensor& weight, const Ten
   // conv2d maps the output size back onto the input's: the kernel reads x as that conv's output
   // (always so for output_padding < stride, which the checks ensure).
   const auto geo = geometry(weight.size(1) * p.groups, out[0], out[1], weight.size(2), weight.size(3), p);
-  GRAFT_CHECK(geo.out_h == x.size(2) && geo.out_w == x.size(3), ops::op_name(id),
-              "an output size conv2d maps back to the input's",
-              "output " + std::to_string(out[0]) + " x " + std::to_string(out[1]) + " for input " + shape_str(x.sizes()),
-              "check stride, padding and output_padding");
+  GRAFT_CHECK(
+      geo.out_h == x.size(2) && geo.out_w == x.size(3), ops::op_name(id),
+      "an output size conv2d maps back to the input's",
+      "output " + std::to_string(out[0]) + " x " + std::to_string(out[1]) + " for input " + shape_str(x.sizes()),
+      "check stride, padding and output_padding");
   const Tensor y = conv_transpose_op(x, weight, bias, p, out[0], out[1], id);
   return input.dim() == 3 ? y.squeeze(0) : y;
 }

@@ -212,14 +212,15 @@ Tensor max_pool_backward(const Tensor& g, const Tensor& idx, int64_t H, int64_t 
         }
     });
   }
-  if (auto node = autograd::make_node(name, autograd::ForwardOp::unlisted(op), {&g}, [](Node& n, const Tensor& gg) -> TensorList {
-        // d g = gg at the argmax positions
-        const Tensor ix = n.saved(0);
-        const int64_t N = ix.size(0), C = ix.size(1);
-        return {gg.reshape({N, C, gg.size(2) * gg.size(3)})
-                    .gather(2, ix.reshape({N, C, ix.size(2) * ix.size(3)}))
-                    .reshape(ix.sizes())};
-      })) {
+  if (auto node = autograd::make_node(name, autograd::ForwardOp::unlisted(op), {&g},
+                                      [](Node& n, const Tensor& gg) -> TensorList {
+                                        // d g = gg at the argmax positions
+                                        const Tensor ix = n.saved(0);
+                                        const int64_t N = ix.size(0), C = ix.size(1);
+                                        return {gg.reshape({N, C, gg.size(2) * gg.size(3)})
+                                                    .gather(2, ix.reshape({N, C, ix.size(2) * ix.size(3)}))
+                                                    .reshape(ix.sizes())};
+                                      })) {
     node->save(idx);
     set_history(gx, node);
   }
@@ -437,10 +438,11 @@ std::tuple<Tensor, Tensor> adaptive_max_op(const Tensor& x4, int64_t oH, int64_t
       }
     });
   }
-  if (auto node = make_node("AdaptiveMaxPool2DBackward0", OpId::adaptive_max_pool2d, {&x4}, [H, W](Node& n, const Tensor& g) -> TensorList {
-        return {max_pool_backward(g, n.saved(0), H, W, "AdaptiveMaxPool2DBackwardBackward0",
-                                  "adaptive_max_pool2d_backward")};
-      })) {
+  if (auto node = make_node("AdaptiveMaxPool2DBackward0", OpId::adaptive_max_pool2d, {&x4},
+                            [H, W](Node& n, const Tensor& g) -> TensorList {
+                              return {max_pool_backward(g, n.saved(0), H, W, "AdaptiveMaxPool2DBackwardBackward0",
+                                                        "adaptive_max_pool2d_backward")};
+                            })) {
     node->save(idx);
     set_history(y, node);
   }
@@ -455,8 +457,8 @@ std::tuple<Tensor, Tensor> adaptive_max_op(const Tensor& x4, int64_t oH, int64_t
 // (forward op max_pool1d / avg_pool1d / adaptive_avg_pool1d) between an unsqueeze and a squeeze.
 
 int64_t single(IntArrayRef v, const char* op, const char* name) {
-  GRAFT_CHECK(v.size() == 1, op, std::string(name) + " of 1 value", std::string(name) + " of " +
-              std::to_string(v.size()) + " values", "a 1-D pool takes one value per size");
+  GRAFT_CHECK(v.size() == 1, op, std::string(name) + " of 1 value",
+              std::string(name) + " of " + std::to_string(v.size()) + " values", "a 1-D pool takes one value per size");
   return v[0];
 }
 
@@ -488,9 +490,10 @@ PoolGeom make_geom1d(const Tensor& x, IntArrayRef kernel_arg, IntArrayRef stride
   GRAFT_CHECK(p >= 0, op, "a non-negative padding", args, "pass padding >= 0");
   GRAFT_CHECK(p <= k / 2, op, "padding at most half of kernel_size", args, "lower the padding or enlarge the kernel");
   const int64_t out = pool_out_size(x.size(-1), k, p, s, d, ceil_mode);
-  GRAFT_CHECK(out >= 1, op, "an input large enough for at least one window (output size >= 1)",
-              "input of shape " + shape_str(x.sizes()) + " giving output size " + std::to_string(out) + " (" + args + ")",
-              "Output size is too small: use a smaller kernel or more padding");
+  GRAFT_CHECK(
+      out >= 1, op, "an input large enough for at least one window (output size >= 1)",
+      "input of shape " + shape_str(x.sizes()) + " giving output size " + std::to_string(out) + " (" + args + ")",
+      "Output size is too small: use a smaller kernel or more padding");
   return make_geom(x.unsqueeze(-2), {1, k}, {1, s}, {0, p}, {1, d}, ceil_mode, op);
 }
 
@@ -564,8 +567,8 @@ Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
   return unbatched_like(y, x).squeeze(-2);
 }
 
-Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
-                  bool ceil_mode, bool count_include_pad) {
+Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                  bool count_include_pad) {
   const char* op = "avg_pool1d";
   const PoolGeom geom = make_geom1d(input, kernel_size, stride, padding, 1, ceil_mode, op);
   const Tensor x = input.unsqueeze(-2);

@@ -56,9 +56,10 @@ TEST(Conv1dModule, OptionsShapesForwardAndRepr) {
   EXPECT_EQ(conv->bias.sizes().vec(), (std::vector<int64_t>{6}));
   EXPECT_EQ(keys(*conv), (std::vector<std::string>{"weight", "bias"}));
   const Tensor x = rnd({2, 4, 9}, 2);
-  EXPECT_TRUE(all_close(conv(x), F::conv1d(x, conv->weight, F::Conv1dFuncOptions().bias(conv->bias).stride(2)
-                                                                  .padding(1).dilation(2).groups(2)),
-                        0, 0));
+  EXPECT_TRUE(all_close(
+      conv(x),
+      F::conv1d(x, conv->weight, F::Conv1dFuncOptions().bias(conv->bias).stride(2).padding(1).dilation(2).groups(2)), 0,
+      0));
   EXPECT_EQ(conv(x).sizes().vec(), (std::vector<int64_t>{2, 6, 4}));
   EXPECT_EQ(repr(*conv), "Conv1d(4, 6, kernel_size=(3,), stride=(2,), padding=(1,), dilation=(2,), groups=2)");
   nn::Conv1d plain(3, 8, 5);
@@ -83,9 +84,9 @@ TEST(Conv3dModule, OptionsShapesForwardAndRepr) {
   EXPECT_EQ(keys(*conv), (std::vector<std::string>{"weight", "bias"}));
   const Tensor x = rnd({2, 4, 4, 5, 3}, 5);
   const Tensor y = conv(x);
-  EXPECT_TRUE(all_close(y, F::conv3d(x, conv->weight, F::Conv3dFuncOptions().bias(conv->bias).stride({1, 2, 1})
-                                                          .padding(1).groups(2)),
-                        0, 0));
+  EXPECT_TRUE(all_close(
+      y, F::conv3d(x, conv->weight, F::Conv3dFuncOptions().bias(conv->bias).stride({1, 2, 1}).padding(1).groups(2)), 0,
+      0));
   EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{2, 2, 4, 3, 5}));
   EXPECT_EQ(repr(*conv), "Conv3d(4, 2, kernel_size=(3, 2, 1), stride=(1, 2, 1), padding=(1, 1, 1), groups=2)");
   nn::Conv3d plain(2, 16, 3);
@@ -109,9 +110,12 @@ TEST(ConvTranspose1dModule, OptionsShapesForwardAndRepr) {
   const Tensor y = up(x);
   // (5 - 1) * 2 - 2 + 3 + 1 + 1 = 11
   EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{2, 6, 11}));
-  EXPECT_TRUE(all_close(y, F::conv_transpose1d(x, up->weight, F::ConvTranspose1dFuncOptions().bias(up->bias).stride(2)
-                                                                  .padding(1).output_padding(1).groups(2)),
-                        0, 0));
+  EXPECT_TRUE(
+      all_close(y,
+                F::conv_transpose1d(
+                    x, up->weight,
+                    F::ConvTranspose1dFuncOptions().bias(up->bias).stride(2).padding(1).output_padding(1).groups(2)),
+                0, 0));
   EXPECT_EQ(repr(*up),
             "ConvTranspose1d(4, 6, kernel_size=(4,), stride=(2,), padding=(1,), output_padding=(1,), groups=2)");
   nn::ConvTranspose1d plain(nn::ConvTranspose1dOptions(5, 8, 3).bias(false));
@@ -127,8 +131,8 @@ TEST(Pool1dModules, ForwardAndRepr) {
   EXPECT_EQ(repr(*mp), "MaxPool1d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)");
   EXPECT_EQ(repr(*nn::MaxPool1d(2)), "MaxPool1d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)");
   nn::AvgPool1d ap(nn::AvgPool1dOptions(3).stride(2).count_include_pad(false).padding(1));
-  EXPECT_TRUE(all_close(ap(x), F::avg_pool1d(x, F::AvgPool1dFuncOptions(3).stride(2).padding(1).count_include_pad(false)),
-                        0, 0));
+  EXPECT_TRUE(all_close(
+      ap(x), F::avg_pool1d(x, F::AvgPool1dFuncOptions(3).stride(2).padding(1).count_include_pad(false)), 0, 0));
   EXPECT_EQ(repr(*ap), "AvgPool1d(kernel_size=(3,), stride=(2,), padding=(1,))");
   nn::AdaptiveAvgPool1d aap(4);
   EXPECT_EQ(aap(x).sizes().vec(), (std::vector<int64_t>{2, 3, 4}));

@@ -80,7 +80,8 @@ Tensor ref_conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& b, c
   std::vector<double> out(static_cast<size_t>(N * O * oL));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t o = 0; o < O; ++o)
-      for (int64_t l = 0; l < oL; ++l) out[static_cast<size_t>((n * O + o) * oL + l)] = vb.empty() ? 0.0 : vb[static_cast<size_t>(o)];
+      for (int64_t l = 0; l < oL; ++l)
+        out[static_cast<size_t>((n * O + o) * oL + l)] = vb.empty() ? 0.0 : vb[static_cast<size_t>(o)];
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t l = 0; l < L; ++l)
@@ -97,41 +98,52 @@ Tensor ref_conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& b, c
 
 // samples: {x, w, b} (bias) or {x, w} (no bias)
 OpRecord conv1d_record(std::string variant, NdArgs a, Specs samples) {
-  return {.name = "conv1d", .variant = std::move(variant),
-          .fn = [a](const TensorList& t) {
-            return F::conv1d(t[0], t[1],
-                             F::Conv1dFuncOptions().bias(t.size() > 2 ? t[2] : Tensor()).stride(a.s[0]).padding(a.p[0])
-                                 .dilation(a.d[0]).groups(a.groups));
-          },
+  return {.name = "conv1d",
+          .variant = std::move(variant),
+          .fn =
+              [a](const TensorList& t) {
+                return F::conv1d(t[0], t[1],
+                                 F::Conv1dFuncOptions()
+                                     .bias(t.size() > 2 ? t[2] : Tensor())
+                                     .stride(a.s[0])
+                                     .padding(a.p[0])
+                                     .dilation(a.d[0])
+                                     .groups(a.groups));
+              },
           .reference = [a](const TensorList& t) { return ref_conv_nd(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a); },
           .samples = lazy_samples(std::move(samples))};
 }
 
 OpRecord conv3d_record(std::string variant, NdArgs a, Specs samples) {
-  return {.name = "conv3d", .variant = std::move(variant),
-          .fn = [a](const TensorList& t) {
-            // ATen's spelling (the functional one is checked by the module tests)
-            return graft::conv3d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a.s, a.p, a.d, a.groups);
-          },
+  return {.name = "conv3d",
+          .variant = std::move(variant),
+          .fn =
+              [a](const TensorList& t) {
+                // ATen's spelling (the functional one is checked by the module tests)
+                return graft::conv3d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a.s, a.p, a.d, a.groups);
+              },
           .reference = [a](const TensorList& t) { return ref_conv_nd(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a); },
           .samples = lazy_samples(std::move(samples))};
 }
 
 OpRecord conv_transpose1d_record(std::string variant, NdArgs a, int64_t op, Specs samples) {
-  return {.name = "conv_transpose1d", .variant = std::move(variant),
-          .fn = [a, op](const TensorList& t) {
-            return F::conv_transpose1d(t[0], t[1],
-                                       F::ConvTranspose1dFuncOptions()
-                                           .bias(t.size() > 2 ? t[2] : Tensor())
-                                           .stride(a.s[0])
-                                           .padding(a.p[0])
-                                           .output_padding(op)
-                                           .groups(a.groups)
-                                           .dilation(a.d[0]));
-          },
-          .reference = [a, op](const TensorList& t) {
-            return ref_conv_transpose1d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a, op);
-          },
+  return {.name = "conv_transpose1d",
+          .variant = std::move(variant),
+          .fn =
+              [a, op](const TensorList& t) {
+                return F::conv_transpose1d(t[0], t[1],
+                                           F::ConvTranspose1dFuncOptions()
+                                               .bias(t.size() > 2 ? t[2] : Tensor())
+                                               .stride(a.s[0])
+                                               .padding(a.p[0])
+                                               .output_padding(op)
+                                               .groups(a.groups)
+                                               .dilation(a.d[0]));
+              },
+          .reference =
+              [a, op](const TensorList& t) {
+                return ref_conv_transpose1d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a, op);
+              },
           .samples = lazy_samples(std::move(samples))};
 }
 
@@ -144,48 +156,106 @@ GRAFT_OP_RECORDS(conv_nd) {
   std::vector<OpRecord> recs;
   recs.push_back(conv1d_record("basic", k1, {{S({2, 3, 7}, 1), S({4, 3, 3}, 2), S({4}, 3)}}));
   recs.back().errors = {
-      {[] { F::conv1d(zeros({3}), zeros({2, 3, 1})); }, {"conv1d", "[3]", "2-D", "3-D", "(N, C, L)"}},
-      {[] { F::conv1d(zeros({1, 3, 4}), zeros({2, 3, 1, 1})); }, {"conv1d", "weight", "3-D", "[2, 3, 1, 1]"}},
-      {[] { F::conv1d(zeros({1, 4, 5}), zeros({2, 3, 3})); }, {"conv1d", "3 channels", "4 channels", "[1, 4, 5]"}},
-      {[] { F::conv1d(zeros({1, 1, 2}), zeros({1, 1, 3})); },
+      {[] {
+         F::conv1d(zeros({3}), zeros({2, 3, 1}));
+       },
+       {"conv1d", "[3]", "2-D", "3-D", "(N, C, L)"}},
+      {[] {
+         F::conv1d(zeros({1, 3, 4}), zeros({2, 3, 1, 1}));
+       },
+       {"conv1d", "weight", "3-D", "[2, 3, 1, 1]"}},
+      {[] {
+         F::conv1d(zeros({1, 4, 5}), zeros({2, 3, 3}));
+       },
+       {"conv1d", "3 channels", "4 channels", "[1, 4, 5]"}},
+      {[] {
+         F::conv1d(zeros({1, 1, 2}), zeros({1, 1, 3}));
+       },
        {"conv1d", "kernel no larger than the padded input", "length: padded input size 2", "kernel size 3"}},
-      {[] { F::conv1d(zeros({1, 1, 5}), zeros({1, 1, 3}), F::Conv1dFuncOptions().dilation(3)); },
+      {[] {
+         F::conv1d(zeros({1, 1, 5}), zeros({1, 1, 3}), F::Conv1dFuncOptions().dilation(3));
+       },
        {"conv1d", "kernel size 7", "dilation (3)"}},
-      {[] { F::conv1d(zeros({1, 1, 5}), zeros({1, 1, 3}), F::Conv1dFuncOptions().stride(0)); },
+      {[] {
+         F::conv1d(zeros({1, 1, 5}), zeros({1, 1, 3}), F::Conv1dFuncOptions().stride(0));
+       },
        {"conv1d", "positive stride", "(0)"}},
-      {[] { F::conv1d(zeros({1, 1, 5}), zeros({1, 1, 3}), F::Conv1dFuncOptions().padding(-1)); },
+      {[] {
+         F::conv1d(zeros({1, 1, 5}), zeros({1, 1, 3}), F::Conv1dFuncOptions().padding(-1));
+       },
        {"conv1d", "non-negative padding", "(-1)"}},
-      {[] { F::conv1d(zeros({1, 4, 5}), zeros({3, 2, 3}), F::Conv1dFuncOptions().groups(2)); },
+      {[] {
+         F::conv1d(zeros({1, 4, 5}), zeros({3, 2, 3}), F::Conv1dFuncOptions().groups(2));
+       },
        {"conv1d", "out_channels", "divisible by groups", "groups = 2"}},
-      {[] { F::conv1d(zeros({1, 3, 5}), zeros({2, 3, 3}), F::Conv1dFuncOptions().groups(0)); },
+      {[] {
+         F::conv1d(zeros({1, 3, 5}), zeros({2, 3, 3}), F::Conv1dFuncOptions().groups(0));
+       },
        {"conv1d", "groups > 0"}},
-      {[] { F::conv1d(zeros({1, 3, 5}), zeros({2, 3, 3}), F::Conv1dFuncOptions().bias(zeros({3}))); },
+      {[] {
+         F::conv1d(zeros({1, 3, 5}), zeros({2, 3, 3}), F::Conv1dFuncOptions().bias(zeros({3})));
+       },
        {"conv1d", "bias of shape [2]", "[3]"}},
-      {[] { F::conv1d(zeros({1, 3, 5}), zeros({2, 3, 3}, kFloat64)); }, {"conv1d", "same dtype", "float64"}},
-      {[] { F::conv1d(zeros({1, 3, 5}, kInt64), zeros({2, 3, 3}, kInt64)); }, {"conv1d", "floating-point", "int64"}},
-      {[] { graft::conv1d(zeros({1, 3, 5}), zeros({2, 3, 3}), {}, {1, 2}); }, {"conv1d", "stride of 1 value", "2 values"}},
-      {[] { F::Conv1dFuncOptions().stride({1, 2}); }, {"ExpandingArray", "2 values"}},
+      {[] {
+         F::conv1d(zeros({1, 3, 5}), zeros({2, 3, 3}, kFloat64));
+       },
+       {"conv1d", "same dtype", "float64"}},
+      {[] {
+         F::conv1d(zeros({1, 3, 5}, kInt64), zeros({2, 3, 3}, kInt64));
+       },
+       {"conv1d", "floating-point", "int64"}},
+      {[] {
+         graft::conv1d(zeros({1, 3, 5}), zeros({2, 3, 3}), {}, {1, 2});
+       },
+       {"conv1d", "stride of 1 value", "2 values"}},
+      {[] {
+         F::Conv1dFuncOptions().stride({1, 2});
+       },
+       {"ExpandingArray", "2 values"}},
   };
-  recs.push_back(conv1d_record("stride_padding_dilation", {{2}, {2}, {2}}, {{S({2, 2, 9}, 4), S({3, 2, 3}, 5), S({3}, 6)}}));
+  recs.push_back(
+      conv1d_record("stride_padding_dilation", {{2}, {2}, {2}}, {{S({2, 2, 9}, 4), S({3, 2, 3}, 5), S({3}, 6)}}));
   recs.push_back(conv1d_record("groups", {{1}, {1}, {1}, 2}, {{S({1, 4, 6}, 7), S({6, 2, 3}, 8), S({6}, 9)}}));
   recs.push_back(conv1d_record("unbatched_no_bias", {{2}, {0}, {1}}, {{S({3, 6}, 10), S({2, 3, 2}, 11)}}));
   recs.push_back(conv1d_record("1x1", k1, {{S({2, 3, 4}, 12), S({2, 3, 1}, 13), S({2}, 14)}}));
 
   recs.push_back(conv3d_record("basic", k3, {{S({2, 2, 4, 4, 3}, 21), S({3, 2, 2, 3, 2}, 22), S({3}, 23)}}));
   recs.back().errors = {
-      {[] { F::conv3d(zeros({3, 4, 4}), zeros({2, 3, 1, 1, 1})); }, {"conv3d", "[3, 4, 4]", "4-D", "5-D", "(N, C, D, H, W)"}},
-      {[] { F::conv3d(zeros({1, 3, 4, 4, 4}), zeros({2, 3, 1, 1})); }, {"conv3d", "weight", "5-D", "[2, 3, 1, 1]"}},
-      {[] { F::conv3d(zeros({1, 4, 3, 3, 3}), zeros({2, 3, 1, 1, 1})); }, {"conv3d", "3 channels", "4 channels"}},
-      {[] { F::conv3d(zeros({1, 1, 2, 4, 4}), zeros({1, 1, 3, 1, 1})); },
+      {[] {
+         F::conv3d(zeros({3, 4, 4}), zeros({2, 3, 1, 1, 1}));
+       },
+       {"conv3d", "[3, 4, 4]", "4-D", "5-D", "(N, C, D, H, W)"}},
+      {[] {
+         F::conv3d(zeros({1, 3, 4, 4, 4}), zeros({2, 3, 1, 1}));
+       },
+       {"conv3d", "weight", "5-D", "[2, 3, 1, 1]"}},
+      {[] {
+         F::conv3d(zeros({1, 4, 3, 3, 3}), zeros({2, 3, 1, 1, 1}));
+       },
+       {"conv3d", "3 channels", "4 channels"}},
+      {[] {
+         F::conv3d(zeros({1, 1, 2, 4, 4}), zeros({1, 1, 3, 1, 1}));
+       },
        {"conv3d", "depth: padded input size 2", "kernel size 3"}},
-      {[] { F::conv3d(zeros({1, 1, 4, 4, 4}), zeros({1, 1, 1, 1, 1}), F::Conv3dFuncOptions().dilation({1, 0, 1})); },
+      {[] {
+         F::conv3d(zeros({1, 1, 4, 4, 4}), zeros({1, 1, 1, 1, 1}), F::Conv3dFuncOptions().dilation({1, 0, 1}));
+       },
        {"conv3d", "positive dilation", "(1, 0, 1)"}},
-      {[] { F::conv3d(zeros({1, 1, 4, 4, 4}), zeros({1, 1, 1, 1, 1}), F::Conv3dFuncOptions().stride({1, 1, -1})); },
+      {[] {
+         F::conv3d(zeros({1, 1, 4, 4, 4}), zeros({1, 1, 1, 1, 1}), F::Conv3dFuncOptions().stride({1, 1, -1}));
+       },
        {"conv3d", "positive stride", "(1, 1, -1)"}},
-      {[] { F::conv3d(zeros({1, 3, 4, 4, 4}), zeros({2, 1, 1, 1, 1}), F::Conv3dFuncOptions().groups(2)); },
+      {[] {
+         F::conv3d(zeros({1, 3, 4, 4, 4}), zeros({2, 1, 1, 1, 1}), F::Conv3dFuncOptions().groups(2));
+       },
        {"conv3d", "in_channels", "divisible by groups"}},
-      {[] { F::conv3d(zeros({1, 3, 4, 4, 4}, kInt64), zeros({2, 3, 1, 1, 1}, kInt64)); }, {"conv3d", "floating-point"}},
-      {[] { graft::conv3d(zeros({1, 1, 4, 4, 4}), zeros({1, 1, 1, 1, 1}), {}, {1, 2}); },
+      {[] {
+         F::conv3d(zeros({1, 3, 4, 4, 4}, kInt64), zeros({2, 3, 1, 1, 1}, kInt64));
+       },
+       {"conv3d", "floating-point"}},
+      {[] {
+         graft::conv3d(zeros({1, 1, 4, 4, 4}), zeros({1, 1, 1, 1, 1}), {}, {1, 2});
+       },
        {"conv3d", "stride of 1 or 3 values", "2 values"}},
   };
   recs.push_back(conv3d_record("stride_padding_dilation", {{2, 1, 2}, {1, 0, 1}, {1, 2, 1}},
@@ -197,20 +267,40 @@ GRAFT_OP_RECORDS(conv_nd) {
 
   recs.push_back(conv_transpose1d_record("basic", k1, 0, {{S({2, 3, 4}, 41), S({3, 2, 3}, 42), S({2}, 43)}}));
   recs.back().errors = {
-      {[] { F::conv_transpose1d(zeros({3}), zeros({3, 2, 1})); }, {"conv_transpose1d", "[3]", "2-D", "3-D"}},
-      {[] { F::conv_transpose1d(zeros({1, 3, 4}), zeros({3, 2, 1, 1})); }, {"conv_transpose1d", "weight", "3-D"}},
-      {[] { F::conv_transpose1d(zeros({1, 4, 5}), zeros({3, 2, 3})); }, {"conv_transpose1d", "weight.size(0) = 3"}},
-      {[] { F::conv_transpose1d(zeros({1, 3, 5}), zeros({3, 2, 3}), F::ConvTranspose1dFuncOptions().bias(zeros({3}))); },
+      {[] {
+         F::conv_transpose1d(zeros({3}), zeros({3, 2, 1}));
+       },
+       {"conv_transpose1d", "[3]", "2-D", "3-D"}},
+      {[] {
+         F::conv_transpose1d(zeros({1, 3, 4}), zeros({3, 2, 1, 1}));
+       },
+       {"conv_transpose1d", "weight", "3-D"}},
+      {[] {
+         F::conv_transpose1d(zeros({1, 4, 5}), zeros({3, 2, 3}));
+       },
+       {"conv_transpose1d", "weight.size(0) = 3"}},
+      {[] {
+         F::conv_transpose1d(zeros({1, 3, 5}), zeros({3, 2, 3}), F::ConvTranspose1dFuncOptions().bias(zeros({3})));
+       },
        {"conv_transpose1d", "bias of shape [2]"}},
-      {[] { F::conv_transpose1d(zeros({1, 3, 5}), zeros({3, 2, 3}), F::ConvTranspose1dFuncOptions().stride(2).output_padding(2)); },
+      {[] {
+         F::conv_transpose1d(zeros({1, 3, 5}), zeros({3, 2, 3}),
+                             F::ConvTranspose1dFuncOptions().stride(2).output_padding(2));
+       },
        {"conv_transpose1d", "output_padding smaller than stride", "(2)"}},
-      {[] { F::conv_transpose1d(zeros({1, 3, 2}), zeros({3, 2, 1}), F::ConvTranspose1dFuncOptions().padding(1)); },
+      {[] {
+         F::conv_transpose1d(zeros({1, 3, 2}), zeros({3, 2, 1}), F::ConvTranspose1dFuncOptions().padding(1));
+       },
        {"conv_transpose1d", "positive output size", "length 0"}},
-      {[] { F::conv_transpose1d(zeros({1, 3, 5}), zeros({3, 2, 3}, kFloat64)); }, {"conv_transpose1d", "one dtype"}},
+      {[] {
+         F::conv_transpose1d(zeros({1, 3, 5}), zeros({3, 2, 3}, kFloat64));
+       },
+       {"conv_transpose1d", "one dtype"}},
   };
   recs.push_back(conv_transpose1d_record("stride_padding_output_padding_dilation", {{2}, {1}, {2}}, 1,
                                          {{S({2, 2, 4}, 44), S({2, 3, 3}, 45), S({3}, 46)}}));
-  recs.push_back(conv_transpose1d_record("groups", {{1}, {1}, {1}, 2}, 0, {{S({1, 4, 3}, 47), S({4, 1, 2}, 48), S({2}, 49)}}));
+  recs.push_back(
+      conv_transpose1d_record("groups", {{1}, {1}, {1}, 2}, 0, {{S({1, 4, 3}, 47), S({4, 1, 2}, 48), S({2}, 49)}}));
   recs.push_back(conv_transpose1d_record("unbatched_no_bias", {{3}, {0}, {1}}, 2, {{S({2, 3}, 50), S({2, 2, 2}, 51)}}));
   return recs;
 }

@@ -111,34 +111,45 @@ Tensor ref_adaptive_max2d(const Tensor& x, int64_t oH, int64_t oW) {
 }
 
 OpRecord max1d_record(std::string variant, Pool1dArgs a, Specs samples) {
-  return {.name = "max_pool1d", .variant = std::move(variant),
-          .fn = [a](const TensorList& t) {
-            return F::max_pool1d(t[0], F::MaxPool1dFuncOptions(a.k).stride(a.s).padding(a.p).dilation(a.d).ceil_mode(a.ceil));
-          },
+  return {.name = "max_pool1d",
+          .variant = std::move(variant),
+          .fn =
+              [a](const TensorList& t) {
+                return F::max_pool1d(
+                    t[0], F::MaxPool1dFuncOptions(a.k).stride(a.s).padding(a.p).dilation(a.d).ceil_mode(a.ceil));
+              },
           .reference = [a](const TensorList& t) { return ref_max_pool1d(t[0], a); },
           .samples = lazy_samples(std::move(samples))};
 }
 
 OpRecord avg1d_record(std::string variant, Pool1dArgs a, Specs samples) {
-  return {.name = "avg_pool1d", .variant = std::move(variant),
-          .fn = [a](const TensorList& t) {
-            return F::avg_pool1d(t[0], F::AvgPool1dFuncOptions(a.k).stride(a.s).padding(a.p).ceil_mode(a.ceil)
-                                           .count_include_pad(a.count_include_pad));
-          },
+  return {.name = "avg_pool1d",
+          .variant = std::move(variant),
+          .fn =
+              [a](const TensorList& t) {
+                return F::avg_pool1d(
+                    t[0], F::AvgPool1dFuncOptions(a.k).stride(a.s).padding(a.p).ceil_mode(a.ceil).count_include_pad(
+                              a.count_include_pad));
+              },
           .reference = [a](const TensorList& t) { return ref_avg_pool1d(t[0], a); },
           .samples = lazy_samples(std::move(samples))};
 }
 
 OpRecord adaptive_avg1d_record(std::string variant, int64_t n, Specs samples) {
-  return {.name = "adaptive_avg_pool1d", .variant = std::move(variant),
+  return {.name = "adaptive_avg_pool1d",
+          .variant = std::move(variant),
           .fn = [n](const TensorList& t) { return F::adaptive_avg_pool1d(t[0], n); },
           .reference = [n](const TensorList& t) { return ref_adaptive_avg1d(t[0], n); },
           .samples = lazy_samples(std::move(samples))};
 }
 
 OpRecord adaptive_max2d_record(std::string variant, int64_t oH, int64_t oW, Specs samples) {
-  return {.name = "adaptive_max_pool2d", .variant = std::move(variant),
-          .fn = [oH, oW](const TensorList& t) { return std::get<0>(graft::adaptive_max_pool2d(t[0], {oH, oW})); },
+  return {.name = "adaptive_max_pool2d",
+          .variant = std::move(variant),
+          .fn =
+              [oH, oW](const TensorList& t) {
+                return std::get<0>(graft::adaptive_max_pool2d(t[0], {oH, oW}));
+              },
           .reference = [oH, oW](const TensorList& t) { return ref_adaptive_max2d(t[0], oH, oW); },
           .samples = lazy_samples(std::move(samples))};
 }
@@ -146,9 +157,18 @@ OpRecord adaptive_max2d_record(std::string variant, int64_t oH, int64_t oW, Spec
 // Shared shape errors for a 1-D pool called as f(input).
 std::vector<ErrorCase> input_errors_1d(const char* op, std::function<void(const Tensor&)> f) {
   return {{[f] { f(zeros({4})); }, {op, "[4]", "2-D", "3-D", "(N, C, L)"}},
-          {[f] { f(zeros({1, 1, 1, 4})); }, {op, "[1, 1, 1, 4]", "4-D"}},
-          {[f] { f(zeros({1, 1, 4}, kInt64)); }, {op, "floating-point", "int64"}},
-          {[f] { f(zeros({1, 0, 4})); }, {op, "non-zero sizes", "[1, 0, 4]"}}};
+          {[f] {
+             f(zeros({1, 1, 1, 4}));
+           },
+           {op, "[1, 1, 1, 4]", "4-D"}},
+          {[f] {
+             f(zeros({1, 1, 4}, kInt64));
+           },
+           {op, "floating-point", "int64"}},
+          {[f] {
+             f(zeros({1, 0, 4}));
+           },
+           {op, "non-zero sizes", "[1, 0, 4]"}}};
 }
 
 }  // namespace
@@ -157,14 +177,30 @@ GRAFT_OP_RECORDS(pooling_nd) {
   std::vector<OpRecord> recs;
   recs.push_back(max1d_record("basic", {.k = 2, .s = 2}, {{S({2, 3, 6}, 1)}, {S({1, 1, 7}, 2)}}));
   recs.back().errors = input_errors_1d("max_pool1d", [](const Tensor& x) { F::max_pool1d(x, 2); });
-  for (ErrorCase e : std::vector<ErrorCase>{
-           {[] { F::max_pool1d(zeros({1, 1, 4}), 0); }, {"max_pool1d", "positive kernel_size", "kernel_size 0"}},
-           {[] { F::max_pool1d(zeros({1, 1, 4}), F::MaxPool1dFuncOptions(2).stride(0)); }, {"max_pool1d", "positive stride"}},
-           {[] { F::max_pool1d(zeros({1, 1, 4}), F::MaxPool1dFuncOptions(3).padding(2)); },
-            {"max_pool1d", "padding at most half of kernel_size", "padding 2"}},
-           {[] { F::max_pool1d(zeros({1, 1, 4}), F::MaxPool1dFuncOptions(3).dilation(0)); }, {"max_pool1d", "positive dilation"}},
-           {[] { F::max_pool1d(zeros({1, 1, 2}), 3); }, {"max_pool1d", "[1, 1, 2]", "output size 0", "Output size is too small"}},
-           {[] { graft::max_pool1d(zeros({1, 1, 4}), {2, 2}); }, {"max_pool1d", "kernel_size of 1 value", "2 values"}}})
+  for (ErrorCase e : std::vector<ErrorCase>{{[] {
+                                               F::max_pool1d(zeros({1, 1, 4}), 0);
+                                             },
+                                             {"max_pool1d", "positive kernel_size", "kernel_size 0"}},
+                                            {[] {
+                                               F::max_pool1d(zeros({1, 1, 4}), F::MaxPool1dFuncOptions(2).stride(0));
+                                             },
+                                             {"max_pool1d", "positive stride"}},
+                                            {[] {
+                                               F::max_pool1d(zeros({1, 1, 4}), F::MaxPool1dFuncOptions(3).padding(2));
+                                             },
+                                             {"max_pool1d", "padding at most half of kernel_size", "padding 2"}},
+                                            {[] {
+                                               F::max_pool1d(zeros({1, 1, 4}), F::MaxPool1dFuncOptions(3).dilation(0));
+                                             },
+                                             {"max_pool1d", "positive dilation"}},
+                                            {[] {
+                                               F::max_pool1d(zeros({1, 1, 2}), 3);
+                                             },
+                                             {"max_pool1d", "[1, 1, 2]", "output size 0", "Output size is too small"}},
+                                            {[] {
+                                               graft::max_pool1d(zeros({1, 1, 4}), {2, 2});
+                                             },
+                                             {"max_pool1d", "kernel_size of 1 value", "2 values"}}})
     recs.back().errors.push_back(e);
   recs.push_back(max1d_record("stride_padding_dilation", {.k = 3, .s = 2, .p = 1, .d = 2}, {{S({2, 2, 9}, 3)}}));
   recs.push_back(max1d_record("ceil_mode", {.k = 3, .s = 2, .p = 1, .ceil = true}, {{S({1, 2, 6}, 4)}}));
@@ -172,32 +208,54 @@ GRAFT_OP_RECORDS(pooling_nd) {
 
   recs.push_back(avg1d_record("basic", {.k = 2, .s = 2}, {{S({2, 3, 6}, 11)}, {S({1, 1, 5}, 12)}}));
   recs.back().errors = input_errors_1d("avg_pool1d", [](const Tensor& x) { F::avg_pool1d(x, 2); });
-  for (ErrorCase e : std::vector<ErrorCase>{
-           {[] { F::avg_pool1d(zeros({1, 1, 4}), F::AvgPool1dFuncOptions(2).stride(-1)); }, {"avg_pool1d", "positive stride"}},
-           {[] { F::avg_pool1d(zeros({1, 1, 4}), F::AvgPool1dFuncOptions(2).padding(2)); },
-            {"avg_pool1d", "padding at most half of kernel_size"}},
-           {[] { F::avg_pool1d(zeros({1, 1, 1}), 2); }, {"avg_pool1d", "[1, 1, 1]", "Output size is too small"}}})
+  for (ErrorCase e : std::vector<ErrorCase>{{[] {
+                                               F::avg_pool1d(zeros({1, 1, 4}), F::AvgPool1dFuncOptions(2).stride(-1));
+                                             },
+                                             {"avg_pool1d", "positive stride"}},
+                                            {[] {
+                                               F::avg_pool1d(zeros({1, 1, 4}), F::AvgPool1dFuncOptions(2).padding(2));
+                                             },
+                                             {"avg_pool1d", "padding at most half of kernel_size"}},
+                                            {[] {
+                                               F::avg_pool1d(zeros({1, 1, 1}), 2);
+                                             },
+                                             {"avg_pool1d", "[1, 1, 1]", "Output size is too small"}}})
     recs.back().errors.push_back(e);
   recs.push_back(avg1d_record("padding", {.k = 3, .s = 2, .p = 1}, {{S({1, 2, 7}, 13)}}));
-  recs.push_back(avg1d_record("exclude_pad", {.k = 3, .s = 2, .p = 1, .count_include_pad = false}, {{S({1, 2, 6}, 14)}}));
+  recs.push_back(
+      avg1d_record("exclude_pad", {.k = 3, .s = 2, .p = 1, .count_include_pad = false}, {{S({1, 2, 6}, 14)}}));
   recs.push_back(avg1d_record("ceil_mode_padding", {.k = 3, .s = 2, .p = 1, .ceil = true}, {{S({1, 1, 6}, 15)}}));
-  recs.push_back(avg1d_record("ceil_mode_padding_exclude", {.k = 3, .s = 2, .p = 1, .ceil = true, .count_include_pad = false},
+  recs.push_back(avg1d_record("ceil_mode_padding_exclude",
+                              {.k = 3, .s = 2, .p = 1, .ceil = true, .count_include_pad = false},
                               {{S({1, 1, 6}, 16)}}));
   recs.push_back(avg1d_record("unbatched", {.k = 3, .s = 1}, {{S({2, 5}, 17)}}));
 
   recs.push_back(adaptive_avg1d_record("downsample", 3, {{S({2, 2, 7}, 21)}, {S({1, 1, 5}, 22)}}));
   recs.back().errors = input_errors_1d("adaptive_avg_pool1d", [](const Tensor& x) { F::adaptive_avg_pool1d(x, 2); });
-  recs.back().errors.push_back({[] { F::adaptive_avg_pool1d(zeros({1, 1, 4}), 0); },
+  recs.back().errors.push_back({[] {
+                                  F::adaptive_avg_pool1d(zeros({1, 1, 4}), 0);
+                                },
                                 {"adaptive_avg_pool1d", "positive output_size", "output_size 0", "[1, 1, 4]"}});
   recs.push_back(adaptive_avg1d_record("global", 1, {{S({2, 3, 4}, 23)}}));
   recs.push_back(adaptive_avg1d_record("upsample_unbatched", 5, {{S({2, 3}, 24)}}));
 
   recs.push_back(adaptive_max2d_record("downsample", 2, 3, {{S({2, 2, 5, 7}, 31)}, {S({1, 1, 4, 6}, 32)}}));
   recs.back().errors = {
-      {[] { graft::adaptive_max_pool2d(zeros({4, 4}), 2); }, {"adaptive_max_pool2d", "[4, 4]", "3-D", "4-D"}},
-      {[] { graft::adaptive_max_pool2d(zeros({1, 1, 4, 4}, kInt64), 2); }, {"adaptive_max_pool2d", "floating-point"}},
-      {[] { graft::adaptive_max_pool2d(zeros({1, 1, 0, 4}), 2); }, {"adaptive_max_pool2d", "non-zero sizes"}},
-      {[] { graft::adaptive_max_pool2d(zeros({1, 1, 4, 4}), {2, 0}); },
+      {[] {
+         graft::adaptive_max_pool2d(zeros({4, 4}), 2);
+       },
+       {"adaptive_max_pool2d", "[4, 4]", "3-D", "4-D"}},
+      {[] {
+         graft::adaptive_max_pool2d(zeros({1, 1, 4, 4}, kInt64), 2);
+       },
+       {"adaptive_max_pool2d", "floating-point"}},
+      {[] {
+         graft::adaptive_max_pool2d(zeros({1, 1, 0, 4}), 2);
+       },
+       {"adaptive_max_pool2d", "non-zero sizes"}},
+      {[] {
+         graft::adaptive_max_pool2d(zeros({1, 1, 4, 4}), {2, 0});
+       },
        {"adaptive_max_pool2d", "positive output_size", "(2, 0)", "[1, 1, 4, 4]"}},
   };
   recs.push_back(adaptive_max2d_record("global", 1, 1, {{S({2, 3, 3, 4}, 33)}}));
@@ -212,9 +270,7 @@ TEST(AdaptiveMaxPool2d, IndicesTiesNanAndGradient) {
   // 4x4 -> 2x2: four disjoint 2x2 windows. Ties pick the first maximum in row order, nan wins.
   const double nan = std::nan("");
   const Tensor x = make({1, 5, 0, 0,  //
-                         5, 2, 0, nan,
-                         3, 3, 7, 1,
-                         3, 3, 1, 7},
+                         5, 2, 0, nan, 3, 3, 7, 1, 3, 3, 1, 7},
                         {1, 1, 4, 4})
                        .requires_grad_();
   auto [y, idx] = F::adaptive_max_pool2d_with_indices(x, 2);
@@ -247,9 +303,11 @@ TEST(Pooling1d, GradFnNamesShapesAndTheTwoDPath) {
   ASSERT_TRUE(pool);
   EXPECT_EQ(pool->name(), "MaxPool2DWithIndicesBackward0");
   EXPECT_EQ(std::string(pool->forward_op_name()), "max_pool1d");
-  EXPECT_TRUE(all_close(y, F::max_pool2d(x.unsqueeze(2), F::MaxPool2dFuncOptions({1, 3}).stride({1, 2}).padding({0, 1})).squeeze(2),
-                        0, 0));
-  EXPECT_EQ(F::avg_pool1d(x, F::AvgPool1dFuncOptions(2).ceil_mode(true)).sizes().vec(), (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_TRUE(all_close(
+      y, F::max_pool2d(x.unsqueeze(2), F::MaxPool2dFuncOptions({1, 3}).stride({1, 2}).padding({0, 1})).squeeze(2), 0,
+      0));
+  EXPECT_EQ(F::avg_pool1d(x, F::AvgPool1dFuncOptions(2).ceil_mode(true)).sizes().vec(),
+            (std::vector<int64_t>{2, 3, 5}));
   EXPECT_EQ(F::adaptive_avg_pool1d(zeros({0, 3, 4}), 2).sizes().vec(), (std::vector<int64_t>{0, 3, 2}));
   EXPECT_EQ(F::adaptive_max_pool2d(zeros({0, 3, 4, 4}), 2).sizes().vec(), (std::vector<int64_t>{0, 3, 2, 2}));
 }

@@ -149,24 +149,42 @@ Tensor run_nd(const Case& c, const std::map<std::string, Tensor>& a, Tensor* ind
   const auto arg = [&](const char* k) { return a.count(k) ? a.at(k) : Tensor(); };
   const Tensor x = arg("input");
   if (c.fn == "conv1d")
-    return F::conv1d(x, arg("weight"), F::Conv1dFuncOptions().bias(arg("bias")).stride(sizes<1>(c, "stride"))
-                                           .padding(sizes<1>(c, "padding")).dilation(sizes<1>(c, "dilation"))
-                                           .groups(c.i("groups")));
+    return F::conv1d(x, arg("weight"),
+                     F::Conv1dFuncOptions()
+                         .bias(arg("bias"))
+                         .stride(sizes<1>(c, "stride"))
+                         .padding(sizes<1>(c, "padding"))
+                         .dilation(sizes<1>(c, "dilation"))
+                         .groups(c.i("groups")));
   if (c.fn == "conv3d")
-    return F::conv3d(x, arg("weight"), F::Conv3dFuncOptions().bias(arg("bias")).stride(sizes<3>(c, "stride"))
-                                           .padding(sizes<3>(c, "padding")).dilation(sizes<3>(c, "dilation"))
-                                           .groups(c.i("groups")));
+    return F::conv3d(x, arg("weight"),
+                     F::Conv3dFuncOptions()
+                         .bias(arg("bias"))
+                         .stride(sizes<3>(c, "stride"))
+                         .padding(sizes<3>(c, "padding"))
+                         .dilation(sizes<3>(c, "dilation"))
+                         .groups(c.i("groups")));
   if (c.fn == "conv_transpose1d")
     return F::conv_transpose1d(x, arg("weight"),
-                               F::ConvTranspose1dFuncOptions().bias(arg("bias")).stride(sizes<1>(c, "stride"))
-                                   .padding(sizes<1>(c, "padding")).output_padding(sizes<1>(c, "output_padding"))
-                                   .groups(c.i("groups")).dilation(sizes<1>(c, "dilation")));
+                               F::ConvTranspose1dFuncOptions()
+                                   .bias(arg("bias"))
+                                   .stride(sizes<1>(c, "stride"))
+                                   .padding(sizes<1>(c, "padding"))
+                                   .output_padding(sizes<1>(c, "output_padding"))
+                                   .groups(c.i("groups"))
+                                   .dilation(sizes<1>(c, "dilation")));
   if (c.fn == "max_pool1d")
-    return F::max_pool1d(x, F::MaxPool1dFuncOptions(c.i("kernel_size")).stride(c.i("stride")).padding(c.i("padding"))
-                                .dilation(c.i("dilation")).ceil_mode(c.flag("ceil_mode")));
+    return F::max_pool1d(x, F::MaxPool1dFuncOptions(c.i("kernel_size"))
+                                .stride(c.i("stride"))
+                                .padding(c.i("padding"))
+                                .dilation(c.i("dilation"))
+                                .ceil_mode(c.flag("ceil_mode")));
   if (c.fn == "avg_pool1d")
-    return F::avg_pool1d(x, F::AvgPool1dFuncOptions(c.i("kernel_size")).stride(c.i("stride")).padding(c.i("padding"))
-                                .ceil_mode(c.flag("ceil_mode")).count_include_pad(c.flag("count_include_pad")));
+    return F::avg_pool1d(x, F::AvgPool1dFuncOptions(c.i("kernel_size"))
+                                .stride(c.i("stride"))
+                                .padding(c.i("padding"))
+                                .ceil_mode(c.flag("ceil_mode"))
+                                .count_include_pad(c.flag("count_include_pad")));
   if (c.fn == "adaptive_avg_pool1d") return F::adaptive_avg_pool1d(x, c.i("output_size"));
   if (c.fn == "adaptive_max_pool2d") {
     auto [y, idx] = F::adaptive_max_pool2d_with_indices(x, c.pair("output_size"));

@@ -69,8 +69,9 @@ void conv_transpose1d() {
   const auto w = row({1, 1, 1});
   // x0 adds to outputs 0..2, x1 (stride 2) to 2..4
   show("conv_transpose1d", torch::conv_transpose1d(x, w, {}, 2), {1, 1, 5}, {1, 1, 3, 2, 2});
-  show("conv_transpose1d_output_padding", F::conv_transpose1d(x, w, F::ConvTranspose1dFuncOptions().stride(2).output_padding(1)),
-       {1, 1, 6}, {1, 1, 3, 2, 2, 0});
+  show("conv_transpose1d_output_padding",
+       F::conv_transpose1d(x, w, F::ConvTranspose1dFuncOptions().stride(2).output_padding(1)), {1, 1, 6},
+       {1, 1, 3, 2, 2, 0});
   show("conv_transpose1d_padding", F::conv_transpose1d(x, w, F::ConvTranspose1dFuncOptions().stride(2).padding(1)),
        {1, 1, 3}, {1, 3, 2});
   const auto b = torch::tensor({10.0}, torch::kFloat64);
@@ -169,7 +170,7 @@ void modules() {
   torch::nn::AdaptiveAvgPool1d aap(torch::nn::AdaptiveAvgPool1dOptions(2));
   show("AdaptiveAvgPool1d", aap(seq), {1, 1, 2}, {2, 3});
   torch::nn::AdaptiveMaxPool2d amp(torch::nn::AdaptiveMaxPool2dOptions({1, 2}));
-  const auto plane = seq.reshape({1, 2, 3});  // unbatched (C, H, W)
+  const auto plane = seq.reshape({1, 2, 3});                 // unbatched (C, H, W)
   show("AdaptiveMaxPool2d", amp(plane), {1, 1, 2}, {5, 4});  // windows [1 3 5 4] and [3 2 4 0]
   auto [v, i] = amp->forward_with_indices(plane);
   show("AdaptiveMaxPool2d_indices", i, {1, 1, 2}, {3, 4});
@@ -177,8 +178,8 @@ void modules() {
 
   // A small 1-D network in a Sequential, trained one step.
   torch::nn::Sequential net(torch::nn::Conv1d(torch::nn::Conv1dOptions(1, 3, 3).padding(1)), torch::nn::ReLU(),
-                            torch::nn::MaxPool1d(2), torch::nn::AdaptiveAvgPool1d(torch::nn::AdaptiveAvgPool1dOptions(1)),
-                            torch::nn::Flatten(),
+                            torch::nn::MaxPool1d(2),
+                            torch::nn::AdaptiveAvgPool1d(torch::nn::AdaptiveAvgPool1dOptions(1)), torch::nn::Flatten(),
                             torch::nn::Linear(3, 2));
   const auto out = net->forward(torch::randn({4, 1, 8}));
   check(out.sizes() == torch::IntArrayRef({4, 2}), "Sequential of 1-D layers gives (4, 2)");

@@ -288,8 +288,6 @@ Tensor ConvTranspose1dImpl::forward(const Tensor& input) {
                                           .dilation(options.dilation()));
 }
 
-std::string ConvTranspose1dImpl::extra_repr() const {
-  return conv_repr<1>(options, &options.output_padding());
-}
+std::string ConvTranspose1dImpl::extra_repr() const { return conv_repr<1>(options, &options.output_padding()); }
 
 }  // namespace graft::nn
