@@ -1,4 +1,4 @@
-// im2col / col2im for 2-D convolution (not installed).
+// im2col / col2im for 2-D convolution, vol2col / col2vol for 3-D (not installed).
 //
 // Note [im2col layout]
 // One image (C, H, W), contiguous, becomes a matrix `cols` of (C * kH * kW) rows and (oH * oW)
@@ -90,6 +90,68 @@ void col2im(const T* cols, const Conv2dGeometry& g, T* img) {
       }
     }
   }
+}
+
+// Note [vol2col layout]
+// The 3-D form of Note [im2col layout]: one volume (C, D, H, W), contiguous, becomes `cols` of
+// (C * kD * kH * kW) rows and (oD * oH * oW) columns; row ((c * kD + a) * kH + i) * kW + j holds,
+// for every output position (od, oh, ow), img[c, od * sD - pD + a * dD, oh * sH - pH + i * dH,
+// ow * sW - pW + j * dW], or 0 in the padding. col2vol is its adjoint (adds back, the caller
+// zeroes img first). Not a hot path: written for clarity, one row at a time.
+struct Conv3dGeometry {
+  int64_t channels, depth, height, width;  // the volume
+  int64_t kernel_d, kernel_h, kernel_w;
+  int64_t stride_d, stride_h, stride_w;
+  int64_t pad_d, pad_h, pad_w;
+  int64_t dilation_d, dilation_h, dilation_w;
+  int64_t out_d, out_h, out_w;
+};
+
+// Calls f(row, line, ow_lo, ow_hi, in0) for every row of cols and every output line (od, oh) of it
+// that the volume covers: cols[row * L + line + ow] reads img[in0 + ow * stride_w], ow in [ow_lo, ow_hi).
+template <class Fn>
+void vol_lines(const Conv3dGeometry& g, Fn&& f) {
+  for (int64_t c = 0; c < g.channels; ++c)
+    for (int64_t a = 0; a < g.kernel_d; ++a) {
+      int64_t od_lo, od_hi;
+      valid_output_range(g.depth, g.stride_d, g.pad_d, a * g.dilation_d, g.out_d, od_lo, od_hi);
+      for (int64_t i = 0; i < g.kernel_h; ++i) {
+        int64_t oh_lo, oh_hi;
+        valid_output_range(g.height, g.stride_h, g.pad_h, i * g.dilation_h, g.out_h, oh_lo, oh_hi);
+        for (int64_t j = 0; j < g.kernel_w; ++j) {
+          int64_t ow_lo, ow_hi;
+          valid_output_range(g.width, g.stride_w, g.pad_w, j * g.dilation_w, g.out_w, ow_lo, ow_hi);
+          const int64_t row = ((c * g.kernel_d + a) * g.kernel_h + i) * g.kernel_w + j;
+          for (int64_t od = od_lo; od < od_hi; ++od)
+            for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
+              const int64_t id = od * g.stride_d - g.pad_d + a * g.dilation_d;
+              const int64_t ih = oh * g.stride_h - g.pad_h + i * g.dilation_h;
+              const int64_t in0 = ((c * g.depth + id) * g.height + ih) * g.width + j * g.dilation_w - g.pad_w;
+              f(row, (od * g.out_h + oh) * g.out_w, ow_lo, ow_hi, in0);
+            }
+        }
+      }
+    }
+}
+
+template <class T>
+void vol2col(const T* img, const Conv3dGeometry& g, T* cols) {
+  const int64_t L = g.out_d * g.out_h * g.out_w;
+  std::fill(cols, cols + g.channels * g.kernel_d * g.kernel_h * g.kernel_w * L, T(0));
+  vol_lines(g, [&](int64_t row, int64_t line, int64_t ow_lo, int64_t ow_hi, int64_t in0) {
+    T* out = cols + row * L + line;
+    for (int64_t ow = ow_lo; ow < ow_hi; ++ow) out[ow] = img[in0 + ow * g.stride_w];
+  });
+}
+
+// img += col2vol(cols): the caller zeroes img first.
+template <class T>
+void col2vol(const T* cols, const Conv3dGeometry& g, T* img) {
+  const int64_t L = g.out_d * g.out_h * g.out_w;
+  vol_lines(g, [&](int64_t row, int64_t line, int64_t ow_lo, int64_t ow_hi, int64_t in0) {
+    const T* in = cols + row * L + line;
+    for (int64_t ow = ow_lo; ow < ow_hi; ++ow) img[in0 + ow * g.stride_w] += in[ow];
+  });
 }
 
 }  // namespace graft::kernels

@@ -72,6 +72,36 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options) {
 Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options) {
   return graft::adaptive_avg_pool2d(input, *options.output_size());
 }
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options) {
+  return graft::conv1d(input, weight, options.bias(), *options.stride(), *options.padding(), *options.dilation(),
+                       options.groups());
+}
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions& options) {
+  return graft::conv3d(input, weight, options.bias(), *options.stride(), *options.padding(), *options.dilation(),
+                       options.groups());
+}
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const ConvTranspose1dFuncOptions& options) {
+  return graft::conv_transpose1d(input, weight, options.bias(), *options.stride(), *options.padding(),
+                                 *options.output_padding(), options.groups(), *options.dilation());
+}
+Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& options) {
+  return graft::max_pool1d(input, *options.kernel_size(), *options.stride(), *options.padding(), *options.dilation(),
+                           options.ceil_mode());
+}
+Tensor avg_pool1d(const Tensor& input, const AvgPool1dFuncOptions& options) {
+  return graft::avg_pool1d(input, *options.kernel_size(), *options.stride(), *options.padding(), options.ceil_mode(),
+                           options.count_include_pad());
+}
+Tensor adaptive_avg_pool1d(const Tensor& input, const AdaptiveAvgPool1dFuncOptions& options) {
+  return graft::adaptive_avg_pool1d(input, *options.output_size());
+}
+Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& options) {
+  return std::get<0>(graft::adaptive_max_pool2d(input, *options.output_size()));
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool2dFuncOptions& options) {
+  return graft::adaptive_max_pool2d(input, *options.output_size());
+}
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const BatchNormFuncOptions& options) {
   return graft::batch_norm(input, options.weight(), options.bias(), running_mean, running_var, options.training(),

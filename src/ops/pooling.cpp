@@ -1,6 +1,7 @@
-// 2-D pooling: max_pool2d(_with_indices), avg_pool2d, adaptive_avg_pool2d, on
+// 2-D pooling: max_pool2d(_with_indices), avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d, on
 // (N, C, H, W) or unbatched (C, H, W) inputs, float32 / float64. Output sizes, window clipping and
-// divisors follow PyTorch (1.13).
+// divisors follow PyTorch (1.13). The 1-D pools run these on a height of 1 (Note [1-D pooling on
+// the 2-D path]).
 //
 // Note [Pooling backward as ops]
 // Each pool's backward is a hand-written kernel wrapped as a recorded op, and the backward of that
@@ -190,7 +191,10 @@ std::tuple<Tensor, Tensor> max_pool_kernel(const Tensor& x4, const PoolGeom& g) 
 }
 
 // grad_input (N, C, H, W): g added at the argmax of each window.
-Tensor max_pool_backward(const Tensor& g, const Tensor& idx, int64_t H, int64_t W) {
+// `name` / `op`: the node's name and forward op (adaptive_max_pool2d's backward is this one too).
+Tensor max_pool_backward(const Tensor& g, const Tensor& idx, int64_t H, int64_t W,
+                         const char* name = "MaxPool2DWithIndicesBackwardBackward0",
+                         const char* op = "max_pool2d_with_indices_backward") {
   Tensor gx;
   {
     NoGradGuard ng;
@@ -208,24 +212,27 @@ Tensor max_pool_backward(const Tensor& g, const Tensor& idx, int64_t H, int64_t 
         }
     });
   }
-  if (auto node = autograd::make_node("MaxPool2DWithIndicesBackwardBackward0", autograd::ForwardOp::unlisted("max_pool2d_with_indices_backward"), {&g}, [](Node& n, const Tensor& gg) -> TensorList {
-        // d g = gg at the argmax positions
-        const Tensor ix = n.saved(0);
-        const int64_t N = ix.size(0), C = ix.size(1);
-        return {gg.reshape({N, C, gg.size(2) * gg.size(3)})
-                    .gather(2, ix.reshape({N, C, ix.size(2) * ix.size(3)}))
-                    .reshape(ix.sizes())};
-      })) {
+  if (auto node = autograd::make_node(name, autograd::ForwardOp::unlisted(op), {&g},
+                                      [](Node& n, const Tensor& gg) -> TensorList {
+                                        // d g = gg at the argmax positions
+                                        const Tensor ix = n.saved(0);
+                                        const int64_t N = ix.size(0), C = ix.size(1);
+                                        return {gg.reshape({N, C, gg.size(2) * gg.size(3)})
+                                                    .gather(2, ix.reshape({N, C, ix.size(2) * ix.size(3)}))
+                                                    .reshape(ix.sizes())};
+                                      })) {
     node->save(idx);
     set_history(gx, node);
   }
   return gx;
 }
 
-std::tuple<Tensor, Tensor> max_pool_op(const Tensor& x4, const PoolGeom& geom) {
+// id: max_pool2d_with_indices, or max_pool1d on a height of 1.
+std::tuple<Tensor, Tensor> max_pool_op(const Tensor& x4, const PoolGeom& geom,
+                                       OpId id = OpId::max_pool2d_with_indices) {
   auto [y, idx] = max_pool_kernel(x4, geom);
   const int64_t H = geom.H, W = geom.W;
-  if (auto node = make_node("MaxPool2DWithIndicesBackward0", OpId::max_pool2d_with_indices, {&x4}, [H, W](Node& n, const Tensor& g) -> TensorList {
+  if (auto node = make_node("MaxPool2DWithIndicesBackward0", id, {&x4}, [H, W](Node& n, const Tensor& g) -> TensorList {
         return {max_pool_backward(g, n.saved(0), H, W)};
       })) {
     node->save(idx);
@@ -252,7 +259,7 @@ void avg_windows(const PoolGeom& g, const AvgOpts& o, Fn&& f) {
   }
 }
 
-Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o);
+Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o, OpId id = OpId::avg_pool2d);
 
 Tensor avg_pool_backward(const Tensor& g, const PoolGeom& geom, const AvgOpts& o) {
   Tensor gx;
@@ -283,7 +290,8 @@ Tensor avg_pool_backward(const Tensor& g, const PoolGeom& geom, const AvgOpts& o
   return gx;
 }
 
-Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o) {
+// id: avg_pool2d, or avg_pool1d on a height of 1.
+Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o, OpId id) {
   Tensor y;
   {
     NoGradGuard ng;
@@ -308,7 +316,7 @@ Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o) {
       }
     });
   }
-  if (auto node = make_node("AvgPool2DBackward0", OpId::avg_pool2d, {&x4}, [geom, o](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("AvgPool2DBackward0", id, {&x4}, [geom, o](Node&, const Tensor& g) -> TensorList {
         return {avg_pool_backward(g, geom, o)};
       })) {
     set_history(y, node);
@@ -321,7 +329,7 @@ Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o) {
 int64_t start_index(int64_t i, int64_t n, int64_t s) { return (i * s) / n; }
 int64_t end_index(int64_t i, int64_t n, int64_t s) { return ((i + 1) * s + n - 1) / n; }
 
-Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW);
+Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW, OpId id = OpId::adaptive_avg_pool2d);
 
 // Adds (backward) or averages (forward) over every window of every plane.
 template <bool Backward, class T>
@@ -367,7 +375,8 @@ Tensor adaptive_avg_backward(const Tensor& g, int64_t H, int64_t W) {
   return gx;
 }
 
-Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW) {
+// id: adaptive_avg_pool2d, or adaptive_avg_pool1d on a height of 1.
+Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW, OpId id) {
   Tensor y;
   const int64_t H = x4.size(2), W = x4.size(3);
   {
@@ -379,12 +388,119 @@ Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW) {
                                 oH, oW);
     });
   }
-  if (auto node = make_node("AdaptiveAvgPool2DBackward0", OpId::adaptive_avg_pool2d, {&x4}, [H, W](Node&, const Tensor& g) -> TensorList {
+  if (auto node = make_node("AdaptiveAvgPool2DBackward0", id, {&x4}, [H, W](Node&, const Tensor& g) -> TensorList {
         return {adaptive_avg_backward(g, H, W)};
       })) {
     set_history(y, node);
   }
   return y;
+}
+
+// ---- adaptive max pool: the windows of adaptive avg pool, the maximum of each ----
+// Ties pick the first maximum in row order and nan counts as a maximum (a later nan takes over), as
+// in max_pool2d;
+// indices within each input plane (h * W + w). The backward is max_pool2d's scatter (and its
+// gather for double backward, Note [Pooling backward as ops]).
+std::tuple<Tensor, Tensor> adaptive_max_op(const Tensor& x4, int64_t oH, int64_t oW) {
+  const int64_t H = x4.size(2), W = x4.size(3);
+  Tensor y, idx;
+  {
+    NoGradGuard ng;
+    const Tensor x = x4.detach().contiguous();
+    y = make_empty({x4.size(0), x4.size(1), oH, oW}, x.dtype());
+    idx = make_empty({x4.size(0), x4.size(1), oH, oW}, kInt64);
+    const int64_t planes = x4.size(0) * x4.size(1);
+    kernels::dispatch_floating(x.dtype(), "adaptive_max_pool2d", [&]<class T>() {
+      const T* px = static_cast<const T*>(x.data_ptr());
+      T* py = y.data_ptr<T>();
+      int64_t* pi = idx.data_ptr<int64_t>();
+      for (int64_t p = 0; p < planes; ++p) {
+        const T* in = px + p * H * W;
+        for (int64_t oh = 0; oh < oH; ++oh) {
+          const int64_t h0 = start_index(oh, oH, H), h1 = end_index(oh, oH, H);
+          for (int64_t ow = 0; ow < oW; ++ow) {
+            const int64_t w0 = start_index(ow, oW, W), w1 = end_index(ow, oW, W);
+            int64_t best = h0 * W + w0;
+            T best_v = -std::numeric_limits<T>::infinity();
+            for (int64_t ih = h0; ih < h1; ++ih)
+              for (int64_t iw = w0; iw < w1; ++iw) {
+                const T v = in[ih * W + iw];
+                if (v > best_v || std::isnan(v)) {
+                  best_v = v;
+                  best = ih * W + iw;
+                }
+              }
+            const int64_t o = (p * oH + oh) * oW + ow;
+            py[o] = best_v;
+            pi[o] = best;
+          }
+        }
+      }
+    });
+  }
+  if (auto node = make_node("AdaptiveMaxPool2DBackward0", OpId::adaptive_max_pool2d, {&x4},
+                            [H, W](Node& n, const Tensor& g) -> TensorList {
+                              return {max_pool_backward(g, n.saved(0), H, W, "AdaptiveMaxPool2DBackwardBackward0",
+                                                        "adaptive_max_pool2d_backward")};
+                            })) {
+    node->save(idx);
+    set_history(y, node);
+  }
+  return {y, idx};
+}
+
+// ---- 1-D pools: the 2-D ones on a height of 1 ----
+// Note [1-D pooling on the 2-D path]
+// max_pool1d, avg_pool1d and adaptive_avg_pool1d view (N, C, L) as (N, C, 1, L) and run the 2-D
+// kernels with a window height of 1, as PyTorch does; their arguments are checked here, on the
+// 1-D shapes, so the messages name the 1-D op and its sizes. The graph shows the 2-D pool's node
+// (forward op max_pool1d / avg_pool1d / adaptive_avg_pool1d) between an unsqueeze and a squeeze.
+
+int64_t single(IntArrayRef v, const char* op, const char* name) {
+  GRAFT_CHECK(v.size() == 1, op, std::string(name) + " of 1 value",
+              std::string(name) + " of " + std::to_string(v.size()) + " values", "a 1-D pool takes one value per size");
+  return v[0];
+}
+
+void check_pool1d_input(const Tensor& x, const char* op) {
+  GRAFT_CHECK(x.defined(), op, "a defined input", "an undefined tensor", "");
+  GRAFT_CHECK(x.dim() == 2 || x.dim() == 3, op, "a 2-D (C, L) or 3-D (N, C, L) input",
+              "input of shape " + shape_str(x.sizes()) + " (" + std::to_string(x.dim()) + "-D)",
+              x.dim() == 1 ? "add a channel dim with input.unsqueeze(0)" : "");
+  GRAFT_CHECK(x.is_floating_point(), op, "a floating-point input (float32 or float64)",
+              std::string("a ") + dtype_name(x.dtype()) + " input", "convert it: input.to(graft::kFloat32)");
+  for (int64_t d = x.dim() == 3 ? 1 : 0; d < x.dim(); ++d) {
+    GRAFT_CHECK(x.size(d) > 0, op, "non-zero sizes in all but the batch dim", "input of shape " + shape_str(x.sizes()),
+                "pooling needs at least one element in every channel and the length dim");
+  }
+}
+
+// The 2-D geometry of a 1-D pool (window height 1), its arguments checked on the 1-D shapes.
+PoolGeom make_geom1d(const Tensor& x, IntArrayRef kernel_arg, IntArrayRef stride_arg, IntArrayRef padding_arg,
+                     IntArrayRef dilation_arg, bool ceil_mode, const char* op) {
+  check_pool1d_input(x, op);
+  const int64_t k = single(kernel_arg, op, "kernel_size");
+  const int64_t s = stride_arg.empty() ? k : single(stride_arg, op, "stride");
+  const int64_t p = single(padding_arg, op, "padding"), d = single(dilation_arg, op, "dilation");
+  const std::string args = "kernel_size " + std::to_string(k) + ", stride " + std::to_string(s) + ", padding " +
+                           std::to_string(p) + ", dilation " + std::to_string(d);
+  GRAFT_CHECK(k > 0, op, "a positive kernel_size", args, "pass kernel_size >= 1");
+  GRAFT_CHECK(s > 0, op, "a positive stride", args, "pass stride >= 1");
+  GRAFT_CHECK(d > 0, op, "a positive dilation", args, "pass dilation >= 1 (1 is ordinary pooling)");
+  GRAFT_CHECK(p >= 0, op, "a non-negative padding", args, "pass padding >= 0");
+  GRAFT_CHECK(p <= k / 2, op, "padding at most half of kernel_size", args, "lower the padding or enlarge the kernel");
+  const int64_t out = pool_out_size(x.size(-1), k, p, s, d, ceil_mode);
+  GRAFT_CHECK(
+      out >= 1, op, "an input large enough for at least one window (output size >= 1)",
+      "input of shape " + shape_str(x.sizes()) + " giving output size " + std::to_string(out) + " (" + args + ")",
+      "Output size is too small: use a smaller kernel or more padding");
+  return make_geom(x.unsqueeze(-2), {1, k}, {1, s}, {0, p}, {1, d}, ceil_mode, op);
+}
+
+void check_adaptive_output(const Tensor& input, int64_t o, const char* op) {
+  GRAFT_CHECK(o > 0, op, "a positive output_size",
+              "output_size " + std::to_string(o) + " for input of shape " + shape_str(input.sizes()),
+              "pass output_size >= 1");
 }
 
 Tensor batched(const Tensor& x) { return x.dim() == 3 ? x.unsqueeze(0) : x; }
@@ -426,6 +542,46 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
               "output_size " + pair_str(os) + " for input of shape " + shape_str(input.sizes()),
               "pass output_size >= 1 in both dims");
   return unbatched_like(adaptive_avg_op(batched(input), os[0], os[1]), input);
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size) {
+  const char* op = "adaptive_max_pool2d";
+  check_pool_input(input, op);
+  const Pair os = detail::expand_pair(output_size, op, "output_size");
+  GRAFT_CHECK(os[0] > 0 && os[1] > 0, op, "a positive output_size",
+              "output_size " + pair_str(os) + " for input of shape " + shape_str(input.sizes()),
+              "pass output_size >= 1 in both dims");
+  memory::OpScope op_scope(op);
+  auto [y, idx] = adaptive_max_op(batched(input), os[0], os[1]);
+  return {unbatched_like(y, input), unbatched_like(idx, input)};
+}
+
+// Note [1-D pooling on the 2-D path]: (N, C, L) -> (N, C, 1, L) -> the 2-D op -> squeeze.
+Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  IntArrayRef dilation, bool ceil_mode) {
+  const char* op = "max_pool1d";
+  const PoolGeom geom = make_geom1d(input, kernel_size, stride, padding, dilation, ceil_mode, op);
+  memory::OpScope op_scope(op);
+  const Tensor x = input.unsqueeze(-2);
+  const Tensor y = std::get<0>(max_pool_op(batched(x), geom, OpId::max_pool1d));
+  return unbatched_like(y, x).squeeze(-2);
+}
+
+Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                  bool count_include_pad) {
+  const char* op = "avg_pool1d";
+  const PoolGeom geom = make_geom1d(input, kernel_size, stride, padding, 1, ceil_mode, op);
+  const Tensor x = input.unsqueeze(-2);
+  return unbatched_like(avg_pool_op(batched(x), geom, {count_include_pad, 0}, OpId::avg_pool1d), x).squeeze(-2);
+}
+
+Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size) {
+  const char* op = "adaptive_avg_pool1d";
+  check_pool1d_input(input, op);
+  const int64_t o = single(output_size, op, "output_size");
+  check_adaptive_output(input, o, op);
+  const Tensor x = input.unsqueeze(-2);
+  return unbatched_like(adaptive_avg_op(batched(x), 1, o, OpId::adaptive_avg_pool1d), x).squeeze(-2);
 }
 
 }  // namespace graft

@@ -195,6 +195,70 @@ Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options);
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& options);
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options);
 Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options);
+// 1-D and 3-D convolution, 1-D pooling, adaptive max pooling (graft::conv1d, ..., as above).
+// input (N, C, L) / (N, C, D, H, W) or unbatched; weight (out_channels, in_channels / groups, kL) /
+// (..., kD, kH, kW); conv_transpose1d's weight (in_channels, out_channels / groups, kL).
+struct Conv1dFuncOptions {
+  GRAFT_ARG(Tensor, bias) = {};
+  GRAFT_ARG(ExpandingArray<1>, stride) = 1;
+  GRAFT_ARG(ExpandingArray<1>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<1>, dilation) = 1;
+  GRAFT_ARG(int64_t, groups) = 1;
+};
+struct Conv3dFuncOptions {
+  GRAFT_ARG(Tensor, bias) = {};
+  GRAFT_ARG(ExpandingArray<3>, stride) = 1;
+  GRAFT_ARG(ExpandingArray<3>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<3>, dilation) = 1;
+  GRAFT_ARG(int64_t, groups) = 1;
+};
+struct ConvTranspose1dFuncOptions {
+  GRAFT_ARG(Tensor, bias) = {};
+  GRAFT_ARG(ExpandingArray<1>, stride) = 1;
+  GRAFT_ARG(ExpandingArray<1>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<1>, output_padding) = 0;
+  GRAFT_ARG(int64_t, groups) = 1;
+  GRAFT_ARG(ExpandingArray<1>, dilation) = 1;
+};
+struct MaxPool1dFuncOptions {
+  MaxPool1dFuncOptions(ExpandingArray<1> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  MaxPool1dFuncOptions(int64_t kernel_size) : MaxPool1dFuncOptions(ExpandingArray<1>(kernel_size)) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<1>, kernel_size);
+  GRAFT_ARG(ExpandingArray<1>, stride);  // defaults to kernel_size
+  GRAFT_ARG(ExpandingArray<1>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<1>, dilation) = 1;
+  GRAFT_ARG(bool, ceil_mode) = false;
+};
+struct AvgPool1dFuncOptions {
+  AvgPool1dFuncOptions(ExpandingArray<1> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  AvgPool1dFuncOptions(int64_t kernel_size) : AvgPool1dFuncOptions(ExpandingArray<1>(kernel_size)) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<1>, kernel_size);
+  GRAFT_ARG(ExpandingArray<1>, stride);  // defaults to kernel_size
+  GRAFT_ARG(ExpandingArray<1>, padding) = 0;
+  GRAFT_ARG(bool, ceil_mode) = false;
+  GRAFT_ARG(bool, count_include_pad) = true;
+};
+struct AdaptiveAvgPool1dFuncOptions {
+  AdaptiveAvgPool1dFuncOptions(ExpandingArray<1> output_size) : output_size_(output_size) {}  // NOLINT
+  AdaptiveAvgPool1dFuncOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<1>, output_size);
+};
+struct AdaptiveMaxPool2dFuncOptions {
+  AdaptiveMaxPool2dFuncOptions(ExpandingArray<2> output_size) : output_size_(output_size) {}  // NOLINT
+  AdaptiveMaxPool2dFuncOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<2>, output_size);
+};
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options = {});
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions& options = {});
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const ConvTranspose1dFuncOptions& options = {});
+Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& options);
+Tensor avg_pool1d(const Tensor& input, const AvgPool1dFuncOptions& options);
+Tensor adaptive_avg_pool1d(const Tensor& input, const AdaptiveAvgPool1dFuncOptions& options);
+// The output only, as LibTorch's F::adaptive_max_pool2d; _with_indices gives (output, indices), the
+// op graft::adaptive_max_pool2d (indices within each input plane, h * W + w).
+Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& options);
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool2dFuncOptions& options);
 // input (N, C, *). training: normalise with the batch statistics and update running_mean /
 // running_var in place (when defined) with the unbiased variance; else use the running statistics.
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,

@@ -1,4 +1,5 @@
-// MaxPool2d, AvgPool2d, AdaptiveAvgPool2d: modules around the functional pools (no parameters).
+// MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, MaxPool1d, AvgPool1d, AdaptiveAvgPool1d,
+// AdaptiveMaxPool2d: modules around the functional pools (no parameters).
 #pragma once
 
 #include <string>
@@ -47,5 +48,57 @@ class AdaptiveAvgPool2dImpl : public Cloneable<AdaptiveAvgPool2dImpl> {
   AdaptiveAvgPool2dOptions options;
 };
 GRAFT_MODULE(AdaptiveAvgPool2d);
+
+// ---- MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, AdaptiveMaxPool2d ----
+using MaxPool1dOptions = functional::MaxPool1dFuncOptions;
+using AvgPool1dOptions = functional::AvgPool1dFuncOptions;
+using AdaptiveAvgPool1dOptions = functional::AdaptiveAvgPool1dFuncOptions;
+using AdaptiveMaxPool2dOptions = functional::AdaptiveMaxPool2dFuncOptions;
+
+class MaxPool1dImpl : public Cloneable<MaxPool1dImpl> {
+ public:
+  explicit MaxPool1dImpl(const MaxPool1dOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  MaxPool1dOptions options;
+};
+GRAFT_MODULE(MaxPool1d);
+
+class AvgPool1dImpl : public Cloneable<AvgPool1dImpl> {
+ public:
+  explicit AvgPool1dImpl(const AvgPool1dOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  AvgPool1dOptions options;
+};
+GRAFT_MODULE(AvgPool1d);
+
+class AdaptiveAvgPool1dImpl : public Cloneable<AdaptiveAvgPool1dImpl> {
+ public:
+  explicit AdaptiveAvgPool1dImpl(const AdaptiveAvgPool1dOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  AdaptiveAvgPool1dOptions options;
+};
+GRAFT_MODULE(AdaptiveAvgPool1d);
+
+class AdaptiveMaxPool2dImpl : public Cloneable<AdaptiveMaxPool2dImpl> {
+ public:
+  explicit AdaptiveMaxPool2dImpl(const AdaptiveMaxPool2dOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  // (output, indices), like LibTorch's forward_with_indices.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  std::string extra_repr() const override;
+
+  AdaptiveMaxPool2dOptions options;
+};
+GRAFT_MODULE(AdaptiveMaxPool2d);
 
 }  // namespace graft::nn
