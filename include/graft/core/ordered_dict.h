@@ -43,8 +43,10 @@ class OrderedDict {
   using Iterator = typename std::vector<Item>::iterator;
   using ConstIterator = typename std::vector<Item>::const_iterator;
 
-  // key_description names the keys in error messages ("parameter 'w' is not defined").
-  explicit OrderedDict(std::string key_description = "Key") : key_description_(std::move(key_description)) {}
+  // key_description names the keys in error messages ("parameter 'w' is not defined"). The default
+  // constructor is not explicit, so that `return {};` makes an empty dict.
+  OrderedDict() = default;
+  explicit OrderedDict(std::string key_description) : key_description_(std::move(key_description)) {}
   // From {key, value} pairs, in order; a repeated key throws, as insert does.
   OrderedDict(std::initializer_list<Item> items) {
     reserve(items.size());
