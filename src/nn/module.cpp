@@ -424,7 +424,33 @@ void copy_module_state(const Module& from, Module& to) {
 
 // ---- printing ----
 
+namespace {
+std::atomic<PrintStyle> g_print_style{PrintStyle::Python};
+
+// LibTorch's operator<<: the module's own line, then its children, each on a line of its own.
+void print_libtorch(std::ostream& stream, const Module& module, const std::string& indentation) {
+  module.pretty_print(stream);
+  const auto children = module.named_children();
+  if (children.is_empty()) return;
+  stream << "(\n";
+  const std::string next = indentation + "  ";
+  for (const auto& item : children) {
+    stream << next << "(" << item.key() << "): ";
+    print_libtorch(stream, *item.value(), next);
+    stream << "\n";
+  }
+  stream << indentation << ")";
+}
+}  // namespace
+
+void set_print_style(PrintStyle style) noexcept { g_print_style.store(style, std::memory_order_relaxed); }
+PrintStyle print_style() noexcept { return g_print_style.load(std::memory_order_relaxed); }
+
 void Module::pretty_print(std::ostream& stream) const {
+  if (print_style() == PrintStyle::LibTorch) {
+    stream << libtorch_repr();
+    return;
+  }
   const std::string extra = extra_repr();
   std::vector<std::string> lines;
   std::vector<std::string> extra_lines;
@@ -609,7 +635,8 @@ Tensor Module::call_with_hooks(const Tensor& input, const std::function<Tensor(c
 }
 
 std::ostream& operator<<(std::ostream& stream, const Module& module) {
-  module.pretty_print(stream);
+  if (print_style() == PrintStyle::LibTorch) print_libtorch(stream, module, "");
+  else module.pretty_print(stream);
   return stream;
 }
 

@@ -104,7 +104,7 @@ class Module : public std::enable_shared_from_this<Module> {
   using ModulePointerApplyFunction = std::function<void(const std::shared_ptr<Module>&)>;
 
   Module() = default;
-  explicit Module(std::string name) : name_(std::move(name)) {}
+  explicit Module(std::string name) : name_(std::move(name)), given_name_(true) {}
   virtual ~Module() = default;
   Module(const Module&) = default;
   Module& operator=(const Module&) = default;
@@ -186,12 +186,18 @@ class Module : public std::enable_shared_from_this<Module> {
   // A deep copy. Modules derived from graft::nn::Cloneable<Derived> implement it; others throw.
   virtual std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const;
 
-  // ---- printing, like PyTorch's repr ----
+  // ---- printing (Note [Print styles]) ----
   // The arguments shown between the parentheses: "in_features=4, out_features=3, bias=True".
   virtual std::string extra_repr() const { return ""; }
-  // Writes this module and its children as a tree; operator<< calls it. The default follows
-  // PyTorch's __repr__; override to take over the whole subtree's printing.
+  // In the Python style (the default): writes this module and its children as a tree, following
+  // PyTorch's __repr__; override to take over the whole subtree's printing. In the LibTorch style:
+  // writes this module's own line only (LibTorch's pretty_print), operator<< adds the children.
   virtual void pretty_print(std::ostream& stream) const;
+  // This module's own line in LibTorch's style, as LibTorch prints it with the namespace renamed:
+  // "graft::nn::Linear(in_features=4, out_features=3, bias=true)". The default: for graft's own
+  // modules graft::nn::Name(extra_repr() with true/false), for others the class name (LibTorch's
+  // name(), e.g. "NetImpl") or the name given to the Module(std::string) constructor.
+  virtual std::string libtorch_repr() const;
 
   // ---- hooks (Note [Module hooks]) ----
   // prepend: run before the hooks already registered instead of after them.
@@ -292,6 +298,7 @@ class Module : public std::enable_shared_from_this<Module> {
   Tensor call_with_hooks(const Tensor& input, const std::function<Tensor(const Tensor&)>& forward);
 
   mutable std::optional<std::string> name_;
+  bool given_name_ = false;  // name_ came from the Module(std::string) constructor
   bool is_training_ = true;
   HookSlot hooks_;
 
@@ -299,6 +306,31 @@ class Module : public std::enable_shared_from_this<Module> {
 };
 
 std::ostream& operator<<(std::ostream& stream, const Module& module);
+
+// Note [Print styles]
+// `std::cout << module` prints in one of two styles, chosen process-wide:
+// - PrintStyle::Python (the default): PyTorch's repr, "Linear(in_features=3, out_features=4, bias=True)",
+//   children as "(name): ..." lines indented by two spaces; what graft's tests and fixtures check.
+// - PrintStyle::LibTorch: LibTorch's operator<<, "graft::nn::Linear(in_features=3, out_features=4,
+//   bias=true)" (torch:: renamed), each module's libtorch_repr() (or its pretty_print override),
+//   then, when it has children, "(\n", one "  (name): child" line each, indented, and ")".
+// Python stays the default because graft's own tests and its Python-side fixtures compare with
+// PyTorch's repr; a ported LibTorch program that prints modules calls
+// set_print_style(PrintStyle::LibTorch) once (or holds a PrintStyleGuard) to print what LibTorch does.
+enum class PrintStyle { Python, LibTorch };
+void set_print_style(PrintStyle style) noexcept;
+PrintStyle print_style() noexcept;
+// Sets a style for a scope and restores the previous one.
+class PrintStyleGuard {
+ public:
+  explicit PrintStyleGuard(PrintStyle style) noexcept : previous_(print_style()) { set_print_style(style); }
+  ~PrintStyleGuard() { set_print_style(previous_); }
+  PrintStyleGuard(const PrintStyleGuard&) = delete;
+  PrintStyleGuard& operator=(const PrintStyleGuard&) = delete;
+
+ private:
+  PrintStyle previous_;
+};
 
 // Cloneable<Derived>: derive from it (instead of Module) and implement reset(), which registers
 // every parameter, buffer and submodule (LibTorch's pattern: the constructor calls reset()). Then

@@ -3,6 +3,8 @@
 
 #include <typeinfo>
 
+#include "graft/autograd/grad_mode.h"
+
 #include "graft/nn/modules/activation.h"
 #include "graft/nn/modules/linear.h"
 
@@ -57,6 +59,11 @@ std::optional<functional::FusedActivation> fused_activation(const Module& first,
 Tensor SequentialImpl::forward(const Tensor& input) {
   Tensor x = input;
   for (size_t i = 0; i < entries_.size(); ++i) {
+    if (!entries_[i].tensor_forward()) {
+      // A module of another signature: on through AnyValues from here.
+      AnyValue out = run(i, AnyValue(std::move(x)));
+      return result<Tensor>(std::move(out));
+    }
     if (fusion_ && i + 1 < entries_.size()) {
       if (const auto act = fused_activation(*entries_[i].module(), *entries_[i + 1].module())) {
         const auto& linear = static_cast<const LinearImpl&>(*entries_[i].module());
@@ -65,9 +72,41 @@ Tensor SequentialImpl::forward(const Tensor& input) {
         continue;
       }
     }
-    x = entries_[i].forward(x);
+    x = entries_[i].forward_tensor(x);
   }
   return x;
+}
+
+AnyValue SequentialImpl::run(size_t from, AnyValue value) {
+  for (size_t i = from; i < entries_.size(); ++i) {
+    const SequentialEntry& e = entries_[i];
+    const Tensor* x = value.try_get<Tensor>();
+    if (x && e.tensor_forward()) {
+      if (fusion_ && i + 1 < entries_.size() && entries_[i + 1].tensor_forward()) {
+        if (const auto act = fused_activation(*e.module(), *entries_[i + 1].module())) {
+          const auto& linear = static_cast<const LinearImpl&>(*e.module());
+          value = AnyValue(functional::fused_linear(*x, linear.weight, linear.bias, *act));
+          ++i;
+          continue;
+        }
+      }
+      value = AnyValue(e.forward_tensor(*x));
+    } else {
+      value = e.any_forward(std::move(value));
+    }
+  }
+  return value;
+}
+
+void SequentialImpl::check_callable() const {
+  GRAFT_CHECK(!entries_.empty(), "Sequential::forward", "a Sequential with at least one module", "an empty one",
+              "push_back a module first (forward(const Tensor&) of an empty Sequential returns its input)");
+}
+
+void SequentialImpl::throw_bad_result(const std::type_info& held, const std::type_info& wanted) {
+  throw Error("Sequential::forward", "the last module to return " + detail::type_name(wanted),
+              "a result of type " + detail::type_name(held),
+              "name the result type: seq->forward<" + detail::type_name(held) + ">(...)");
 }
 
 std::shared_ptr<Module> SequentialImpl::ptr(size_t index) const {
@@ -78,8 +117,7 @@ std::shared_ptr<Module> SequentialImpl::ptr(size_t index) const {
 std::shared_ptr<Module> SequentialImpl::clone(const std::optional<Device>& device) const {
   auto copy = std::make_shared<SequentialImpl>();
   const auto names = children_.keys();
-  for (size_t i = 0; i < entries_.size(); ++i)
-    copy->add(names[i], entries_[i].rebind(entries_[i].module()->clone(device)));
+  for (size_t i = 0; i < entries_.size(); ++i) copy->add(names[i], SequentialEntry(entries_[i].clone(device)));
   copy->set_fusion(fusion_);
   if (!is_training()) copy->train(false);
   return copy;
@@ -161,5 +199,139 @@ std::shared_ptr<Module> ModuleDictImpl::clone(const std::optional<Device>& devic
   if (!is_training()) copy->train(false);
   return copy;
 }
+
+// ---- ParameterList ----
+
+void ParameterListImpl::append(const Tensor& param) {
+  register_parameter(std::to_string(parameters_.size()), param, param.defined() && param.requires_grad());
+}
+
+void ParameterListImpl::renumber(std::vector<Tensor> params) {
+  parameters_.clear();
+  for (auto& p : params) append(p);
+}
+
+void ParameterListImpl::insert(size_t index, const Tensor& param) {
+  GRAFT_CHECK(index <= parameters_.size(), "ParameterList::insert",
+              "an index at most the size " + std::to_string(parameters_.size()), std::to_string(index),
+              "pass an index in [0, size()]; use append to add at the end");
+  std::vector<Tensor> params = parameters_.values();
+  params.insert(params.begin() + static_cast<std::ptrdiff_t>(index), param);
+  renumber(std::move(params));
+}
+
+Tensor ParameterListImpl::pop(size_t index) {
+  check_index(index, parameters_.size(), "ParameterList::pop");
+  std::vector<Tensor> params = parameters_.values();
+  Tensor out = params[index];
+  params.erase(params.begin() + static_cast<std::ptrdiff_t>(index));
+  renumber(std::move(params));
+  return out;
+}
+
+Tensor& ParameterListImpl::at(size_t index) {
+  check_index(index, parameters_.size(), "ParameterList::at");
+  return parameters_[index].value();
+}
+
+const Tensor& ParameterListImpl::at(size_t index) const {
+  check_index(index, parameters_.size(), "ParameterList::at");
+  return parameters_[index].value();
+}
+
+namespace {
+// A copy of each parameter (values, requires_grad), for the clone of a parameter container.
+OrderedDict<std::string, Tensor> copied_parameters(const OrderedDict<std::string, Tensor>& params) {
+  NoGradGuard no_grad;
+  OrderedDict<std::string, Tensor> out;
+  for (const auto& item : params) {
+    Tensor c = item.value().detach().clone();
+    if (item.value().requires_grad()) c.set_requires_grad(true);
+    out.insert(item.key(), c);
+  }
+  return out;
+}
+
+// PyTorch's line for one parameter: "(0): Parameter containing: [torch.float32 of size 2x3]".
+std::string parameter_line(const std::string& key, const Tensor& p, bool dict) {
+  std::string size;
+  for (int64_t d = 0; d < p.dim(); ++d) {
+    if (d) size += 'x';
+    size += std::to_string(p.size(d));
+  }
+  std::string type;
+  if (dict) {  // ParameterDict shows Tensor.type(): "torch.FloatTensor"
+    switch (p.dtype()) {
+      case DType::Float32: type = "torch.FloatTensor"; break;
+      case DType::Float64: type = "torch.DoubleTensor"; break;
+      case DType::Float16: type = "torch.HalfTensor"; break;
+      case DType::BFloat16: type = "torch.BFloat16Tensor"; break;
+      case DType::Int64: type = "torch.LongTensor"; break;
+      case DType::Int32: type = "torch.IntTensor"; break;
+      case DType::Int16: type = "torch.ShortTensor"; break;
+      case DType::Int8: type = "torch.CharTensor"; break;
+      case DType::UInt8: type = "torch.ByteTensor"; break;
+      case DType::Bool: type = "torch.BoolTensor"; break;
+    }
+  } else {
+    type = std::string("torch.") + dtype_name(p.dtype());
+  }
+  return "  (" + key + "): Parameter containing: [" + type + " of size " + size + "]";
+}
+
+std::string parameter_lines(const OrderedDict<std::string, Tensor>& params, bool dict) {
+  std::string out;
+  for (const auto& item : params) {
+    if (!item.value().defined()) continue;
+    if (!out.empty()) out += '\n';
+    out += parameter_line(item.key(), item.value(), dict);
+  }
+  return out;
+}
+}  // namespace
+
+std::shared_ptr<Module> ParameterListImpl::clone(const std::optional<Device>& device) const {
+  GRAFT_CHECK(!device || device->is_cpu(), "Module::clone", "a CPU device", device ? device->str() : "",
+              "graft runs on the CPU only for now");
+  auto copy = std::make_shared<ParameterListImpl>();
+  for (const auto& item : copied_parameters(parameters_)) copy->append(item.value());
+  if (!is_training()) copy->train(false);
+  return copy;
+}
+
+std::string ParameterListImpl::extra_repr() const { return parameter_lines(parameters_, false); }
+
+// ---- ParameterDict ----
+
+ParameterDictImpl::ParameterDictImpl(const OrderedDict<std::string, Tensor>& params) {
+  for (const auto& item : params) insert(item.key(), item.value());
+}
+
+Tensor& ParameterDictImpl::insert(std::string key, Tensor param) {
+  const bool rg = param.defined() && param.requires_grad();
+  return register_parameter(std::move(key), std::move(param), rg);
+}
+
+void ParameterDictImpl::insert_or_assign(const std::string& key, const Tensor& param) {
+  if (!parameters_.contains(key)) {
+    insert(key, param);
+    return;
+  }
+  GRAFT_CHECK(!param.defined() || param.is_leaf(), "ParameterDict::update", "a leaf tensor for parameter '" + key + "'",
+              "a tensor computed by an op", "pass a leaf, e.g. t.detach()");
+  parameters_[key] = param;
+}
+
+Tensor ParameterDictImpl::pop(const std::string& key) { return parameters_.pop(key); }
+
+std::shared_ptr<Module> ParameterDictImpl::clone(const std::optional<Device>& device) const {
+  GRAFT_CHECK(!device || device->is_cpu(), "Module::clone", "a CPU device", device ? device->str() : "",
+              "graft runs on the CPU only for now");
+  auto copy = std::make_shared<ParameterDictImpl>(copied_parameters(parameters_));
+  if (!is_training()) copy->train(false);
+  return copy;
+}
+
+std::string ParameterDictImpl::extra_repr() const { return parameter_lines(parameters_, true); }
 
 }  // namespace graft::nn

@@ -1,4 +1,5 @@
-// Containers: Sequential, ModuleList, ModuleDict, and Functional (a function as a module).
+// Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, and Functional (a
+// function as a module).
 //
 //   graft::nn::Sequential net(graft::nn::Linear(784, 64), graft::nn::ReLU(), graft::nn::Linear(64, 10));
 //   graft::Tensor y = net->forward(x);             // or net(x)
@@ -6,11 +7,17 @@
 //   graft::nn::ModuleList blocks(graft::nn::Linear(4, 4), graft::nn::Linear(4, 4));
 //   for (const auto& m : *blocks) ...; blocks->at<graft::nn::LinearImpl>(0).weight
 //
-// Sequential needs no AnyModule: each entry keeps the module and a type-erased call of its
-// forward, so the modules in a Sequential must have a forward that takes one Tensor and returns a
-// Tensor (a compile error says so otherwise). Plain functions and lambdas of that shape may be
-// pushed too (Sequential(Linear(2, 3), graft::relu)); they are wrapped in a Functional. Each entry
-// is called through Module::call, so its hooks run (Note [Module hooks] in graft/nn/module.h).
+// Each entry of a Sequential is an AnyModule (graft/nn/modules/any.h), so a module's forward may
+// have any signature, as in LibTorch: the first may take several arguments (seq->forward(a, b)), a
+// module may return a std::tuple that the next one takes, and seq->forward<T>(...) names a result
+// that is not a Tensor. Tensor -> Tensor entries are called directly (no type erasure) through
+// Module::call, so their hooks run (Note [Module hooks] in graft/nn/module.h). Plain functions and
+// lambdas Tensor(Tensor) may be pushed too (Sequential(Linear(2, 3), graft::relu)); they are wrapped
+// in a Functional.
+//
+//   graft::nn::ParameterList params(graft::randn({2, 3}), graft::zeros({3}));   // "0", "1"
+//   graft::nn::ParameterDict dict(graft::OrderedDict<std::string, graft::Tensor>{{"scale", graft::ones({4})}});
+//   register_module("params", params);  // the owner's named_parameters(): "params.0", ...
 //
 // Fusion: Sequential runs a Linear followed by a ReLU, GELU, Sigmoid or Tanh as one op,
 // nn::functional::fused_linear (Note [Fused linear + activation] in src/ops/linalg.cpp): the same
@@ -32,6 +39,7 @@
 #include <vector>
 
 #include "graft/nn/module.h"
+#include "graft/nn/modules/any.h"
 
 namespace graft::nn {
 
@@ -91,55 +99,44 @@ concept HasTensorForward = requires(Impl& impl, const Tensor& x) {
 
 }  // namespace detail
 
-// One entry of a Sequential: the module and a type-erased call of its forward.
-class SequentialEntry {
+// One entry of a Sequential: an AnyModule (so a module's forward may have any signature, Note
+// [AnyModule calls] in graft/nn/modules/any.h) that also knows its module's name and keeps the
+// direct Tensor -> Tensor call of the fast path.
+class SequentialEntry : public AnyModule {
  public:
   template <class M>
-    requires(!std::is_same_v<std::decay_t<M>, SequentialEntry>)
-  SequentialEntry(M&& module) {  // NOLINT: implicit, so Sequential({{"fc", Linear(4, 3)}}) works
-    using D = std::decay_t<M>;
-    if constexpr (detail::TensorFunction<D>) {
-      bind(std::make_shared<FunctionalImpl>(FunctionalImpl::Function(std::forward<M>(module))));
-    } else {
-      bind(detail::module_ptr(std::forward<M>(module)));
-    }
+    requires(!std::is_same_v<std::decay_t<M>, SequentialEntry> && !std::is_same_v<std::decay_t<M>, AnyModule>)
+  SequentialEntry(M&& module)  // NOLINT: implicit, so Sequential({{"fc", Linear(4, 3)}}) works
+      : AnyModule(make(std::forward<M>(module))) {}
+  SequentialEntry(AnyModule module) : AnyModule(std::move(module)) {  // NOLINT
+    GRAFT_CHECK(!is_empty(), "Sequential::push_back", "a module", "an empty AnyModule", "construct the module first");
   }
 
-  const std::shared_ptr<Module>& module() const { return module_; }
-  Tensor forward(const Tensor& x) const { return forward_(x); }
-  // The same entry around another module of the same type (a clone).
-  SequentialEntry rebind(std::shared_ptr<Module> other) const { return rebind_(std::move(other)); }
+  std::shared_ptr<Module> module() const { return ptr(); }
+  // forward(x) of a Tensor -> Tensor module, through Module::call so its hooks run (Note [Module
+  // hooks]); for another signature, through the AnyModule (the module must then return a Tensor).
+  Tensor forward(const Tensor& x) const { return forward_tensor(x); }
 
  private:
-  SequentialEntry() = default;
-  template <class Impl>
-  void bind(std::shared_ptr<Impl> impl) {
-    static_assert(detail::HasTensorForward<Impl>,
-                  "a module in a graft::nn::Sequential needs a forward that takes one Tensor and returns a Tensor");
-    Impl* raw = impl.get();
-    // Through Module::call, so the entry's hooks run (Note [Module hooks]).
-    forward_ = [raw](const Tensor& x) -> Tensor {
-      return static_cast<Module*>(raw)->call(x, [raw](const Tensor& in) -> Tensor { return raw->forward(in); });
-    };
-    rebind_ = [](std::shared_ptr<Module> other) {
-      SequentialEntry e;
-      e.bind(std::static_pointer_cast<Impl>(std::move(other)));
-      return e;
-    };
-    module_ = std::move(impl);
+  template <class M>
+  static AnyModule make(M&& module) {
+    using D = std::decay_t<M>;
+    if constexpr (detail::TensorFunction<D>) {
+      return AnyModule(std::make_shared<FunctionalImpl>(FunctionalImpl::Function(std::forward<M>(module))));
+    } else {
+      return AnyModule(detail::module_ptr(std::forward<M>(module)));
+    }
   }
-
-  std::shared_ptr<Module> module_;
-  std::function<Tensor(const Tensor&)> forward_;
-  std::function<SequentialEntry(std::shared_ptr<Module>)> rebind_;
 };
 
+// LibTorch's name for a {name, module} pair of Sequential's initializer list.
 struct NamedSequentialEntry {
   template <class M>
   NamedSequentialEntry(std::string name, M&& module) : name(std::move(name)), entry(std::forward<M>(module)) {}
   std::string name;
   SequentialEntry entry;
 };
+using NamedAnyModule = NamedSequentialEntry;
 
 // ---- Sequential ----
 class SequentialImpl : public Cloneable<SequentialImpl> {
@@ -167,8 +164,36 @@ class SequentialImpl : public Cloneable<SequentialImpl> {
   }
   void extend(const SequentialImpl& other);
 
-  // Runs the modules in order; an empty Sequential returns its input.
+  void extend(const ModuleHolder<SequentialImpl>& other) { extend(*other); }
+  // Appends each module of a container (holders, shared_ptrs, AnyModules).
+  template <class Container>
+    requires(!std::is_base_of_v<SequentialImpl, Container> &&
+             !std::is_base_of_v<ModuleHolder<SequentialImpl>, Container>)
+  void extend(const Container& modules) {
+    for (const auto& m : modules) push_back(m);
+  }
+
+  // Runs the modules in order, each one's result the next one's argument; an empty Sequential
+  // returns its input. Tensor -> Tensor modules take the fast path (fusion, no AnyValues).
   Tensor forward(const Tensor& input);
+  // LibTorch's forward<ReturnType>(inputs...): the inputs go to the first module, whose forward may
+  // take several arguments; a module returning something else than a Tensor (a std::tuple) hands it
+  // to the next as its one argument. The last result must be a ReturnType (a graft::Error says
+  // which type it is otherwise). An empty Sequential cannot be called this way.
+  template <class ReturnType = Tensor, class... Inputs>
+  ReturnType forward(Inputs&&... inputs) {
+    if constexpr (sizeof...(Inputs) == 1 && (std::is_same_v<std::remove_cvref_t<Inputs>, Tensor> && ...)) {
+      if constexpr (std::is_same_v<ReturnType, Tensor>) {
+        return forward(static_cast<const Tensor&>(inputs)...);
+      } else {
+        check_callable();
+        return result<ReturnType>(run(0, AnyValue(static_cast<const Tensor&>(inputs)...)));
+      }
+    } else {
+      check_callable();
+      return result<ReturnType>(run(1, entries_.front().any_forward(std::forward<Inputs>(inputs)...)));
+    }
+  }
 
   // Whether forward fuses Linear + activation pairs (see the top of this file); on by default.
   void set_fusion(bool enabled) noexcept { fusion_ = enabled; }
@@ -187,11 +212,21 @@ class SequentialImpl : public Cloneable<SequentialImpl> {
     return *ptr<T>(index);
   }
   const std::vector<SequentialEntry>& entries() const { return entries_; }
+  // Iterates the entries, each an AnyModule (LibTorch's iteration).
   auto begin() const { return entries_.begin(); }
   auto end() const { return entries_.end(); }
 
  private:
   void add(std::string name, SequentialEntry entry);
+  // Runs entries [from, size()) on `value` (the fast path while it holds a Tensor).
+  AnyValue run(size_t from, AnyValue value);
+  void check_callable() const;
+  [[noreturn]] static void throw_bad_result(const std::type_info& held, const std::type_info& wanted);
+  template <class T>
+  static T result(AnyValue&& value) {
+    if (T* p = value.try_get<T>()) return std::move(*p);
+    throw_bad_result(value.type_info(), typeid(T));
+  }
   template <class T>
   static std::shared_ptr<T> checked_cast(const std::shared_ptr<Module>& m, size_t index) {
     auto p = std::dynamic_pointer_cast<T>(m);
@@ -313,5 +348,99 @@ class ModuleDictImpl : public Cloneable<ModuleDictImpl> {
   void insert_ptr(const std::string& key, std::shared_ptr<Module> module);
 };
 GRAFT_MODULE(ModuleDict);
+
+// ---- ParameterList: parameters registered as "0", "1", ... ----
+// An owner that registers it as "params" lists them as "params.0", "params.1" (PyTorch's names).
+// Each parameter keeps its requires_grad (LibTorch's append).
+class ParameterListImpl : public Cloneable<ParameterListImpl> {
+ public:
+  using Iterator = OrderedDict<std::string, Tensor>::Iterator;
+  using ConstIterator = OrderedDict<std::string, Tensor>::ConstIterator;
+
+  ParameterListImpl() = default;
+  template <class... Ts>
+    requires(sizeof...(Ts) > 0 && (std::is_convertible_v<Ts, Tensor> && ...))
+  explicit ParameterListImpl(Ts&&... params) {
+    (append(Tensor(std::forward<Ts>(params))), ...);
+  }
+
+  void reset() override {}
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
+  std::string extra_repr() const override;
+
+  void append(const Tensor& param);
+  // The key is dropped: the parameter is appended under the next index (as LibTorch).
+  void append(const OrderedDict<std::string, Tensor>::Item& item) { append(item.value()); }
+  template <class Container>
+  void extend(const Container& params) {
+    for (const auto& p : params) append(p);
+  }
+  // Inserts before `index` (0 <= index <= size()); the later parameters are renumbered.
+  void insert(size_t index, const Tensor& param);
+  // Removes and returns the parameter at `index`; the later ones are renumbered.
+  Tensor pop(size_t index);
+  void clear() { parameters_.clear(); }
+
+  Tensor& at(size_t index);
+  const Tensor& at(size_t index) const;
+  Tensor& operator[](size_t index) { return at(index); }
+  const Tensor& operator[](size_t index) const { return at(index); }
+  size_t size() const noexcept { return parameters_.size(); }
+  bool is_empty() const noexcept { return parameters_.is_empty(); }
+  // Iterates OrderedDict items: item.key() is the index as a string, item.value() the parameter.
+  Iterator begin() { return parameters_.begin(); }
+  Iterator end() { return parameters_.end(); }
+  ConstIterator begin() const { return parameters_.begin(); }
+  ConstIterator end() const { return parameters_.end(); }
+
+ private:
+  void renumber(std::vector<Tensor> params);
+};
+GRAFT_MODULE(ParameterList);
+
+// ---- ParameterDict: parameters by key, in insertion order ----
+// An owner that registers it as "dict" lists them as "dict.<key>". Keys follow the parameter name
+// rules (non-empty, no dots). insert() of a present key is an error, as LibTorch's; update()
+// overwrites present keys and appends new ones, as PyTorch's.
+class ParameterDictImpl : public Cloneable<ParameterDictImpl> {
+ public:
+  using Iterator = OrderedDict<std::string, Tensor>::Iterator;
+  using ConstIterator = OrderedDict<std::string, Tensor>::ConstIterator;
+
+  ParameterDictImpl() = default;
+  explicit ParameterDictImpl(const OrderedDict<std::string, Tensor>& params);
+
+  void reset() override {}
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
+  std::string extra_repr() const override;
+
+  Tensor& insert(std::string key, Tensor param);
+  Tensor pop(const std::string& key);
+  template <class Container>
+  void update(const Container& params) {
+    for (const auto& item : params) insert_or_assign(item.key(), item.value());
+  }
+  void clear() { parameters_.clear(); }
+
+  bool contains(const std::string& key) const noexcept { return parameters_.contains(key); }
+  Tensor& get(const std::string& key) { return parameters_[key]; }
+  const Tensor& get(const std::string& key) const { return parameters_[key]; }
+  Tensor& operator[](const std::string& key) { return parameters_[key]; }
+  const Tensor& operator[](const std::string& key) const { return parameters_[key]; }
+  std::vector<std::string> keys() const { return parameters_.keys(); }
+  std::vector<Tensor> values() const { return parameters_.values(); }
+  const std::vector<OrderedDict<std::string, Tensor>::Item>& items() const noexcept { return parameters_.items(); }
+  size_t size() const noexcept { return parameters_.size(); }
+  bool empty() const noexcept { return parameters_.is_empty(); }
+  bool is_empty() const noexcept { return parameters_.is_empty(); }
+  Iterator begin() { return parameters_.begin(); }
+  Iterator end() { return parameters_.end(); }
+  ConstIterator begin() const { return parameters_.begin(); }
+  ConstIterator end() const { return parameters_.end(); }
+
+ private:
+  void insert_or_assign(const std::string& key, const Tensor& param);
+};
+GRAFT_MODULE(ParameterDict);
 
 }  // namespace graft::nn
