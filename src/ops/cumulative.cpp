@@ -93,7 +93,7 @@ Tensor cumsum_impl(const Tensor& x, int64_t dim, std::optional<DType> dtype, boo
 
 Tensor rcumsum(const Tensor& t, int64_t d) { return cumsum_impl(t, d, std::nullopt, true); }
 
-// Note [cumprod backward with zeros]
+// Its formula: see Note [cumprod backward with zeros] at the top of this file.
 Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64_t d) {
   const Tensor is_zero = eq(x, Scalar(0.0));
   bool any_zero = false;
