@@ -1,7 +1,8 @@
 // Loss modules: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss,
 // BCEWithLogitsLoss, HuberLoss, KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss.
 // Their options are graft::nn::functional's (CrossEntropyLossOptions is CrossEntropyFuncOptions);
-// class weights are registered as buffers ("weight", "pos_weight"), so module.to(dtype) converts them. forward(input, target) forwards to the functional.
+// class weights are registered as buffers ("weight", "pos_weight"), so module.to(dtype) converts them.
+// forward(input, target) (or the loss's inputs) forwards to the functional.
 #pragma once
 
 #include <string>
