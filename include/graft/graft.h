@@ -55,6 +55,7 @@
 #include "graft/nn/modules/activation.h"
 #include "graft/nn/modules/container.h"
 #include "graft/nn/modules/conv.h"
+#include "graft/nn/modules/distance.h"
 #include "graft/nn/modules/dropout.h"
 #include "graft/nn/modules/embedding.h"
 #include "graft/nn/modules/linear.h"

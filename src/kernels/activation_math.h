@@ -60,6 +60,38 @@ T gelu_tanh(T v) {
   return T(0.5) * v * (T(1) + std::tanh(u));
 }
 
+// SELU's two constants (Klambauer et al. 2017): selu(x) = scale * elu(x, alpha).
+inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+inline constexpr double kSeluScale = 1.0507009873554804934193349852946;
+template <class T>
+T selu(T v) {
+  return static_cast<T>(kSeluScale) * (v > T(0) ? v : static_cast<T>(kSeluAlpha) * std::expm1(v));
+}
+// softplus without overflow: log(1 + e^x) = max(x, 0) + log1p(e^-|x|).
+template <class T>
+T softplus_stable(T v) {
+  return (v > T(0) ? v : T(0)) + std::log1p(std::exp(-std::abs(v)));
+}
+// mish(x) = x tanh(softplus(x)).
+template <class T>
+T mish(T v) {
+  return v * std::tanh(softplus_stable(v));
+}
+// hardtanh(x) = min(max(x, lo), hi); NaN passes through. relu6 is hardtanh(x, 0, 6).
+template <class T>
+T hardtanh(T v, T lo, T hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+// hardsigmoid(x) = relu6(x + 3) / 6; hardswish(x) = x relu6(x + 3) / 6.
+template <class T>
+T hardsigmoid(T v) {
+  return hardtanh<T>(v + T(3), T(0), T(6)) / T(6);
+}
+template <class T>
+T hardswish(T v) {
+  return v * hardtanh<T>(v + T(3), T(0), T(6)) / T(6);
+}
+
 // ---- derivatives ----
 // g * relu'(x) from y = relu(x): g where y > 0, else 0 (scalars; the recorded form is a 0/1 mask).
 template <class T>
@@ -97,4 +129,29 @@ T gelu_tanh_grad(const T& x) {
   return (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * du;
 }
 
+// mish'(x) = t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x)); `sp` is softplus(x), `sg` sigmoid(x)
+// (passed in, so that the Tensor form can take them from recorded ops). double or Tensor.
+template <class T>
+T mish_grad(const T& x, const T& sp, const T& sg) {
+  using std::tanh;
+  const T t = tanh(sp);
+  return t + x * sg * (one<T>() - t * t);
+}
+// The piecewise-linear activations' derivatives, as PyTorch's backward kernels define them at the
+// kinks: hardswish' = 0 for x < -3, x/3 + 1/2 for -3 <= x < 3, 1 from 3 on (so -1/2 at -3 and 1 at 3:
+// PyTorch 1.13's vectorised kernel, which computes all but a tensor's last few elements; its scalar
+// tail takes 3/2 at 3);
+// hardsigmoid' = 1/6 strictly inside (-3, 3), else 0; hardtanh' = 1 strictly inside (lo, hi), else 0.
+// Each is (slope, offset) of the piece containing x: derivative = slope * x + offset, so that the
+// recorded backward is differentiable again (the second derivative is the slope).
+struct Piece {
+  double slope, offset;
+};
+inline Piece hardswish_grad_piece(double x) {
+  if (x < -3.0) return {0.0, 0.0};
+  if (x < 3.0) return {1.0 / 3.0, 0.5};
+  return {0.0, 1.0};
+}
+inline double hardsigmoid_grad(double x) { return x > -3.0 && x < 3.0 ? 1.0 / 6.0 : 0.0; }
+inline double hardtanh_grad(double x, double lo, double hi) { return x > lo && x < hi ? 1.0 : 0.0; }
 }  // namespace graft::kernels::activation

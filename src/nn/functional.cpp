@@ -4,6 +4,7 @@
 // so an error names the op and reads the same from either spelling.
 #include "graft/nn/functional.h"
 
+#include "graft/core/factory.h"
 #include "graft/ops/ops.h"
 
 namespace graft::nn::functional {
@@ -26,6 +27,35 @@ Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& options) {
 }
 Tensor log_softmax(const Tensor& x, const LogSoftmaxFuncOptions& options) {
   return graft::log_softmax(x, options.dim(), options.dtype());
+}
+
+// ---- activations: selu, mish, hardswish, hardsigmoid, hardtanh, relu6, glu, softmin ----
+namespace {
+// inplace: the input takes the result. The op runs on a clone, so that what its backward saves is
+// not the overwritten memory; the copy_ then records the result's history on the input.
+template <class F>
+Tensor maybe_inplace(Tensor& input, bool inplace, F&& op) {
+  if (!inplace) return op(input);
+  input.copy_(op(input.clone()));
+  return input;
+}
+}  // namespace
+Tensor selu(Tensor input, const SELUFuncOptions& options) {
+  return maybe_inplace(input, options.inplace(), [](const Tensor& x) { return graft::selu(x); });
+}
+Tensor mish(const Tensor& input) { return graft::mish(input); }
+Tensor hardswish(const Tensor& input) { return graft::hardswish(input); }
+Tensor hardsigmoid(const Tensor& input) { return graft::hardsigmoid(input); }
+Tensor hardtanh(Tensor input, const HardtanhFuncOptions& options) {
+  return maybe_inplace(input, options.inplace(),
+                       [&](const Tensor& x) { return graft::hardtanh(x, options.min_val(), options.max_val()); });
+}
+Tensor relu6(Tensor input, const ReLU6FuncOptions& options) {
+  return maybe_inplace(input, options.inplace(), [](const Tensor& x) { return graft::relu6(x); });
+}
+Tensor glu(const Tensor& input, const GLUFuncOptions& options) { return graft::glu(input, options.dim()); }
+Tensor softmin(const Tensor& input, const SoftminFuncOptions& options) {
+  return graft::softmax(-input, options.dim(), options.dtype());
 }
 
 // ---- layers ----
@@ -145,6 +175,46 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         const BinaryCrossEntropyWithLogitsFuncOptions& options) {
   return graft::binary_cross_entropy_with_logits(input, target, options.weight(), options.pos_weight(),
                                                  options.reduction());
+}
+
+// ---- losses: huber, kl_div, cosine embedding, margin ranking, triplet margin; distances; normalize ----
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options) {
+  return graft::huber_loss(input, target, options.reduction(), options.delta());
+}
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options) {
+  const KLDivReduction& r = options.reduction();
+  Tensor out = graft::kl_div(input, target, r.reduction(), options.log_target());
+  // kBatchMean: the sum over the batch size (a 0-dim input is its own batch of one)
+  if (r.batch_mean() && input.dim() > 0) out = out / static_cast<double>(input.size(0));
+  return out;
+}
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                             const CosineEmbeddingLossFuncOptions& options) {
+  return graft::cosine_embedding_loss(input1, input2, target, options.margin(), options.reduction());
+}
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                           const MarginRankingLossFuncOptions& options) {
+  return graft::margin_ranking_loss(input1, input2, target, options.margin(), options.reduction());
+}
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                           const TripletMarginLossFuncOptions& options) {
+  return graft::triplet_margin_loss(anchor, positive, negative, options.margin(), options.p(), options.eps(),
+                                    options.swap(), options.reduction());
+}
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& options) {
+  return graft::cosine_similarity(x1, x2, options.dim(), options.eps());
+}
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceFuncOptions& options) {
+  return graft::pairwise_distance(x1, x2, options.p(), options.eps(), options.keepdim());
+}
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options) {
+  // ||input||_p along dim, by pairwise_distance's p-norm (its gradient is 0, not nan, at a zero
+  // vector) over the last dim with eps 0: dim is moved last and the kept size-1 dim moved back.
+  GRAFT_CHECK(input.dim() > 0, "normalize", "a tensor of at least 1 dim", "a 0-dim tensor", "normalize works along dim");
+  const int64_t d = wrap_dim(options.dim(), input.dim(), "normalize");
+  const Tensor moved = input.transpose(d, -1);
+  const Tensor norm = graft::pairwise_distance(moved, graft::zeros({}, input.dtype()), options.p(), 0.0, true);
+  return input / clamp_min(norm.transpose(d, -1), options.eps());
 }
 
 }  // namespace graft::nn::functional

@@ -1,5 +1,6 @@
 // Elementwise math: pow, the unary functions (exp, log, ..., relu), clamp, maximum/minimum, their
-// in-place forms, and the activations leaky_relu, gelu, silu, softplus and elu. Floating functions
+// in-place forms, and the activations leaky_relu, gelu, silu, softplus, elu, selu, mish, hardswish,
+// hardsigmoid, hardtanh, relu6 and glu. Floating functions
 // of integer or bool tensors compute in float32, as PyTorch's do. Backward formulas are written
 // with graft ops (so gradients of gradients work); the 0/1 masks they use are constants computed by
 // const_map.
@@ -688,6 +689,107 @@ Tensor elu(const Tensor& x, double alpha) {
     set_history(y, node);
   }
   return y;
+}
+
+// ---- selu, mish, the hard activations, glu ----
+// Formulas in kernels/activation_math.h; each backward is written with graft ops (the masks and
+// piecewise slopes are constants of x), so that gradients of gradients work.
+Tensor selu(const Tensor& x) {
+  Tensor y = floating_only_map(x, "selu", [](auto v) { return math::selu(v); });
+  if (auto node = make_node("EluBackward0", OpId::selu, {&x}, [](Node& n, const Tensor& g) -> TensorList {
+        // dy/dx = scale where x > 0, scale alpha exp(x) elsewhere (exp of min(x, 0): no overflow)
+        const Tensor s = n.saved(0);
+        const Tensor pos = mask(s, [](auto v) { return v > 0; });
+        const Tensor neg_part = graft::exp(graft::clamp_max(s, 0.0)) * (math::kSeluScale * math::kSeluAlpha);
+        return {g * (neg_part * (1.0 - pos) + pos * math::kSeluScale)};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor mish(const Tensor& x) {
+  Tensor y = floating_only_map(x, "mish", [](auto v) { return math::mish(v); });
+  if (auto node = make_node("MishBackward0", OpId::mish, {&x}, [](Node& n, const Tensor& g) -> TensorList {
+        // softplus with its linear part above 20: tanh of it is 1 there in float32 and float64 alike
+        const Tensor s = n.saved(0);
+        const Tensor sp = graft::softplus(s);
+        return {g * math::mish_grad(s, sp, graft::sigmoid(s))};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor hardswish(const Tensor& x) {
+  Tensor y = floating_only_map(x, "hardswish", [](auto v) { return math::hardswish(v); });
+  if (auto node = make_node("HardswishBackward0", OpId::hardswish, {&x}, [](Node& n, const Tensor& g) -> TensorList {
+        // dy/dx = slope * x + offset on x's piece (activation_math.h: hardswish_grad_piece)
+        const Tensor s = n.saved(0);
+        const DType dt = g.dtype();
+        const Tensor slope = const_map(dt, dt, s, [](auto v) { return math::hardswish_grad_piece(v).slope; });
+        const Tensor offset = const_map(dt, dt, s, [](auto v) { return math::hardswish_grad_piece(v).offset; });
+        return {g * (s * slope + offset)};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor hardsigmoid(const Tensor& x) {
+  Tensor y = floating_only_map(x, "hardsigmoid", [](auto v) { return math::hardsigmoid(v); });
+  if (auto node = make_node("HardsigmoidBackward0", OpId::hardsigmoid, {&x}, [](Node& n, const Tensor& g) -> TensorList {
+        return {g * const_map(g.dtype(), g.dtype(), n.saved(0), [](auto v) { return math::hardsigmoid_grad(v); })};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+
+namespace {
+// hardtanh and relu6 (= hardtanh(x, 0, 6), as in PyTorch, so relu6's gradient is 0 at 0 and at 6).
+// Numeric dtypes keep their dtype (PyTorch's hardtanh is a clamp); bool is an error.
+Tensor hardtanh_impl(const Tensor& x, double lo, double hi, OpId id, const char* node_name) {
+  const char* op = ops::op_name(id);
+  GRAFT_CHECK(x.dtype() != kBool, op, "a numeric tensor", "a bool tensor", "convert it with .to(graft::kFloat32)");
+  GRAFT_CHECK(!(lo > hi), op, "min_val <= max_val", "min_val " + std::to_string(lo) + " > max_val " + std::to_string(hi),
+              "swap the bounds");
+  Tensor y = kernels::dispatch_numeric(x.dtype(), op, [&]<class T>() {
+    const T l = static_cast<T>(lo), h = static_cast<T>(hi);
+    return kernels::map<T, T>(x.dtype(), x.sizes(), [l, h](T v) { return math::hardtanh(v, l, h); }, x);
+  });
+  if (auto node = make_node(node_name, id, {&x}, [lo, hi](Node& n, const Tensor& g) -> TensorList {
+        return {g * const_map(g.dtype(), g.dtype(), n.saved(0), [lo, hi](auto v) {
+                  return math::hardtanh_grad(static_cast<double>(v), lo, hi);
+                })};
+      })) {
+    node->save(x);
+    set_history(y, node);
+  }
+  return y;
+}
+}  // namespace
+
+Tensor hardtanh(const Tensor& x, const Scalar& min_val, const Scalar& max_val) {
+  return hardtanh_impl(x, min_val.to_double(), max_val.to_double(), OpId::hardtanh, "HardtanhBackward0");
+}
+Tensor relu6(const Tensor& x) { return hardtanh_impl(x, 0.0, 6.0, OpId::relu6, "HardtanhBackward0"); }
+
+// glu: a composite of recorded ops (chunk, sigmoid, mul), so its backward and double backward are theirs.
+Tensor glu(const Tensor& x, int64_t dim) {
+  GRAFT_CHECK(x.dim() > 0, "glu", "a tensor of at least 1 dim", "a 0-dim tensor", "glu halves a dimension");
+  const int64_t d = wrap_dim(dim, x.dim(), "glu");
+  GRAFT_CHECK(x.size(d) % 2 == 0, "glu", "an even size along dim " + std::to_string(dim),
+              "size " + std::to_string(x.size(d)) + " in input of shape " + shape_str(x.sizes()),
+              "glu splits the dim into two halves a, b and returns a * sigmoid(b)");
+  GRAFT_CHECK(x.is_floating_point(), "glu", "a floating-point tensor", std::string("a tensor of dtype ") + dtype_name(x.dtype()),
+              "convert it with .to(graft::kFloat32)");
+  const int64_t h = x.size(d) / 2;
+  return x.narrow(d, 0, h) * graft::sigmoid(x.narrow(d, h, h));
 }
 
 }  // namespace graft

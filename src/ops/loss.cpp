@@ -1,5 +1,6 @@
 // Losses: cross_entropy, nll_loss, mse_loss, l1_loss, smooth_l1_loss, binary_cross_entropy,
-// binary_cross_entropy_with_logits, each with reduction none/mean/sum.
+// binary_cross_entropy_with_logits, huber_loss, kl_div, cosine_embedding_loss, margin_ranking_loss,
+// triplet_margin_loss, each with reduction none/mean/sum.
 //
 // Every loss is a composite of recorded graft ops (log_softmax, gather, index_select, where, log,
 // exp, ...), so backward and double backward come from those ops' own formulas. The semantics are
@@ -493,6 +494,93 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                     : lin + softplus_negx;
   if (weight.defined()) loss = loss * cast(weight, input.dtype());
   return apply_reduction(loss, reduction);
+}
+
+// ---- huber, kl_div, and the margin / embedding losses (composites, as ATen's are) ----
+
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
+  const char* op = "huber_loss";
+  check_reduction(reduction, op);
+  GRAFT_CHECK(delta > 0.0, op, "delta > 0", "delta " + num(delta), "delta is where the loss turns linear; 1 is the default");
+  check_broadcast(input, target, op);
+  const Tensor d = input - target;
+  const Tensor z = abs(d);
+  // 0.5 d^2 inside (written with d, not |d|: no kink at 0), delta (|d| - delta / 2) outside.
+  const Tensor loss = where(lt(z, Scalar(delta)), d * d * 0.5, (z - 0.5 * delta) * delta);
+  return apply_reduction(loss, reduction);
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
+  const char* op = "kl_div";
+  check_reduction(reduction, op);
+  check_broadcast(input, target, op);
+  check_floating(target, op, "target");
+  Tensor loss;
+  if (log_target) {
+    loss = exp(target) * (target - input);
+  } else {
+    // target log(target) - target input, with 0 log 0 = 0 (ATen's xlogy), written safely
+    // (Note [Where instead of kinks]).
+    const Tensor pos = gt(target, Scalar(0.0));
+    const Tensor tlogt = where(pos, target * log(where(pos, target, Scalar(1.0))), Scalar(0.0));
+    loss = tlogt - target * input;
+  }
+  return apply_reduction(loss, reduction);  // kMean: over every element (F::kl_div adds kBatchMean)
+}
+
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
+                             Reduction reduction) {
+  const char* op = "cosine_embedding_loss";
+  check_reduction(reduction, op);
+  check_floating(input1, op, "input1");
+  check_floating(input2, op, "input2");
+  check_defined(target, op, "target");
+  const int64_t tdim = target.dim();
+  GRAFT_CHECK(tdim <= 1, op, "a 0-dim or 1-D target (one +1 / -1 per pair)", "target of shape " + shape_str(target.sizes()),
+              "multi-target is not supported");
+  const int64_t want = tdim + 1;
+  GRAFT_CHECK(input1.dim() == want && input2.dim() == want, op,
+              std::to_string(want) + "-D inputs for a " + std::to_string(tdim) + "-D target",
+              "input1 of shape " + shape_str(input1.sizes()) + " and input2 of shape " + shape_str(input2.sizes()),
+              "inputs (N, D) go with a target (N); inputs (D) with a 0-dim target");
+  // cos = <x1, x2> / sqrt((|x1|^2 + 1e-12)(|x2|^2 + 1e-12)), ATen's EPSILON
+  constexpr double kEps = 1e-12;
+  const Tensor prod = (input1 * input2).sum({tdim});
+  const Tensor mag1 = (input1 * input1).sum({tdim}) + kEps, mag2 = (input2 * input2).sum({tdim}) + kEps;
+  const Tensor cos = prod / sqrt(mag1 * mag2);
+  // 1 - cos for target 1, max(0, cos - margin) for target -1, 0 for any other target value
+  const Tensor loss = where(eq(target, Scalar(1.0)), 1.0 - cos, Scalar(0.0)) +
+                      where(eq(target, Scalar(-1.0)), clamp_min(cos - margin, 0.0), Scalar(0.0));
+  return apply_reduction(loss, reduction);
+}
+
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
+                           Reduction reduction) {
+  const char* op = "margin_ranking_loss";
+  check_reduction(reduction, op);
+  check_floating(input1, op, "input1");
+  check_floating(input2, op, "input2");
+  check_defined(target, op, "target");
+  broadcast_shapes(broadcast_shapes(input1.sizes(), input2.sizes(), op), target.sizes(), op);
+  return apply_reduction(clamp_min(-target * (input1 - input2) + margin, 0.0), reduction);
+}
+
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin, double p,
+                           double eps, bool swap, Reduction reduction) {
+  const char* op = "triplet_margin_loss";
+  check_reduction(reduction, op);
+  check_floating(anchor, op, "anchor");
+  check_floating(positive, op, "positive");
+  check_floating(negative, op, "negative");
+  GRAFT_CHECK(anchor.dim() == positive.dim() && positive.dim() == negative.dim(), op,
+              "anchor, positive and negative of the same number of dims",
+              "anchor " + shape_str(anchor.sizes()) + ", positive " + shape_str(positive.sizes()) + ", negative " +
+                  shape_str(negative.sizes()),
+              "give all three as (N, D) or all three as (D)");
+  const Tensor d_pos = pairwise_distance(anchor, positive, p, eps);
+  Tensor d_neg = pairwise_distance(anchor, negative, p, eps);
+  if (swap) d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps));
+  return apply_reduction(clamp_min(d_pos - d_neg + margin, 0.0), reduction);
 }
 
 }  // namespace graft

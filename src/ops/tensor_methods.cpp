@@ -83,6 +83,8 @@ Tensor Tensor::all() const { return graft::all(*this); }
 Tensor Tensor::all(int64_t d, bool k) const { return graft::all(*this, d, k); }
 Tensor Tensor::any() const { return graft::any(*this); }
 Tensor Tensor::any(int64_t d, bool k) const { return graft::any(*this, d, k); }
+Tensor Tensor::cumsum(int64_t d, std::optional<DType> dt) const { return graft::cumsum(*this, d, dt); }
+Tensor Tensor::cumprod(int64_t d, std::optional<DType> dt) const { return graft::cumprod(*this, d, dt); }
 
 Tensor Tensor::matmul(const Tensor& o) const { return graft::matmul(*this, o); }
 Tensor Tensor::mm(const Tensor& o) const { return graft::mm(*this, o); }

@@ -29,6 +29,10 @@ namespace graft {
 
 // Reduction (kNone, kMean, kSum) and FusedActivation are the ops' (graft/ops/ops.h).
 
+// kl_div's batch-mean reduction (LibTorch's torch::kBatchMean): see nn::functional::KLDivReduction.
+struct BatchMeanReduction {};
+inline constexpr BatchMeanReduction kBatchMean{};
+
 // D int64 values given either as one value (used for all D) or as a list of exactly D, like
 // LibTorch's ExpandingArray: .stride(2) means {2, 2}, .stride({2, 1}) means height 2, width 1.
 template <size_t D>
@@ -170,6 +174,40 @@ Tensor tanh(const Tensor& x);
 Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& options);
 Tensor log_softmax(const Tensor& x, const LogSoftmaxFuncOptions& options);
 
+// ---- activations: selu, mish, hardswish, hardsigmoid, hardtanh, relu6, glu, softmin ----
+// (LibTorch 1.13 has no F::hardswish / F::hardsigmoid; graft adds them, as torch::hardswish is ATen's.)
+// With inplace(true) the input is overwritten with the result and returned, as LibTorch's selu_ etc.
+struct SELUFuncOptions {
+  SELUFuncOptions(bool inplace = false) : inplace_(inplace) {}  // NOLINT
+  GRAFT_ARG(bool, inplace);
+};
+struct HardtanhFuncOptions {
+  GRAFT_ARG(double, min_val) = -1.0;
+  GRAFT_ARG(double, max_val) = 1.0;
+  GRAFT_ARG(bool, inplace) = false;
+};
+struct ReLU6FuncOptions {
+  ReLU6FuncOptions(bool inplace = false) : inplace_(inplace) {}  // NOLINT
+  GRAFT_ARG(bool, inplace);
+};
+struct GLUFuncOptions {
+  GLUFuncOptions(int64_t dim = -1) : dim_(dim) {}  // NOLINT
+  GRAFT_ARG(int64_t, dim);
+};
+struct SoftminFuncOptions {
+  SoftminFuncOptions(int64_t dim) : dim_(dim) {}  // NOLINT
+  GRAFT_ARG(int64_t, dim);
+  GRAFT_ARG(std::optional<DType>, dtype) = std::nullopt;
+};
+Tensor selu(Tensor input, const SELUFuncOptions& options = {});
+Tensor mish(const Tensor& input);
+Tensor hardswish(const Tensor& input);
+Tensor hardsigmoid(const Tensor& input);
+Tensor hardtanh(Tensor input, const HardtanhFuncOptions& options = {});
+Tensor relu6(Tensor input, const ReLU6FuncOptions& options = {});
+Tensor glu(const Tensor& input, const GLUFuncOptions& options = {});  // a * sigmoid(b), halves a, b along dim
+Tensor softmin(const Tensor& input, const SoftminFuncOptions& options);  // softmax(-input)
+
 // ---- layers ----
 // y = x @ weight^T + bias; x (*, in), weight (out, in), bias (out) or undefined.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
@@ -282,6 +320,75 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
                             const BinaryCrossEntropyFuncOptions& options = {});
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BinaryCrossEntropyWithLogitsFuncOptions& options = {});
+
+// ---- losses: huber, kl_div, cosine embedding, margin ranking, triplet margin; distances; normalize ----
+struct HuberLossFuncOptions {
+  HuberLossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  GRAFT_ARG(Reduction, reduction);
+  GRAFT_ARG(double, delta) = 1.0;
+};
+// kl_div's reduction: kNone, kMean (over every element), kSum, or kBatchMean (the sum divided by the
+// batch size input.size(0), KL divergence's definition), as LibTorch's KLDivLossOptions::reduction_t.
+class KLDivReduction {
+ public:
+  KLDivReduction(Reduction r) : reduction_(r) {}  // NOLINT
+  KLDivReduction(BatchMeanReduction) : reduction_(kSum), batch_mean_(true) {}  // NOLINT
+  Reduction reduction() const { return reduction_; }  // kSum for kBatchMean
+  bool batch_mean() const { return batch_mean_; }
+
+ private:
+  Reduction reduction_ = kMean;
+  bool batch_mean_ = false;
+};
+struct KLDivFuncOptions {
+  KLDivFuncOptions(KLDivReduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  GRAFT_ARG(KLDivReduction, reduction);
+  GRAFT_ARG(bool, log_target) = false;
+};
+struct CosineEmbeddingLossFuncOptions {
+  GRAFT_ARG(double, margin) = 0.0;
+  GRAFT_ARG(Reduction, reduction) = kMean;
+};
+struct MarginRankingLossFuncOptions {
+  GRAFT_ARG(double, margin) = 0.0;
+  GRAFT_ARG(Reduction, reduction) = kMean;
+};
+struct TripletMarginLossFuncOptions {
+  GRAFT_ARG(double, margin) = 1.0;
+  GRAFT_ARG(double, p) = 2.0;
+  GRAFT_ARG(double, eps) = 1e-6;
+  GRAFT_ARG(bool, swap) = false;
+  GRAFT_ARG(Reduction, reduction) = kMean;
+};
+struct CosineSimilarityFuncOptions {
+  GRAFT_ARG(int64_t, dim) = 1;
+  GRAFT_ARG(double, eps) = 1e-8;
+};
+struct PairwiseDistanceFuncOptions {
+  GRAFT_ARG(double, p) = 2.0;
+  GRAFT_ARG(double, eps) = 1e-6;
+  GRAFT_ARG(bool, keepdim) = false;
+};
+// LibTorch's `out` option is left out: the result is returned.
+struct NormalizeFuncOptions {
+  GRAFT_ARG(double, p) = 2.0;
+  GRAFT_ARG(int64_t, dim) = 1;
+  GRAFT_ARG(double, eps) = 1e-12;
+};
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options = {});
+// input log-probabilities, target probabilities (log-probabilities with log_target).
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options = {});
+// input1, input2 (N, D) and target (N) of +1 / -1, or (D), (D) and a 0-dim target.
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                             const CosineEmbeddingLossFuncOptions& options = {});
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                           const MarginRankingLossFuncOptions& options = {});
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                           const TripletMarginLossFuncOptions& options = {});
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& options = {});
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceFuncOptions& options = {});
+// input / max(||input||_p, eps), the norm along dim.
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options = {});
 
 }  // namespace nn::functional
 }  // namespace graft

@@ -64,4 +64,33 @@ std::string SoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(opt
 Tensor LogSoftmaxImpl::forward(const Tensor& input) { return F::log_softmax(input, options.dim()); }
 std::string LogSoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
 
+// ---- SELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, GLU, Softmin ----
+Tensor SELUImpl::forward(Tensor input) { return F::selu(std::move(input), options); }
+std::string SELUImpl::extra_repr() const { return options.inplace() ? "inplace=True" : ""; }
+Tensor MishImpl::forward(const Tensor& input) { return F::mish(input); }
+Tensor HardswishImpl::forward(const Tensor& input) { return F::hardswish(input); }
+Tensor HardsigmoidImpl::forward(const Tensor& input) { return F::hardsigmoid(input); }
+
+HardtanhImpl::HardtanhImpl(const HardtanhOptions& options_) : options(options_) { reset(); }
+void HardtanhImpl::reset() {
+  GRAFT_CHECK(options.max_val() > options.min_val(), "Hardtanh", "max_val > min_val",
+              "min_val " + graft::detail::py_repr(options.min_val()) + ", max_val " +
+                  graft::detail::py_repr(options.max_val()),
+              "give a lower min_val than max_val");
+}
+Tensor HardtanhImpl::forward(Tensor input) { return F::hardtanh(std::move(input), options); }
+std::string HardtanhImpl::extra_repr() const {
+  return "min_val=" + graft::detail::py_repr(options.min_val()) + ", max_val=" +
+         graft::detail::py_repr(options.max_val()) + (options.inplace() ? ", inplace=True" : "");
+}
+
+Tensor ReLU6Impl::forward(Tensor input) { return F::relu6(std::move(input), options); }
+std::string ReLU6Impl::extra_repr() const { return options.inplace() ? "inplace=True" : ""; }
+
+Tensor GLUImpl::forward(const Tensor& input) { return F::glu(input, options); }
+std::string GLUImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+
+Tensor SoftminImpl::forward(const Tensor& input) { return F::softmin(input, options.dim()); }
+std::string SoftminImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+
 }  // namespace graft::nn

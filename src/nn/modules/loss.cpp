@@ -42,4 +42,19 @@ Tensor BCEWithLogitsLossImpl::forward(const Tensor& input, const Tensor& target)
   return F::binary_cross_entropy_with_logits(input, target, o.weight(weight).pos_weight(pos_weight));
 }
 
+// ---- HuberLoss, KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss ----
+Tensor HuberLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return F::huber_loss(input, target, options);
+}
+Tensor KLDivLossImpl::forward(const Tensor& input, const Tensor& target) { return F::kl_div(input, target, options); }
+Tensor CosineEmbeddingLossImpl::forward(const Tensor& input1, const Tensor& input2, const Tensor& target) {
+  return F::cosine_embedding_loss(input1, input2, target, options);
+}
+Tensor MarginRankingLossImpl::forward(const Tensor& input1, const Tensor& input2, const Tensor& target) {
+  return F::margin_ranking_loss(input1, input2, target, options);
+}
+Tensor TripletMarginLossImpl::forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) {
+  return F::triplet_margin_loss(anchor, positive, negative, options);
+}
+
 }  // namespace graft::nn

@@ -1,4 +1,5 @@
-// Activation modules: ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Softplus, ELU, Softmax, LogSoftmax.
+// Activation modules: ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Softplus, ELU, Softmax, LogSoftmax,
+// SELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, GLU, Softmin.
 // Each forwards to graft::nn::functional with its options.
 #pragma once
 
@@ -127,5 +128,88 @@ class LogSoftmaxImpl : public Cloneable<LogSoftmaxImpl> {
   LogSoftmaxOptions options;
 };
 GRAFT_MODULE(LogSoftmax);
+
+// ---- SELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, GLU, Softmin ----
+// (LibTorch 1.13 has no Hardswish / Hardsigmoid modules; graft adds them, as PyTorch's Python has.)
+using SELUOptions = functional::SELUFuncOptions;
+using HardtanhOptions = functional::HardtanhFuncOptions;
+using ReLU6Options = functional::ReLU6FuncOptions;
+using GLUOptions = functional::GLUFuncOptions;
+struct SoftminOptions {
+  SoftminOptions(int64_t dim) : dim_(dim) {}  // NOLINT
+  GRAFT_ARG(int64_t, dim);
+};
+
+class SELUImpl : public Cloneable<SELUImpl> {
+ public:
+  explicit SELUImpl(const SELUOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(Tensor input);
+  std::string extra_repr() const override;
+  SELUOptions options;
+};
+GRAFT_MODULE(SELU);
+
+class MishImpl : public Cloneable<MishImpl> {
+ public:
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+};
+GRAFT_MODULE(Mish);
+
+class HardswishImpl : public Cloneable<HardswishImpl> {
+ public:
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+};
+GRAFT_MODULE(Hardswish);
+
+class HardsigmoidImpl : public Cloneable<HardsigmoidImpl> {
+ public:
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+};
+GRAFT_MODULE(Hardsigmoid);
+
+class HardtanhImpl : public Cloneable<HardtanhImpl> {
+ public:
+  explicit HardtanhImpl(const HardtanhOptions& options = {});
+  void reset() override;  // checks max_val > min_val, as LibTorch's does
+  Tensor forward(Tensor input);
+  std::string extra_repr() const override;
+  HardtanhOptions options;
+};
+GRAFT_MODULE(Hardtanh);
+
+class ReLU6Impl : public Cloneable<ReLU6Impl> {
+ public:
+  explicit ReLU6Impl(const ReLU6Options& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(Tensor input);
+  std::string extra_repr() const override;
+  ReLU6Options options;
+};
+GRAFT_MODULE(ReLU6);
+
+class GLUImpl : public Cloneable<GLUImpl> {
+ public:
+  explicit GLUImpl(const GLUOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  GLUOptions options;
+};
+GRAFT_MODULE(GLU);
+
+class SoftminImpl : public Cloneable<SoftminImpl> {
+ public:
+  explicit SoftminImpl(int64_t dim) : SoftminImpl(SoftminOptions(dim)) {}
+  explicit SoftminImpl(const SoftminOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  SoftminOptions options;
+};
+GRAFT_MODULE(Softmin);
 
 }  // namespace graft::nn

@@ -1,7 +1,8 @@
 // Loss modules: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss,
-// BCEWithLogitsLoss. Their options are graft::nn::functional's (CrossEntropyLossOptions is
-// CrossEntropyFuncOptions); class weights are registered as buffers ("weight", "pos_weight"), so
-// module.to(dtype) converts them. forward(input, target) forwards to the functional.
+// BCEWithLogitsLoss, HuberLoss, KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss.
+// Their options are graft::nn::functional's (CrossEntropyLossOptions is CrossEntropyFuncOptions);
+// class weights are registered as buffers ("weight", "pos_weight"), so module.to(dtype) converts them.
+// forward(input, target) (or the loss's inputs) forwards to the functional.
 #pragma once
 
 #include <string>
@@ -85,5 +86,57 @@ class BCEWithLogitsLossImpl : public Cloneable<BCEWithLogitsLossImpl> {
   Tensor weight, pos_weight;
 };
 GRAFT_MODULE(BCEWithLogitsLoss);
+
+// ---- HuberLoss, KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss ----
+using HuberLossOptions = functional::HuberLossFuncOptions;
+using KLDivLossOptions = functional::KLDivFuncOptions;
+using CosineEmbeddingLossOptions = functional::CosineEmbeddingLossFuncOptions;
+using MarginRankingLossOptions = functional::MarginRankingLossFuncOptions;
+using TripletMarginLossOptions = functional::TripletMarginLossFuncOptions;
+
+class HuberLossImpl : public Cloneable<HuberLossImpl> {
+ public:
+  explicit HuberLossImpl(const HuberLossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  HuberLossOptions options;
+};
+GRAFT_MODULE(HuberLoss);
+
+class KLDivLossImpl : public Cloneable<KLDivLossImpl> {
+ public:
+  explicit KLDivLossImpl(const KLDivLossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  KLDivLossOptions options;
+};
+GRAFT_MODULE(KLDivLoss);
+
+class CosineEmbeddingLossImpl : public Cloneable<CosineEmbeddingLossImpl> {
+ public:
+  explicit CosineEmbeddingLossImpl(const CosineEmbeddingLossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target);
+  CosineEmbeddingLossOptions options;
+};
+GRAFT_MODULE(CosineEmbeddingLoss);
+
+class MarginRankingLossImpl : public Cloneable<MarginRankingLossImpl> {
+ public:
+  explicit MarginRankingLossImpl(const MarginRankingLossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target);
+  MarginRankingLossOptions options;
+};
+GRAFT_MODULE(MarginRankingLoss);
+
+class TripletMarginLossImpl : public Cloneable<TripletMarginLossImpl> {
+ public:
+  explicit TripletMarginLossImpl(const TripletMarginLossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
+  TripletMarginLossOptions options;
+};
+GRAFT_MODULE(TripletMarginLoss);
 
 }  // namespace graft::nn
