@@ -46,6 +46,10 @@ template int64_t* Tensor::data_ptr<int64_t>() const;
 template bool* Tensor::data_ptr<bool>() const;
 template Half* Tensor::data_ptr<Half>() const;
 template BFloat16* Tensor::data_ptr<BFloat16>() const;
+template int32_t* Tensor::data_ptr<int32_t>() const;
+template int16_t* Tensor::data_ptr<int16_t>() const;
+template int8_t* Tensor::data_ptr<int8_t>() const;
+template uint8_t* Tensor::data_ptr<uint8_t>() const;
 
 Scalar Tensor::item() const {
   GRAFT_CHECK(numel() == 1, "item", "a tensor with exactly one element",
