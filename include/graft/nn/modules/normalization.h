@@ -106,6 +106,7 @@ struct GroupNormOptions {
 class GroupNormImpl : public Cloneable<GroupNormImpl> {
  public:
   explicit GroupNormImpl(const GroupNormOptions& options);
+  GroupNormImpl(int64_t num_groups, int64_t num_channels) : GroupNormImpl(GroupNormOptions(num_groups, num_channels)) {}
   void reset() override;
   void reset_parameters();
   Tensor forward(const Tensor& input);

@@ -63,6 +63,8 @@ struct ZeroPad2dOptions {
   GRAFT_ARG(ExpandingArray<4>, padding);
 };
 
+std::string pad_value_repr(double v);  // Python's repr of a float ("0.0", "3.5")
+
 // One padding module: F::pad with a fixed mode (and value for the constant ones).
 template <class Derived, class Options, PadMode Mode>
 class PadImplBase : public Cloneable<Derived> {
@@ -81,39 +83,40 @@ class PadImplBase : public Cloneable<Derived> {
     const auto v = options.padding().vec();
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
     s += ")";
-    if constexpr (requires { options.value(); }) s = "padding=" + s + ", value=" + value_repr(options.value());
+    if constexpr (requires { options.value(); }) s = "padding=" + s + ", value=" + pad_value_repr(options.value());
     return s;
   }
 
   Options options;
-
- private:
-  static std::string value_repr(double v);
 };
 
-std::string pad_value_repr(double v);  // Python's repr of a float
-template <class Derived, class Options, PadMode Mode>
-std::string PadImplBase<Derived, Options, Mode>::value_repr(double v) {
-  return pad_value_repr(v);
-}
-
-#define GRAFT_PAD_MODULE(Name, Options, Mode)                                                          \
+// Each constructs from its options or, as LibTorch's, from the padding (and value) directly.
+#define GRAFT_PAD_MODULE(Name, Options, Mode, N)                                                       \
   class Name##Impl : public PadImplBase<Name##Impl, Options, Mode> {                                  \
    public:                                                                                            \
     explicit Name##Impl(const Options& options) : PadImplBase(options) {}                             \
+    explicit Name##Impl(ExpandingArray<N> padding) : PadImplBase(Options(padding)) {}                 \
+  };                                                                                                  \
+  GRAFT_MODULE(Name)
+#define GRAFT_CONSTANT_PAD_MODULE(Name, Options, N)                                                    \
+  class Name##Impl : public PadImplBase<Name##Impl, Options, kConstant> {                             \
+   public:                                                                                            \
+    explicit Name##Impl(const Options& options) : PadImplBase(options) {}                             \
+    Name##Impl(ExpandingArray<N> padding, double value) : PadImplBase(Options(padding, value)) {}     \
   };                                                                                                  \
   GRAFT_MODULE(Name)
 
 // (N, C, W) or (C, W); padding {left, right}.
-GRAFT_PAD_MODULE(ReflectionPad1d, ReflectionPad1dOptions, kReflect);
-GRAFT_PAD_MODULE(ReplicationPad1d, ReplicationPad1dOptions, kReplicate);
-GRAFT_PAD_MODULE(ConstantPad1d, ConstantPad1dOptions, kConstant);
+GRAFT_PAD_MODULE(ReflectionPad1d, ReflectionPad1dOptions, kReflect, 2);
+GRAFT_PAD_MODULE(ReplicationPad1d, ReplicationPad1dOptions, kReplicate, 2);
+GRAFT_CONSTANT_PAD_MODULE(ConstantPad1d, ConstantPad1dOptions, 2);
 // (N, C, H, W) or (C, H, W); padding {left, right, top, bottom}.
-GRAFT_PAD_MODULE(ReflectionPad2d, ReflectionPad2dOptions, kReflect);
-GRAFT_PAD_MODULE(ReplicationPad2d, ReplicationPad2dOptions, kReplicate);
-GRAFT_PAD_MODULE(ConstantPad2d, ConstantPad2dOptions, kConstant);
-GRAFT_PAD_MODULE(ZeroPad2d, ZeroPad2dOptions, kConstant);
+GRAFT_PAD_MODULE(ReflectionPad2d, ReflectionPad2dOptions, kReflect, 4);
+GRAFT_PAD_MODULE(ReplicationPad2d, ReplicationPad2dOptions, kReplicate, 4);
+GRAFT_CONSTANT_PAD_MODULE(ConstantPad2d, ConstantPad2dOptions, 4);
+GRAFT_PAD_MODULE(ZeroPad2d, ZeroPad2dOptions, kConstant, 4);
 #undef GRAFT_PAD_MODULE
+#undef GRAFT_CONSTANT_PAD_MODULE
 
 struct PixelShuffleOptions {
   PixelShuffleOptions(int64_t upscale_factor) : upscale_factor_(upscale_factor) {}  // NOLINT
