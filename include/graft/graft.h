@@ -62,6 +62,7 @@
 #include "graft/nn/modules/loss.h"
 #include "graft/nn/modules/normalization.h"
 #include "graft/nn/modules/pooling.h"
+#include "graft/nn/modules/resample.h"
 #include "graft/nn/utils.h"
 #include "graft/ops/op_list.h"
 #include "graft/ops/ops.h"

@@ -4,6 +4,8 @@
 // so an error names the op and reads the same from either spelling.
 #include "graft/nn/functional.h"
 
+#include <cmath>
+
 #include "graft/core/factory.h"
 #include "graft/ops/ops.h"
 
@@ -140,6 +142,93 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
   return graft::layer_norm(input, options.normalized_shape(), options.weight(), options.bias(), options.eps());
 }
+
+// ---- group / instance normalisation, resampling, padding ----
+Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& options) {
+  return graft::group_norm(input, options.num_groups(), options.weight(), options.bias(), options.eps());
+}
+Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& options) {
+  return graft::instance_norm(input, options.weight(), options.bias(), options.running_mean(), options.running_var(),
+                              options.use_input_stats(), options.momentum(), options.eps());
+}
+// LibTorch's F::interpolate: checks the options (they are not the op's), turns scale_factor into
+// the output size (floor(size * scale)) and passes the scales on unless recompute_scale_factor.
+Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
+  const char* op = "interpolate";
+  const auto& size = options.size();
+  const auto& scale = options.scale_factor();
+  const char* mode = interpolate_mode_name(options.mode());
+  GRAFT_CHECK(input.defined(), op, "a defined input", "an undefined tensor", "");
+  GRAFT_CHECK(size.has_value() != scale.has_value(), op, "exactly one of size and scale_factor",
+              size ? "both size and scale_factor" : "neither size nor scale_factor", "set one of them");
+  GRAFT_CHECK(!(size && options.recompute_scale_factor().value_or(false)), op,
+              "recompute_scale_factor only with a scale_factor", "recompute_scale_factor with an explicit size", "");
+  GRAFT_CHECK(!options.antialias(), op, "antialias=false", "antialias=true", "graft has no antialiased interpolation");
+  const bool linear = options.mode() == kBilinear;
+  GRAFT_CHECK(input.dim() == 4 && (options.mode() == kNearest || linear), op,
+              "a 4-D (N, C, H, W) input with mode kNearest or kBilinear",
+              "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(input.dim()) + "-D) and mode " + mode,
+              "graft implements nearest and bilinear 2-D interpolation");
+  GRAFT_CHECK(linear || !options.align_corners().has_value(), op, "align_corners only with the linear modes",
+              std::string("align_corners with mode ") + mode, "leave align_corners unset for kNearest");
+  std::vector<int64_t> out;
+  std::optional<double> sh, sw;
+  if (size) {
+    out = *size;
+    GRAFT_CHECK(out.size() == 2, op, "size of 2 values {oH, oW} for a 4-D input",
+                "size of " + std::to_string(out.size()) + " values", "");
+  } else {
+    GRAFT_CHECK(scale->size() == 2, op, "scale_factor of 2 values {sH, sW} for a 4-D input",
+                "scale_factor of " + std::to_string(scale->size()) + " values", "");
+    for (size_t i = 0; i < 2; ++i)
+      out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(input.size(static_cast<int64_t>(i) + 2)) * (*scale)[i])));
+    if (!options.recompute_scale_factor().value_or(false)) {
+      sh = (*scale)[0];
+      sw = (*scale)[1];
+    }
+  }
+  if (linear) return graft::upsample_bilinear2d(input, out, options.align_corners().value_or(false), sh, sw);
+  return graft::upsample_nearest2d(input, out, sh, sw);
+}
+// As LibTorch's F::pad: the value belongs to kConstant; a non-zero one with another mode is an error (the op's).
+Tensor pad(const Tensor& input, const PadFuncOptions& options) {
+  const bool constant = options.mode() == kConstant;
+  return graft::pad(input, options.pad(), pad_mode_name(options.mode()),
+                    constant || options.value() != 0 ? std::optional<double>(options.value()) : std::nullopt);
+}
+Tensor pixel_shuffle(const Tensor& input, const PixelShuffleFuncOptions& options) {
+  return graft::pixel_shuffle(input, options.upscale_factor());
+}
+Tensor pixel_unshuffle(const Tensor& input, const PixelUnshuffleFuncOptions& options) {
+  return graft::pixel_unshuffle(input, options.downscale_factor());
+}
+
+}  // namespace graft::nn::functional
+
+namespace graft {
+const char* interpolate_mode_name(InterpolateMode m) {
+  switch (m) {
+    case InterpolateMode::Nearest: return "nearest";
+    case InterpolateMode::Bilinear: return "bilinear";
+    case InterpolateMode::Bicubic: return "bicubic";
+    case InterpolateMode::Trilinear: return "trilinear";
+    case InterpolateMode::Area: return "area";
+    case InterpolateMode::NearestExact: return "nearest-exact";
+  }
+  return "?";
+}
+const char* pad_mode_name(PadMode m) {
+  switch (m) {
+    case PadMode::Constant: return "constant";
+    case PadMode::Reflect: return "reflect";
+    case PadMode::Replicate: return "replicate";
+    case PadMode::Circular: return "circular";
+  }
+  return "?";
+}
+}  // namespace graft
+
+namespace graft::nn::functional {
 
 // ---- dropout ----
 Tensor dropout(Tensor input, const DropoutFuncOptions& options) {

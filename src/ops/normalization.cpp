@@ -1,5 +1,6 @@
-// Normalisation: batch_norm (input (N, C, *)) and layer_norm (over the trailing
-// normalized_shape dims), float32 / float64, with fused forward and backward kernels.
+// Normalisation: batch_norm (input (N, C, *)), layer_norm (over the trailing normalized_shape dims)
+// and group_norm (over groups of channels), float32 / float64, with fused forward and backward
+// kernels; instance_norm is batch_norm over the input viewed as (1, N C, *), as in ATen.
 //
 // Note [Normalisation kernels]
 // Forward: one pass per channel (batch_norm) or row (layer_norm) accumulates, in double, the sums
@@ -233,6 +234,71 @@ TensorList ln_backward_fused(const Tensor& g_, const Tensor& x_, const Tensor& w
   return {dx, tw, tb};
 }
 
+// ---- group_norm ----
+// Viewed as (N, G, M) with M = C / G * S values per group; weight and bias are per channel.
+
+TensorList gn_backward_composite(const Tensor& g, const Tensor& x, const Tensor& w, int64_t G, double eps,
+                                 bool need_x, bool need_w, bool need_b) {
+  const int64_t N = x.size(0), C = x.size(1), M = x.numel() / std::max<int64_t>(1, N * G);
+  const Tensor xs = x.reshape({N, G, M});
+  const Tensor xc = xs - xs.mean({2}, true);
+  const Tensor inv = rsqrt((xc * xc).mean({2}, true) + eps);
+  const Tensor xhat = xc * inv;  // (N, G, M)
+  const Shape cs = bn_channel_shape(x.dim(), C);
+  Tensor dx, dw, db;
+  if (need_x) {
+    const Tensor dxhat = (w.defined() ? g * w.reshape(cs) : g).reshape({N, G, M});
+    dx = (inv * (dxhat - dxhat.mean({2}, true) - xhat * (dxhat * xhat).mean({2}, true))).reshape(x.sizes());
+  }
+  if (need_w) dw = (g * xhat.reshape(x.sizes())).sum(bn_dims(x.dim()));
+  if (need_b) db = g.sum(bn_dims(x.dim()));
+  return {dx, dw, db};
+}
+
+TensorList gn_backward_fused(const Tensor& g_, const Tensor& x_, const Tensor& w_, const Tensor& mean_,
+                             const Tensor& invstd_, int64_t G, bool need_x, bool need_w, bool need_b) {
+  NoGradGuard ng;
+  const Tensor g = g_.detach().contiguous(), x = x_.detach().contiguous();
+  const Tensor w = w_.defined() ? w_.detach().contiguous() : Tensor();
+  const int64_t N = x.size(0), C = x.size(1), S = x.numel() / std::max<int64_t>(1, N * C), Cg = C / G;
+  const double M = static_cast<double>(Cg * S);
+  const double* mean = mean_.data_ptr<double>();
+  const double* invstd = invstd_.data_ptr<double>();
+  Tensor dx = need_x ? make_empty(x.sizes(), x.dtype()) : Tensor();
+  std::vector<double> dw(static_cast<size_t>(C)), db(static_cast<size_t>(C));
+  kernels::dispatch_floating(x.dtype(), "group_norm", [&]<class T>() {
+    const T* px = static_cast<const T*>(x.data_ptr());
+    const T* pg = static_cast<const T*>(g.data_ptr());
+    const T* pw = w.defined() ? static_cast<const T*>(w.data_ptr()) : nullptr;
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t gr = 0; gr < G; ++gr) {
+        const double m = mean[n * G + gr], inv = invstd[n * G + gr];
+        const int64_t base = (n * C + gr * Cg) * S;
+        double sum_dxhat = 0, sum_dxhat_xhat = 0;
+        for (int64_t c = gr * Cg; c < (gr + 1) * Cg; ++c) {
+          const double wc = pw ? static_cast<double>(pw[c]) : 1.0;
+          const int64_t off = (n * C + c) * S;
+          for (int64_t s = 0; s < S; ++s) {
+            const double dy = static_cast<double>(pg[off + s]), xhat = (static_cast<double>(px[off + s]) - m) * inv;
+            sum_dxhat += dy * wc;
+            sum_dxhat_xhat += dy * wc * xhat;
+            dw[static_cast<size_t>(c)] += dy * xhat;
+            db[static_cast<size_t>(c)] += dy;
+          }
+        }
+        if (!need_x) continue;
+        T* pdx = dx.data_ptr<T>() + base;
+        for (int64_t j = 0; j < Cg * S; ++j) {
+          const double wc = pw ? static_cast<double>(pw[gr * Cg + j / S]) : 1.0;
+          const double xhat = (static_cast<double>(px[base + j]) - m) * inv;
+          pdx[j] = static_cast<T>(inv / M * (M * static_cast<double>(pg[base + j]) * wc - sum_dxhat - xhat * sum_dxhat_xhat));
+        }
+      }
+    }
+  });
+  return {dx, need_w ? vec_tensor(dw).to(x.dtype()) : Tensor(), need_b ? vec_tensor(db).to(x.dtype()) : Tensor()};
+}
+
 }  // namespace
 
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
@@ -395,6 +461,112 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
     set_history(y, node);
   }
   return y;
+}
+
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps,
+                  bool /*cudnn_enabled*/) {
+  const char* op = "group_norm";
+  check_input(input, op);
+  GRAFT_CHECK(input.dim() >= 2, op, "an input of shape (N, C, *) with at least 2 dims",
+              "input of shape " + shape_str(input.sizes()), "add a batch dim with input.unsqueeze(0)");
+  const int64_t N = input.size(0), C = input.size(1), G = num_groups;
+  GRAFT_CHECK(G > 0, op, "a positive num_groups", "num_groups " + std::to_string(G), "");
+  GRAFT_CHECK(C % G == 0, op, "a channel count divisible by num_groups",
+              std::to_string(C) + " channels (input of shape " + shape_str(input.sizes()) + ") in " + std::to_string(G) +
+                  " groups",
+              "pick num_groups dividing input.size(1)");
+  const Tensor& w = weight;
+  const Tensor& b = bias;
+  check_param(w, input, Shape{C}, op, "weight");
+  check_param(b, input, Shape{C}, op, "bias");
+  const int64_t S = N * C == 0 ? 0 : input.numel() / (N * C), Cg = C / G, M = Cg * S;
+
+  std::vector<double> mean(static_cast<size_t>(N * G)), var(static_cast<size_t>(N * G)),
+      invstd(static_cast<size_t>(N * G));
+  const Tensor x = input.detach().contiguous();
+  Tensor y = make_empty(input.sizes(), input.dtype());
+  kernels::dispatch_floating(input.dtype(), op, [&]<class T>() {
+    const T* px = static_cast<const T*>(x.data_ptr());
+    T* py = y.data_ptr<T>();
+    if (M > 0) group_stats<T>(px, 1, N * G, M, eps, mean.data(), var.data(), invstd.data());
+    const Tensor wc = w.defined() ? w.detach().contiguous() : Tensor(), bc = b.defined() ? b.detach().contiguous() : Tensor();
+    const T* pw = wc.defined() ? static_cast<const T*>(wc.data_ptr()) : nullptr;
+    const T* pb = bc.defined() ? static_cast<const T*>(bc.data_ptr()) : nullptr;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c) {
+        const auto k = static_cast<size_t>(n * G + c / Cg);
+        const double scale = invstd[k] * (pw ? static_cast<double>(pw[c]) : 1.0), shift = pb ? static_cast<double>(pb[c]) : 0.0;
+        const int64_t off = (n * C + c) * S;
+        for (int64_t s = 0; s < S; ++s)
+          py[off + s] = static_cast<T>((static_cast<double>(px[off + s]) - mean[k]) * scale + shift);
+      }
+  });
+
+  if (auto node = make_node("NativeGroupNormBackward0", OpId::group_norm, {&input, &w, &b},
+                            [G, eps](Node& n, const Tensor& g) -> TensorList {
+                              const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1),
+                                         nb = n.needs_input_grad(2);
+                              if (GradMode::is_enabled())
+                                return gn_backward_composite(g, n.saved(0), n.saved(1), G, eps, nx, nw, nb);
+                              return gn_backward_fused(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), G, nx, nw,
+                                                       nb);
+                            })) {
+    node->save(input);
+    node->save(w);
+    node->save(vec_tensor(mean));
+    node->save(vec_tensor(invstd));
+    set_history(y, node);
+  }
+  return y;
+}
+
+// As ATen: the input viewed as (1, N C, *) goes through batch_norm (its fused kernels, saved
+// statistics and analytic backward), each (sample, channel) pair being one batch_norm channel;
+// weight, bias and the running statistics are repeated per sample, and the updated running
+// statistics are averaged back over the samples.
+Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                     const Tensor& running_var, bool use_input_stats, double momentum, double eps,
+                     bool /*cudnn_enabled*/) {
+  const char* op = "instance_norm";
+  check_input(input, op);
+  GRAFT_CHECK(input.dim() >= 2, op, "an input of shape (N, C, *) with at least 2 dims",
+              "input of shape " + shape_str(input.sizes()), "add a batch dim with input.unsqueeze(0)");
+  const int64_t N = input.size(0), C = input.size(1);
+  check_param(weight, input, Shape{C}, op, "weight");
+  check_param(bias, input, Shape{C}, op, "bias");
+  for (const Tensor* rs : {&running_mean, &running_var}) {
+    const char* what = rs == &running_mean ? "running_mean" : "running_var";
+    if (!rs->defined()) continue;
+    GRAFT_CHECK(rs->sizes().equals(Shape{C}), op, str(what) + " of shape [" + std::to_string(C) + "] (one per channel)",
+                str(what) + " of shape " + shape_str(rs->sizes()) + " for input of shape " + shape_str(input.sizes()), "");
+  }
+  GRAFT_CHECK(use_input_stats || (running_mean.defined() && running_var.defined()), op,
+              "running_mean and running_var when use_input_stats is false", "undefined running statistics",
+              "pass running statistics, or use_input_stats=true");
+  const int64_t S = N * C == 0 ? 0 : input.numel() / (N * C);
+  if (use_input_stats)
+    GRAFT_CHECK(S > 1, op, "more than 1 spatial element per channel when using the input statistics",
+                "input of shape " + shape_str(input.sizes()), "");
+  Shape bn_shape = input.sizes();
+  bn_shape[0] = 1;
+  bn_shape[1] = N * C;
+  const auto per_sample = [&](const Tensor& t) {
+    return t.defined() ? t.unsqueeze(0).expand({N, C}).reshape({N * C}) : Tensor();
+  };
+  Tensor rm, rv;
+  {
+    NoGradGuard ng;
+    if (running_mean.defined()) rm = per_sample(running_mean).clone();
+    if (running_var.defined()) rv = per_sample(running_var).clone();
+  }
+  const Tensor out = batch_norm(input.reshape(bn_shape), per_sample(weight), per_sample(bias), rm, rv, use_input_stats,
+                                momentum, eps);
+  if (use_input_stats) {
+    NoGradGuard ng;
+    if (running_mean.defined()) Tensor(running_mean).copy_(rm.view({N, C}).mean({0}));
+    if (running_var.defined()) Tensor(running_var).copy_(rv.view({N, C}).mean({0}));
+  }
+  return out.reshape(input.sizes());
 }
 
 }  // namespace graft

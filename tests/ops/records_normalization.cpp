@@ -1,6 +1,7 @@
 // Op records: batch_norm (training with batch statistics, evaluation with running statistics,
 // (N, C) and (N, C, H, W) inputs, with and without affine parameters) and layer_norm, against
-// plain loops in double; plus the running-statistics update, momentum, grad_fn names.
+// plain loops in double; group_norm and instance_norm (train with and without running statistics,
+// eval); plus the running-statistics update, momentum, grad_fn names.
 #include <cmath>
 
 #include "../support/op_table.h"
@@ -84,6 +85,31 @@ Tensor ref_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, int64_t
       out[r0 + ii] = y;
     }
   }
+  return make(out, x.sizes());
+}
+
+// Group normalisation of x (N, C, *): each (sample, group of C / G channels) normalised together.
+Tensor ref_group_norm(const Tensor& x, const Tensor& w, const Tensor& b, int64_t G) {
+  const std::vector<double> v = values(x);
+  const std::vector<double> vw = w.defined() ? values(w) : std::vector<double>(), vb = b.defined() ? values(b) : std::vector<double>();
+  const int64_t N = x.size(0), C = x.size(1), S = x.numel() / (N * C), Cg = C / G, M = Cg * S;
+  std::vector<double> out(v.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t base = (n * C + g * Cg) * S;
+      double s = 0, q = 0;
+      for (int64_t j = 0; j < M; ++j) s += v[static_cast<size_t>(base + j)];
+      const double mean = s / static_cast<double>(M);
+      for (int64_t j = 0; j < M; ++j) q += std::pow(v[static_cast<size_t>(base + j)] - mean, 2);
+      const double inv = 1.0 / std::sqrt(q / static_cast<double>(M) + kEps);
+      for (int64_t j = 0; j < M; ++j) {
+        const auto k = static_cast<size_t>(base + j), c = static_cast<size_t>(g * Cg + j / S);
+        double y = (v[k] - mean) * inv;
+        if (!vw.empty()) y *= vw[c];
+        if (!vb.empty()) y += vb[c];
+        out[k] = y;
+      }
+    }
   return make(out, x.sizes());
 }
 
@@ -182,6 +208,70 @@ GRAFT_OP_RECORDS(normalization) {
   recs.push_back(ln("whole_input", {2, 3}, {{S({2, 3}, 40), S({2, 3}, 41), S({2, 3}, 42)}}));
   recs.push_back(ln("no_affine", {5}, {{S({2, 5}, 43)}}));
   recs.push_back(ln("weight_only", {3}, {{S({4, 3}, 44), S({3}, 45)}}));
+  // group_norm: {x, weight, bias}
+  const auto gn = [](std::string variant, int64_t G, Specs samples) {
+    return OpRecord{.name = "group_norm", .variant = std::move(variant),
+                    .fn = [G](const TensorList& t) {
+                      return F::group_norm(t[0], F::GroupNormFuncOptions(G).weight(at(t, 1)).bias(at(t, 2)));
+                    },
+                    .reference = [G](const TensorList& t) { return ref_group_norm(t[0], at(t, 1), at(t, 2), G); },
+                    .samples = lazy(std::move(samples)),
+                    .atol = 1e-9, .rtol = 1e-9, .atol32 = 2e-5, .rtol32 = 1e-4};
+  };
+  recs.push_back(gn("4d_2_groups", 2, {{S({2, 4, 2, 3}, 81), S({4}, 82), S({4}, 83)}}));
+  recs.back().errors = {
+      {[] { F::group_norm(zeros({2, 3, 4}), F::GroupNormFuncOptions(2)); }, {"group_norm", "divisible by num_groups", "3 channels"}},
+      {[] { F::group_norm(zeros({3}), F::GroupNormFuncOptions(1)); }, {"group_norm", "at least 2 dims", "[3]"}},
+      {[] { F::group_norm(zeros({2, 4}), F::GroupNormFuncOptions(0)); }, {"group_norm", "positive num_groups"}},
+      {[] { F::group_norm(zeros({2, 4, 3}), F::GroupNormFuncOptions(2).weight(ones({2}))); },
+       {"group_norm", "weight of shape [4]", "[2]"}},
+      {[] { F::group_norm(zeros({2, 4}, kInt64), F::GroupNormFuncOptions(2)); }, {"group_norm", "floating-point"}}};
+  recs.push_back(gn("3d_one_group", 1, {{S({3, 2, 4}, 84), S({2}, 85), S({2}, 86)}}));
+  recs.push_back(gn("2d_no_affine", 1, {{S({2, 3}, 87)}}));  // (N, C): one group of all channels
+  recs.push_back(gn("groups_of_2_no_affine", 3, {{S({4, 6, 1}, 88)}}));
+  recs.push_back(gn("weight_only", 2, {{S({2, 2, 5}, 89), S({2}, 90)}}));
+
+  // instance_norm with the input statistics: {x, weight, bias}; running statistics updated inside.
+  recs.push_back({.name = "instance_norm", .variant = "train",
+                  .fn = [](const TensorList& t) {
+                    const int64_t C = t[0].size(1);
+                    return F::instance_norm(t[0], F::InstanceNormFuncOptions()
+                                                      .weight(at(t, 1)).bias(at(t, 2))
+                                                      .running_mean(zeros({C}, t[0].dtype()))
+                                                      .running_var(ones({C}, t[0].dtype())));
+                  },
+                  .reference = [](const TensorList& t) { return ref_group_norm(t[0], at(t, 1), at(t, 2), t[0].size(1)); },
+                  .samples = lazy({{S({2, 3, 2, 2}, 91), S({3}, 92), S({3}, 93)}, {S({3, 2, 4}, 94), S({2}, 95), S({2}, 96)}}),
+                  .atol = 1e-9, .rtol = 1e-9, .atol32 = 2e-5, .rtol32 = 1e-4,
+                  .errors = {
+                      {[] { F::instance_norm(zeros({2, 3, 1})); }, {"instance_norm", "more than 1 spatial element", "[2, 3, 1]"}},
+                      {[] { F::instance_norm(zeros({2, 3, 4}), F::InstanceNormFuncOptions().use_input_stats(false)); },
+                       {"instance_norm", "running_mean and running_var when use_input_stats is false"}},
+                      {[] { F::instance_norm(zeros({2, 3, 4}), F::InstanceNormFuncOptions().running_mean(zeros({2}))); },
+                       {"instance_norm", "running_mean of shape [3]", "[2]"}},
+                      {[] { F::instance_norm(zeros({2, 3, 4}), F::InstanceNormFuncOptions().weight(ones({4}))); },
+                       {"instance_norm", "weight of shape [3]", "[4]"}},
+                      {[] { F::instance_norm(zeros({3})); }, {"instance_norm", "at least 2 dims"}}}});
+  recs.push_back({.name = "instance_norm", .variant = "train_no_stats_no_affine",
+                  .fn = [](const TensorList& t) { return F::instance_norm(t[0]); },
+                  .reference = [](const TensorList& t) { return ref_group_norm(t[0], Tensor(), Tensor(), t[0].size(1)); },
+                  .samples = lazy({{S({2, 2, 5}, 97)}}),
+                  .atol = 1e-9, .rtol = 1e-9, .atol32 = 2e-5, .rtol32 = 1e-4});
+  // eval with running statistics: {x, weight, bias, running_mean, running_var}
+  recs.push_back({.name = "instance_norm", .variant = "eval",
+                  .fn = [](const TensorList& t) {
+                    return F::instance_norm(t[0], F::InstanceNormFuncOptions()
+                                                      .weight(t[1]).bias(t[2]).running_mean(t[3]).running_var(t[4])
+                                                      .use_input_stats(false));
+                  },
+                  .reference = [](const TensorList& t) {
+                    return ref_batch_norm(t[0], t[1], t[2], values(t[3]), values(t[4]));
+                  },
+                  .samples = [] {
+                    return std::vector<TensorList>{{r({2, 3, 2, 2}, 98), r({3}, 99), r({3}, 100), r({3}, 101), r({3}, 102, 0.2, 2)}};
+                  },
+                  .differentiable = {true, true, true, false, false},
+                  .atol32 = 2e-5, .rtol32 = 1e-4});
   return recs;
 }
 
@@ -260,6 +350,33 @@ TEST(Normalization, GradFnNamesAndLargeOffsets) {
   const Tensor big32 = big.to(kFloat32);
   EXPECT_TRUE(all_close(F::layer_norm(big32, F::LayerNormFuncOptions({3})),
                         ref_layer_norm(big32.to(kFloat64), Tensor(), Tensor(), 3), 1e-4, 1e-4));
+}
+
+TEST(InstanceNorm, RunningStatsAreTheBatchMeanOfTheInstanceUpdates) {
+  const Tensor x = r({3, 2, 4}, 111);
+  Tensor rm = tensor({0.5, -1.0}, kFloat64), rv = tensor({2.0, 0.5}, kFloat64);
+  const std::vector<double> rm0 = values(rm), rv0 = values(rv);
+  F::instance_norm(x, F::InstanceNormFuncOptions().running_mean(rm).running_var(rv).momentum(0.3));
+  // each (n, c): (1 - m) running + m stat (unbiased var over the 4 values); then averaged over n
+  const auto v = values(x);
+  for (size_t c = 0; c < 2; ++c) {
+    double em = 0, ev = 0;
+    for (size_t n = 0; n < 3; ++n) {
+      double s = 0, q = 0;
+      for (size_t i = 0; i < 4; ++i) s += v[(n * 2 + c) * 4 + i];
+      const double mean = s / 4;
+      for (size_t i = 0; i < 4; ++i) q += std::pow(v[(n * 2 + c) * 4 + i] - mean, 2);
+      em += (0.7 * rm0[c] + 0.3 * mean) / 3;
+      ev += (0.7 * rv0[c] + 0.3 * q / 3) / 3;
+    }
+    EXPECT_NEAR(values(rm)[c], em, 1e-12);
+    EXPECT_NEAR(values(rv)[c], ev, 1e-12);
+  }
+  const Tensor xg = r({2, 4, 3}, 112).requires_grad_();
+  EXPECT_EQ(F::group_norm(xg, F::GroupNormFuncOptions(2)).grad_fn()->name(), "NativeGroupNormBackward0");
+  // Values far from 0 with a small spread keep full precision.
+  const Tensor big = r({2, 4, 3}, 113) + 1e6;
+  EXPECT_TRUE(all_close(F::group_norm(big, F::GroupNormFuncOptions(2)), ref_group_norm(big, Tensor(), Tensor(), 2), 1e-7, 1e-7));
 }
 
 }  // namespace

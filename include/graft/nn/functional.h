@@ -304,6 +304,85 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 // Normalises over the last normalized_shape.size() dims, which must equal normalized_shape.
 Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options);
 
+// ---- group / instance normalisation, resampling, padding (src/ops/normalization.cpp, resample.cpp) ----
+}  // namespace nn::functional
+
+// The mode enums, spelt as LibTorch's torch::kNearest, torch::kReflect, ... (one enum per option
+// here, where LibTorch has a tag type per name and variants of them; so kLinear, which is init's
+// Nonlinearity, is not an interpolation mode here: graft interpolates with kNearest and kBilinear).
+enum class InterpolateMode { Nearest, Bilinear, Bicubic, Trilinear, Area, NearestExact };
+inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
+inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
+inline constexpr InterpolateMode kBicubic = InterpolateMode::Bicubic;
+inline constexpr InterpolateMode kTrilinear = InterpolateMode::Trilinear;
+inline constexpr InterpolateMode kArea = InterpolateMode::Area;
+inline constexpr InterpolateMode kNearestExact = InterpolateMode::NearestExact;
+const char* interpolate_mode_name(InterpolateMode m);  // "nearest", "bilinear", ...
+enum class PadMode { Constant, Reflect, Replicate, Circular };
+inline constexpr PadMode kConstant = PadMode::Constant;
+inline constexpr PadMode kReflect = PadMode::Reflect;
+inline constexpr PadMode kReplicate = PadMode::Replicate;
+inline constexpr PadMode kCircular = PadMode::Circular;
+const char* pad_mode_name(PadMode m);  // "constant", "reflect", "replicate", "circular"
+
+namespace nn::functional {
+
+struct GroupNormFuncOptions {
+  GroupNormFuncOptions(int64_t num_groups) : num_groups_(num_groups) {}  // NOLINT
+  GRAFT_ARG(int64_t, num_groups);
+  GRAFT_ARG(Tensor, weight) = {};
+  GRAFT_ARG(Tensor, bias) = {};
+  GRAFT_ARG(double, eps) = 1e-5;
+};
+struct InstanceNormFuncOptions {
+  GRAFT_ARG(Tensor, running_mean) = {};
+  GRAFT_ARG(Tensor, running_var) = {};
+  GRAFT_ARG(Tensor, weight) = {};
+  GRAFT_ARG(Tensor, bias) = {};
+  GRAFT_ARG(bool, use_input_stats) = true;
+  GRAFT_ARG(double, momentum) = 0.1;
+  GRAFT_ARG(double, eps) = 1e-5;
+};
+struct InterpolateFuncOptions {
+  using mode_t = InterpolateMode;
+  GRAFT_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
+  GRAFT_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
+  GRAFT_ARG(mode_t, mode) = kNearest;
+  GRAFT_ARG(std::optional<bool>, align_corners) = std::nullopt;  // linear modes only; unset means false
+  GRAFT_ARG(std::optional<bool>, recompute_scale_factor) = std::nullopt;
+  GRAFT_ARG(bool, antialias) = false;  // not supported: must stay false
+};
+struct PadFuncOptions {
+  using mode_t = PadMode;
+  PadFuncOptions(std::vector<int64_t> pad) : pad_(std::move(pad)) {}  // NOLINT
+  GRAFT_ARG(std::vector<int64_t>, pad);  // (before, after) pairs from the last dim backwards
+  GRAFT_ARG(mode_t, mode) = kConstant;
+  GRAFT_ARG(double, value) = 0;          // kConstant only
+};
+struct PixelShuffleFuncOptions {
+  PixelShuffleFuncOptions(int64_t upscale_factor) : upscale_factor_(upscale_factor) {}  // NOLINT
+  GRAFT_ARG(int64_t, upscale_factor);
+};
+struct PixelUnshuffleFuncOptions {
+  PixelUnshuffleFuncOptions(int64_t downscale_factor) : downscale_factor_(downscale_factor) {}  // NOLINT
+  GRAFT_ARG(int64_t, downscale_factor);
+};
+
+// input (N, C, *): num_groups groups of channels, each normalised over its channels and *.
+Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& options);
+// input (N, C, *): each (sample, channel) normalised over *; use_input_stats=false normalises with
+// the running statistics, true updates them (when given) with momentum.
+Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& options = {});
+// input (N, C, H, W), mode kNearest or kBilinear; exactly one of size {oH, oW} and scale_factor
+// {sH, sW} (output floor(H sH)); the scale factors reach the op unless recompute_scale_factor.
+Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options = {});
+// kConstant pads any trailing dims (negative amounts crop); kReflect, kReplicate and kCircular pad
+// 1 spatial dim ({l, r}; (C, W) or (N, C, W)) or 2 ({l, r, t, b}; (C, H, W) or (N, C, H, W)).
+Tensor pad(const Tensor& input, const PadFuncOptions& options);
+// (*, C r^2, H, W) <-> (*, C, H r, W r).
+Tensor pixel_shuffle(const Tensor& input, const PixelShuffleFuncOptions& options);
+Tensor pixel_unshuffle(const Tensor& input, const PixelUnshuffleFuncOptions& options);
+
 // ---- dropout ----
 // input (N, C, H, W) or (C, H, W) for dropout2d. With inplace, input is multiplied in place and returned.
 Tensor dropout(Tensor input, const DropoutFuncOptions& options = {});

@@ -1,4 +1,4 @@
-// BatchNorm1d, BatchNorm2d, LayerNorm.
+// BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d.
 #include "graft/nn/modules/normalization.h"
 
 #include "../../core/format.h"
@@ -131,5 +131,103 @@ std::string LayerNormImpl::extra_repr() const {
   return s + ", eps=" + graft::detail::py_repr(options.eps()) +
          ", elementwise_affine=" + graft::detail::py_bool(options.elementwise_affine());
 }
+
+GroupNormImpl::GroupNormImpl(const GroupNormOptions& options_) : options(options_) {
+  const int64_t G = options.num_groups(), C = options.num_channels();
+  GRAFT_CHECK(G > 0 && C > 0, "GroupNorm", "positive num_groups and num_channels",
+              "num_groups " + std::to_string(G) + ", num_channels " + std::to_string(C), "");
+  GRAFT_CHECK(C % G == 0, "GroupNorm", "num_channels divisible by num_groups",
+              "num_groups " + std::to_string(G) + ", num_channels " + std::to_string(C), "");
+  reset();
+}
+
+void GroupNormImpl::reset() {
+  const bool affine = options.affine();
+  const int64_t C = options.num_channels();
+  weight = register_parameter("weight", affine ? graft::empty({C}) : Tensor(), affine);
+  bias = register_parameter("bias", affine ? graft::empty({C}) : Tensor(), affine);
+  reset_parameters();
+}
+
+void GroupNormImpl::reset_parameters() {
+  if (!options.affine()) return;
+  init::ones_(weight);
+  init::zeros_(bias);
+}
+
+Tensor GroupNormImpl::forward(const Tensor& input) {
+  return functional::group_norm(
+      input, functional::GroupNormFuncOptions(options.num_groups()).weight(weight).bias(bias).eps(options.eps()));
+}
+
+std::string GroupNormImpl::extra_repr() const {
+  return std::to_string(options.num_groups()) + ", " + std::to_string(options.num_channels()) +
+         ", eps=" + graft::detail::py_repr(options.eps()) + ", affine=" + graft::detail::py_bool(options.affine());
+}
+
+template <class Derived, int64_t D>
+void InstanceNormImplBase<Derived, D>::reset() {
+  const int64_t C = options.num_features();
+  GRAFT_CHECK(C > 0, this->name(), "a positive num_features", "num_features " + std::to_string(C),
+              "pass num_features = the input's channel count");
+  weight = this->register_parameter("weight", options.affine() ? graft::empty({C}) : Tensor(), options.affine());
+  bias = this->register_parameter("bias", options.affine() ? graft::empty({C}) : Tensor(), options.affine());
+  const bool track = options.track_running_stats();
+  running_mean = this->register_buffer("running_mean", track ? graft::zeros({C}) : Tensor());
+  running_var = this->register_buffer("running_var", track ? graft::ones({C}) : Tensor());
+  num_batches_tracked = this->register_buffer("num_batches_tracked", track ? graft::zeros({}, kInt64) : Tensor());
+  reset_parameters();
+}
+
+template <class Derived, int64_t D>
+void InstanceNormImplBase<Derived, D>::reset_running_stats() {
+  if (!options.track_running_stats()) return;
+  NoGradGuard ng;
+  running_mean.zero_();
+  running_var.fill_(1);
+  num_batches_tracked.zero_();
+}
+
+template <class Derived, int64_t D>
+void InstanceNormImplBase<Derived, D>::reset_parameters() {
+  reset_running_stats();
+  if (options.affine()) {
+    init::ones_(weight);
+    init::zeros_(bias);
+  }
+}
+
+template <class Derived, int64_t D>
+Tensor InstanceNormImplBase<Derived, D>::forward(const Tensor& input) {
+  const std::string shapes = D == 1 ? "a 2-D (C, L) or 3-D (N, C, L) input" : "a 3-D (C, H, W) or 4-D (N, C, H, W) input";
+  GRAFT_CHECK(input.dim() == D + 1 || input.dim() == D + 2, this->name(), shapes,
+              "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(input.dim()) + "-D)", "");
+  const bool unbatched = input.dim() == D + 1;
+  // Statistics of the input in training, or whenever there are no running statistics; running
+  // statistics are updated in the first run of a checkpointed segment only (as BatchNorm's).
+  const bool use_input_stats = this->is_training() || !options.track_running_stats();
+  const bool pass_stats = options.track_running_stats() && (!this->is_training() || !autograd::is_checkpoint_recompute());
+  const Tensor y = functional::instance_norm(unbatched ? input.unsqueeze(0) : input,
+                                             functional::InstanceNormFuncOptions()
+                                                 .running_mean(pass_stats ? running_mean : Tensor())
+                                                 .running_var(pass_stats ? running_var : Tensor())
+                                                 .weight(weight)
+                                                 .bias(bias)
+                                                 .use_input_stats(use_input_stats)
+                                                 .momentum(options.momentum())
+                                                 .eps(options.eps()));
+  return unbatched ? y.squeeze(0) : y;
+}
+
+template <class Derived, int64_t D>
+std::string InstanceNormImplBase<Derived, D>::extra_repr() const {
+  return std::to_string(options.num_features()) + ", eps=" + graft::detail::py_repr(options.eps()) +
+         ", momentum=" + graft::detail::py_repr(options.momentum()) +
+         ", affine=" + graft::detail::py_bool(options.affine()) +
+         ", track_running_stats=" + graft::detail::py_bool(options.track_running_stats());
+}
+
+template class InstanceNormImplBase<InstanceNorm1dImpl, 1>;
+template class InstanceNormImplBase<InstanceNorm2dImpl, 2>;
 
 }  // namespace graft::nn

@@ -1,4 +1,4 @@
-// BatchNorm1d, BatchNorm2d and LayerNorm.
+// BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, InstanceNorm1d and InstanceNorm2d.
 //
 // BatchNorm (PyTorch's semantics): in training mode it normalises with the batch statistics and,
 // with track_running_stats, updates the buffers running_mean / running_var (unbiased variance) and
@@ -92,5 +92,78 @@ class LayerNormImpl : public Cloneable<LayerNormImpl> {
   Tensor weight, bias;
 };
 GRAFT_MODULE(LayerNorm);
+
+struct GroupNormOptions {
+  GroupNormOptions(int64_t num_groups, int64_t num_channels) : num_groups_(num_groups), num_channels_(num_channels) {}
+  GRAFT_ARG(int64_t, num_groups);
+  GRAFT_ARG(int64_t, num_channels);
+  GRAFT_ARG(double, eps) = 1e-5;
+  GRAFT_ARG(bool, affine) = true;
+};
+
+// Input (N, C, *): num_groups groups of C / num_groups channels, each normalised over its channels
+// and *; weight (ones) and bias (zeros) of shape (C) when affine. Same in train and eval.
+class GroupNormImpl : public Cloneable<GroupNormImpl> {
+ public:
+  explicit GroupNormImpl(const GroupNormOptions& options);
+  GroupNormImpl(int64_t num_groups, int64_t num_channels) : GroupNormImpl(GroupNormOptions(num_groups, num_channels)) {}
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  GroupNormOptions options;
+  Tensor weight, bias;
+};
+GRAFT_MODULE(GroupNorm);
+
+struct InstanceNormOptions {
+  InstanceNormOptions(int64_t num_features) : num_features_(num_features) {}  // NOLINT
+  GRAFT_ARG(int64_t, num_features);
+  GRAFT_ARG(double, eps) = 1e-5;
+  GRAFT_ARG(double, momentum) = 0.1;
+  GRAFT_ARG(bool, affine) = false;
+  GRAFT_ARG(bool, track_running_stats) = false;
+};
+using InstanceNorm1dOptions = InstanceNormOptions;
+using InstanceNorm2dOptions = InstanceNormOptions;
+
+// InstanceNorm (PyTorch's semantics): each (sample, channel) normalised over its spatial dims. With
+// track_running_stats, training updates the buffers running_mean / running_var (averaged over the
+// batch; num_batches_tracked is registered but, as in PyTorch, not counted) and eval normalises with
+// them; without, both modes use the instance statistics. affine adds weight (ones) and bias (zeros).
+// Input of D spatial dims: (N, C, *) with D dims, or unbatched (C, *).
+template <class Derived, int64_t D>
+class InstanceNormImplBase : public Cloneable<Derived> {
+ public:
+  explicit InstanceNormImplBase(const InstanceNormOptions& options) : options(options) {}
+  void reset() override;
+  void reset_running_stats();
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  bool uses_batch_statistics() const noexcept override { return false; }
+
+  InstanceNormOptions options;
+  Tensor weight, bias;                                      // undefined unless affine
+  Tensor running_mean, running_var, num_batches_tracked;   // undefined unless track_running_stats
+};
+
+// Input (N, C, L) or (C, L).
+class InstanceNorm1dImpl : public InstanceNormImplBase<InstanceNorm1dImpl, 1> {
+ public:
+  explicit InstanceNorm1dImpl(const InstanceNormOptions& options) : InstanceNormImplBase(options) { reset(); }
+};
+GRAFT_MODULE(InstanceNorm1d);
+
+// Input (N, C, H, W) or (C, H, W).
+class InstanceNorm2dImpl : public InstanceNormImplBase<InstanceNorm2dImpl, 2> {
+ public:
+  explicit InstanceNorm2dImpl(const InstanceNormOptions& options) : InstanceNormImplBase(options) { reset(); }
+};
+GRAFT_MODULE(InstanceNorm2d);
+
+extern template class InstanceNormImplBase<InstanceNorm1dImpl, 1>;
+extern template class InstanceNormImplBase<InstanceNorm2dImpl, 2>;
 
 }  // namespace graft::nn

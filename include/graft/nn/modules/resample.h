@@ -1,0 +1,154 @@
+// Upsample, the padding layers (ReflectionPad1d/2d, ReplicationPad1d/2d, ConstantPad1d/2d,
+// ZeroPad2d) and PixelShuffle / PixelUnshuffle: modules around F::interpolate, F::pad and
+// F::pixel_(un)shuffle, with no parameters. Paddings list (before, after) pairs from the last dim
+// backwards: {left, right} in 1-D, {left, right, top, bottom} in 2-D; one value pads every side.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graft/nn/functional.h"
+#include "graft/nn/module.h"
+
+namespace graft::nn {
+
+struct UpsampleOptions {
+  using mode_t = InterpolateMode;
+  GRAFT_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
+  GRAFT_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
+  GRAFT_ARG(mode_t, mode) = kNearest;
+  GRAFT_ARG(std::optional<bool>, align_corners) = std::nullopt;
+};
+
+// F::interpolate with the options (the scale factors reach the op, as recompute_scale_factor unset).
+class UpsampleImpl : public Cloneable<UpsampleImpl> {
+ public:
+  explicit UpsampleImpl(const UpsampleOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  UpsampleOptions options;
+};
+GRAFT_MODULE(Upsample);
+
+template <size_t D>
+struct ReflectionPadOptions {
+  ReflectionPadOptions(ExpandingArray<D * 2> padding) : padding_(padding) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<D * 2>, padding);
+};
+using ReflectionPad1dOptions = ReflectionPadOptions<1>;
+using ReflectionPad2dOptions = ReflectionPadOptions<2>;
+
+template <size_t D>
+struct ReplicationPadOptions {
+  ReplicationPadOptions(ExpandingArray<D * 2> padding) : padding_(padding) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<D * 2>, padding);
+};
+using ReplicationPad1dOptions = ReplicationPadOptions<1>;
+using ReplicationPad2dOptions = ReplicationPadOptions<2>;
+
+template <size_t D>
+struct ConstantPadOptions {
+  ConstantPadOptions(ExpandingArray<D * 2> padding, double value) : padding_(padding), value_(value) {}
+  GRAFT_ARG(ExpandingArray<D * 2>, padding);
+  GRAFT_ARG(double, value);
+};
+using ConstantPad1dOptions = ConstantPadOptions<1>;
+using ConstantPad2dOptions = ConstantPadOptions<2>;
+
+struct ZeroPad2dOptions {
+  ZeroPad2dOptions(ExpandingArray<4> padding) : padding_(padding) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<4>, padding);
+};
+
+std::string pad_value_repr(double v);  // Python's repr of a float ("0.0", "3.5")
+
+// One padding module: F::pad with a fixed mode (and value for the constant ones).
+template <class Derived, class Options, PadMode Mode>
+class PadImplBase : public Cloneable<Derived> {
+ public:
+  explicit PadImplBase(const Options& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input) {
+    functional::PadFuncOptions o(options.padding().vec());
+    o.mode(Mode);
+    if constexpr (requires { options.value(); }) o.value(options.value());
+    return functional::pad(input, o);
+  }
+  // Python's repr: "(1, 1, 2, 0)", with ", value=..." for the constant pads.
+  std::string extra_repr() const override {
+    std::string s = "(";
+    const auto v = options.padding().vec();
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    s += ")";
+    if constexpr (requires { options.value(); }) s = "padding=" + s + ", value=" + pad_value_repr(options.value());
+    return s;
+  }
+
+  Options options;
+};
+
+// Each constructs from its options or, as LibTorch's, from the padding (and value) directly.
+#define GRAFT_PAD_MODULE(Name, Options, Mode, N)                                                       \
+  class Name##Impl : public PadImplBase<Name##Impl, Options, Mode> {                                  \
+   public:                                                                                            \
+    explicit Name##Impl(const Options& options) : PadImplBase(options) {}                             \
+    explicit Name##Impl(ExpandingArray<N> padding) : PadImplBase(Options(padding)) {}                 \
+  };                                                                                                  \
+  GRAFT_MODULE(Name)
+#define GRAFT_CONSTANT_PAD_MODULE(Name, Options, N)                                                    \
+  class Name##Impl : public PadImplBase<Name##Impl, Options, kConstant> {                             \
+   public:                                                                                            \
+    explicit Name##Impl(const Options& options) : PadImplBase(options) {}                             \
+    Name##Impl(ExpandingArray<N> padding, double value) : PadImplBase(Options(padding, value)) {}     \
+  };                                                                                                  \
+  GRAFT_MODULE(Name)
+
+// (N, C, W) or (C, W); padding {left, right}.
+GRAFT_PAD_MODULE(ReflectionPad1d, ReflectionPad1dOptions, kReflect, 2);
+GRAFT_PAD_MODULE(ReplicationPad1d, ReplicationPad1dOptions, kReplicate, 2);
+GRAFT_CONSTANT_PAD_MODULE(ConstantPad1d, ConstantPad1dOptions, 2);
+// (N, C, H, W) or (C, H, W); padding {left, right, top, bottom}.
+GRAFT_PAD_MODULE(ReflectionPad2d, ReflectionPad2dOptions, kReflect, 4);
+GRAFT_PAD_MODULE(ReplicationPad2d, ReplicationPad2dOptions, kReplicate, 4);
+GRAFT_CONSTANT_PAD_MODULE(ConstantPad2d, ConstantPad2dOptions, 4);
+GRAFT_PAD_MODULE(ZeroPad2d, ZeroPad2dOptions, kConstant, 4);
+#undef GRAFT_PAD_MODULE
+#undef GRAFT_CONSTANT_PAD_MODULE
+
+struct PixelShuffleOptions {
+  PixelShuffleOptions(int64_t upscale_factor) : upscale_factor_(upscale_factor) {}  // NOLINT
+  GRAFT_ARG(int64_t, upscale_factor);
+};
+struct PixelUnshuffleOptions {
+  PixelUnshuffleOptions(int64_t downscale_factor) : downscale_factor_(downscale_factor) {}  // NOLINT
+  GRAFT_ARG(int64_t, downscale_factor);
+};
+
+// (*, C r^2, H, W) -> (*, C, H r, W r).
+class PixelShuffleImpl : public Cloneable<PixelShuffleImpl> {
+ public:
+  explicit PixelShuffleImpl(const PixelShuffleOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  PixelShuffleOptions options;
+};
+GRAFT_MODULE(PixelShuffle);
+
+// (*, C, H r, W r) -> (*, C r^2, H, W).
+class PixelUnshuffleImpl : public Cloneable<PixelUnshuffleImpl> {
+ public:
+  explicit PixelUnshuffleImpl(const PixelUnshuffleOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+
+  PixelUnshuffleOptions options;
+};
+GRAFT_MODULE(PixelUnshuffle);
+
+}  // namespace graft::nn
