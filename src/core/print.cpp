@@ -51,7 +51,15 @@ struct Reader {
     }
     return 0;
   }
-  int64_t as_int(int64_t off) const { return reinterpret_cast<const int64_t*>(base)[off]; }
+  int64_t as_int(int64_t off) const {
+    switch (dtype) {
+      case DType::Int32: return reinterpret_cast<const int32_t*>(base)[off];
+      case DType::Int16: return reinterpret_cast<const int16_t*>(base)[off];
+      case DType::Int8: return reinterpret_cast<const int8_t*>(base)[off];
+      case DType::UInt8: return reinterpret_cast<const uint8_t*>(base)[off];
+      default: return reinterpret_cast<const int64_t*>(base)[off];
+    }
+  }
   bool as_bool(int64_t off) const { return reinterpret_cast<const bool*>(base)[off]; }
 };
 

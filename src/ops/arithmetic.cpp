@@ -272,6 +272,7 @@ Tensor& binary_inplace(Tensor& self, const Tensor& other, const char* op, F&& f)
   GRAFT_CHECK(broadcast_shapes(self.sizes(), other.sizes(), op) == Shape(self.sizes()), op,
               "an operand that broadcasts to the tensor's shape " + shape_str(self.sizes()),
               shape_str(other.sizes()), "an in-place op cannot change the shape of the tensor it writes to");
+  if (detail::is_narrow_int(self.dtype())) return self.copy_(f(self, other));  // Note [Narrow integer dtypes]
   return detail::inplace_op(
       self, op, {&other},
       [&] {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Runs a ported program built against graft and the same source built against LibTorch, and checks
-that both print the same: line by line, numbers equal to 1e-6 relative (1e-9 absolute), words equal
+that both print the same: line by line, numbers equal to 1e-6 relative (1e-7 absolute: float32's
+rounding near a value that should be 0, which one library hits exactly and the other not), words equal
 after reading LibTorch's torch::, at:: and c10:: as graft:: (the renaming of
 tools/port-from-libtorch.sh). Usage: compare_outputs.py GRAFT_PROGRAM LIBTORCH_PROGRAM"""
 import re
@@ -22,7 +23,7 @@ def same_token(a, b):
         x, y = float(a), float(b)
         if x != x or y != y:
             return x != x and y != y
-        return abs(x - y) <= 1e-9 + 1e-6 * max(abs(x), abs(y))
+        return abs(x - y) <= 1e-7 + 1e-6 * max(abs(x), abs(y))
     return a == b
 
 
