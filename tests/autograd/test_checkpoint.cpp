@@ -353,7 +353,7 @@ TEST(Checkpoint, GradAndBackwardWithInputs) {
   for (const Tensor& p : seq->parameters()) EXPECT_FALSE(p.grad().defined());
   EXPECT_FALSE(x.grad().defined());
   // backward(inputs={x}): only x's .grad.
-  checkpoint([&](const Tensor& a) { return seq->forward(a); }, x).pow(2).sum().backward({}, std::nullopt, false, {x});
+  checkpoint([&](const Tensor& a) { return seq->forward(a); }, x).pow(2).sum().backward({}, std::nullopt, false, TensorList{x});
   EXPECT_TRUE(all_close(x.grad(), ref, kTol, kTol));
   for (const Tensor& p : seq->parameters()) EXPECT_FALSE(p.grad().defined());
 }
