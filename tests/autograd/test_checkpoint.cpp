@@ -353,7 +353,7 @@ TEST(Checkpoint, GradAndBackwardWithInputs) {
   for (const Tensor& p : seq->parameters()) EXPECT_FALSE(p.grad().defined());
   EXPECT_FALSE(x.grad().defined());
   // backward(inputs={x}): only x's .grad.
-  checkpoint([&](const Tensor& a) { return seq->forward(a); }, x).pow(2).sum().backward({}, std::nullopt, false, {x});
+  checkpoint([&](const Tensor& a) { return seq->forward(a); }, x).pow(2).sum().backward({}, std::nullopt, false, TensorList{x});
   EXPECT_TRUE(all_close(x.grad(), ref, kTol, kTol));
   for (const Tensor& p : seq->parameters()) EXPECT_FALSE(p.grad().defined());
 }
@@ -395,7 +395,7 @@ TEST(CheckpointSequential, SegmentCountsGiveThePlainGradients) {
     EXPECT_TRUE(same_state(got.rng_after, ref.rng_after)) << segments;
   }
   // One segment is a plain forward: the output's node is the last module's, not a checkpoint.
-  EXPECT_STRNE(checkpoint_sequential(seq, 1, x).grad_fn()->name(), "CheckpointBackward0");
+  EXPECT_NE(checkpoint_sequential(seq, 1, x).grad_fn()->name(), "CheckpointBackward0");
   // Two: the first run is checkpointed.
   {
     NoGradGuard ng;

@@ -182,7 +182,7 @@ TEST(Engine, AutogradGradDoesNotTouchDotGrad) {
 TEST(Engine, BackwardInputsRestrictsAccumulation) {
   Tensor a = tensor({1.0}, requires_grad());
   Tensor b = tensor({2.0}, requires_grad());
-  (a * b).sum().backward({}, std::nullopt, false, {a});
+  (a * b).sum().backward({}, std::nullopt, false, TensorList{a});
   EXPECT_TRUE(all_close(a.grad(), {2.0}, {1}));
   EXPECT_FALSE(b.grad().defined());
 }
