@@ -239,7 +239,7 @@ Tensor pad(const Tensor& input, IntArrayRef pad, std::string_view mode = "consta
 Tensor pixel_shuffle(const Tensor& input, int64_t upscale_factor);
 Tensor pixel_unshuffle(const Tensor& input, int64_t downscale_factor);
 
-// Distances (loss.cpp): cos of the angle between x1 and x2 along dim (broadcast), each norm clamped
+// Distances (distance.cpp): cos of the angle between x1 and x2 along dim (broadcast), each norm clamped
 // to at least eps; the p-norm of x1 - x2 + eps along the last dim.
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2, double eps = 1e-6, bool keepdim = false);
