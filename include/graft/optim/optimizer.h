@@ -22,6 +22,8 @@
 // tensors are copied and cast to their parameter's dtype.
 #pragma once
 
+#include <charconv>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -197,7 +199,15 @@ class Optimizer {
   // Per-parameter state, keyed as LibTorch keys it: by the address of the parameter's TensorImpl
   // as text, state_key(p) = guts::to_string(p.unsafeGetTensorImpl()).
   std::unordered_map<std::string, std::unique_ptr<OptimizerParamState>>& state() { return state_; }
-  static std::string state_key(const Tensor& param) { return guts::to_string(param.unsafeGetTensorImpl()); }
+  // The text guts::to_string gives (an ostream writes a pointer as "0x" and lowercase hex), made
+  // without an ostringstream: this runs for every parameter at every step, and the result fits in
+  // std::string's small buffer.
+  static std::string state_key(const Tensor& param) {
+    char buf[2 + 2 * sizeof(void*)] = {'0', 'x'};
+    const auto r = std::to_chars(buf + 2, buf + sizeof buf,
+                                 reinterpret_cast<std::uintptr_t>(param.unsafeGetTensorImpl()), 16);
+    return std::string(buf, r.ptr);
+  }
   // The state of `param`, or null before its first step.
   OptimizerParamState* state_of(const Tensor& param) const;
 
