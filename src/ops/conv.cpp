@@ -23,6 +23,7 @@
 
 #include "../core/dispatch.h"
 #include "../kernels/im2col.h"
+#include "../kernels/onednn_conv.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
 #include "graft/runtime/parallel.h"
@@ -171,6 +172,17 @@ Dims<D> spatial(const Tensor& t) {
 template <size_t D>
 constexpr const char* kernel_name() { return D == 2 ? "conv2d" : "conv3d"; }
 
+// Whether this convolution runs on oneDNN (float32, 2-D; Note [Convolution backends] in
+// src/kernels/onednn_conv.cpp) rather than im2col + gemm.
+template <class T, size_t D>
+bool on_onednn(const Geometry<D>& g, int64_t O, int64_t groups) {
+  if constexpr (D == 2 && std::is_same_v<T, float>) {
+    return kernels::onednn::use_for({g, O, groups});
+  } else {
+    return false;
+  }
+}
+
 // ---- raw kernels: contiguous, detached operands, no recording ----
 
 // y (N, O, o...) = conv(x (N, C, in...), w (O, C/groups, k...)) + b (O) when defined.
@@ -188,6 +200,15 @@ Tensor conv_forward_kernel(const Tensor& x_, const Tensor& w_, const Tensor& b_,
     const T* px = static_cast<const T*>(x.data_ptr());
     const T* pw = static_cast<const T*>(w.data_ptr());
     T* py = y.data_ptr<T>();
+    if (on_onednn<T, D>(geo, O, G)) {
+      if constexpr (D == 2 && std::is_same_v<T, float>) {
+        const float* pb = b.defined() ? static_cast<const float*>(b.data_ptr()) : nullptr;
+        parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
+          kernels::onednn::conv2d_forward({geo, O, G}, n1 - n0, px + n0 * image, pw, pb, py + n0 * O * L);
+        });
+      }
+      return;
+    }
     const bool direct = cols_are_image(geo);
     parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
       std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));  // this chunk's columns
@@ -227,6 +248,14 @@ Tensor conv_input_backward_kernel(const Tensor& g_, const Tensor& w_, const Conv
     const T* pg = static_cast<const T*>(g.data_ptr());
     const T* pw = static_cast<const T*>(w.data_ptr());
     T* px = gx.data_ptr<T>();
+    if (on_onednn<T, D>(geo, O, G)) {
+      if constexpr (D == 2 && std::is_same_v<T, float>) {
+        parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
+          kernels::onednn::conv2d_backward_data({geo, O, G}, n1 - n0, pg + n0 * O * L, pw, px + n0 * image);
+        });
+      }
+      return;
+    }
     const bool direct = cols_are_image(geo);
     parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
       std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));  // this chunk's columns
@@ -276,22 +305,34 @@ Tensor conv_weight_backward_kernel(const Tensor& g_, const Tensor& x_, const Con
     const bool direct = cols_are_image(geo);
     // Partial 0 is gw itself; partials 1.. live here.
     std::vector<T> partials(static_cast<size_t>((blocks - 1) * wsize));
-    parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-      std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));  // this chunk's columns
-      for (int64_t bi = b0; bi < b1; ++bi) {
-        T* acc = bi == 0 ? pw : partials.data() + (bi - 1) * wsize;
-        for (int64_t n = bi * N / blocks; n < (bi + 1) * N / blocks; ++n) {
-          const T* cols = px + n * image;
-          if (!direct) {
-            to_cols(cols, geo, buf.data());
-            cols = buf.data();
+    if (on_onednn<T, D>(geo, O, G)) {
+      if constexpr (D == 2 && std::is_same_v<T, float>) {
+        parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+          for (int64_t bi = b0; bi < b1; ++bi) {
+            const int64_t n0 = bi * N / blocks, n1 = (bi + 1) * N / blocks;
+            kernels::onednn::conv2d_backward_weights({geo, O, G}, n1 - n0, pg + n0 * O * L, px + n0 * image,
+                                                     bi == 0 ? pw : partials.data() + (bi - 1) * wsize);
           }
-          const T* gn = pg + n * O * L;
-          for (int64_t gi = 0; gi < G; ++gi)  // w_g (Og, K) += g_g (Og, L) @ cols_g^T (L, K)
-            gemm<T>(false, true, Og, K, L, gn + gi * Og * L, L, cols + gi * K * L, L, T(1), acc + gi * Og * K, K);
-        }
+        });
       }
-    });
+    } else {
+      parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+        std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));  // this chunk's columns
+        for (int64_t bi = b0; bi < b1; ++bi) {
+          T* acc = bi == 0 ? pw : partials.data() + (bi - 1) * wsize;
+          for (int64_t n = bi * N / blocks; n < (bi + 1) * N / blocks; ++n) {
+            const T* cols = px + n * image;
+            if (!direct) {
+              to_cols(cols, geo, buf.data());
+              cols = buf.data();
+            }
+            const T* gn = pg + n * O * L;
+            for (int64_t gi = 0; gi < G; ++gi)  // w_g (Og, K) += g_g (Og, L) @ cols_g^T (L, K)
+              gemm<T>(false, true, Og, K, L, gn + gi * Og * L, L, cols + gi * K * L, L, T(1), acc + gi * Og * K, K);
+          }
+        }
+      });
+    }
     for (int64_t bi = 1; bi < blocks; ++bi) {
       const T* part = partials.data() + (bi - 1) * wsize;
       for (int64_t i = 0; i < wsize; ++i) pw[i] += part[i];
@@ -321,7 +362,8 @@ Tensor conv_bias_backward(const Tensor& g) {
       double acc = 0;
       for (int64_t n = 0; n < N; ++n) {
         const T* row = pg + (n * O + o) * L;
-        T part = 0;  // one plane in T (vectorisable), accumulated in double across planes
+        T part = 0;  // one plane in T (vectorised: a fixed lane order), accumulated in double across planes
+#pragma omp simd reduction(+ : part)
         for (int64_t l = 0; l < L; ++l) part += row[l];
         acc += static_cast<double>(part);
       }

@@ -17,6 +17,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "../core/dispatch.h"
 #include "graft/core/memory.h"
@@ -129,7 +130,12 @@ std::tuple<Tensor, Tensor> max_pool_kernel(const Tensor& x4, const PoolGeom& g) 
     if (g.kH == 2 && g.kW == 2 && g.sH == 2 && g.sW == 2 && g.pH == 0 && g.pW == 0 && g.dH == 1 && g.dW == 1 &&
         2 * g.oH <= g.H && 2 * g.oW <= g.W) {
       // The common 2x2 / stride 2 window, every window inside the image: two input rows per output
-      // row, no bounds checks. Same scan order and NaN rule as the general loop below.
+      // row, no bounds checks. Same scan order and NaN rule as the general loop below (the last
+      // NaN of a window wins, else its first maximum). Written as selects over whole rows so that
+      // the compiler vectorises it: the window's winner is first kept as its tap k (0..3), and the
+      // flat input index, base + (k & 1) + (k >> 1) * W, is computed in a second pass.
+      std::vector<int32_t> tap(static_cast<size_t>(g.oW));
+      int32_t* kk = tap.data();
       for (int64_t p = 0; p < g.planes; ++p) {
         const T* in = px + p * g.H * g.W;
         T* out = py + p * g.oH * g.oW;
@@ -137,25 +143,27 @@ std::tuple<Tensor, Tensor> max_pool_kernel(const Tensor& x4, const PoolGeom& g) 
         for (int64_t oh = 0; oh < g.oH; ++oh) {
           const T* r0 = in + 2 * oh * g.W;
           const T* r1 = r0 + g.W;
-          const int64_t base0 = 2 * oh * g.W, base1 = base0 + g.W;
+          T* orow = out + oh * g.oW;
+#pragma omp simd
           for (int64_t ow = 0; ow < g.oW; ++ow) {
-            // Branch-free (selects, not jumps): on real activations the comparisons are coin flips.
-            const int64_t c = 2 * ow;
-            T best_v = r0[c];
-            int64_t best = base0 + c;
-            auto take = [&](T v, int64_t i) {
-              const bool t = (v > best_v) | (v != v);  // v != v: NaN propagates
-              // select with masks: compilers turn `t ? a : b` back into a jump here
-              const int64_t m = -static_cast<int64_t>(t);
-              best = best ^ ((best ^ i) & m);
-              best_v = t ? v : best_v;
-            };
-            take(r0[c + 1], base0 + c + 1);
-            take(r1[c], base1 + c);
-            take(r1[c + 1], base1 + c + 1);
-            out[oh * g.oW + ow] = best_v;
-            oi[oh * g.oW + ow] = best;
+            const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+            T best_v = a;
+            int32_t k = 0;
+            bool t = (b > best_v) | (b != b);  // b != b: NaN propagates
+            best_v = t ? b : best_v;
+            k = t ? 1 : k;
+            t = (c > best_v) | (c != c);
+            best_v = t ? c : best_v;
+            k = t ? 2 : k;
+            t = (d > best_v) | (d != d);
+            best_v = t ? d : best_v;
+            k = t ? 3 : k;
+            orow[ow] = best_v;
+            kk[ow] = k;
           }
+          const int64_t base = 2 * oh * g.W;
+          int64_t* irow = oi + oh * g.oW;
+          for (int64_t ow = 0; ow < g.oW; ++ow) irow[ow] = base + 2 * ow + (kk[ow] & 1) + (kk[ow] >> 1) * g.W;
         }
       }
       return;

@@ -137,7 +137,9 @@ TEST(ParallelConv2d, SameBitsAtEveryThreadCount) {
       {16, 3, 8, 20, 20, 5, 1, 2, 1},   // im2col, samples split
       {13, 4, 6, 17, 15, 3, 2, 1, 2},   // stride, groups, odd batch
       {9, 8, 16, 12, 12, 1, 1, 0, 1},   // 1x1: the image is its own column matrix
-      {64, 32, 64, 13, 13, 3, 1, 0, 1}, // the benchmark CNN's second layer
+      {64, 32, 64, 13, 13, 3, 1, 0, 1}, // the benchmark CNN's second layer (oneDNN in float32)
+      {20, 32, 64, 14, 14, 4, 2, 1, 1}, // DCGAN's stride-2 kernel-4 layers (oneDNN in float32)
+      {10, 32, 32, 9, 9, 3, 1, 1, 2},   // groups of 16 channels (oneDNN in float32)
   };
   for (DType dtype : {kFloat32, kFloat64})
     for (const ConvCase& cc : cases) {
