@@ -24,6 +24,7 @@
 #include "../core/dispatch.h"
 #include "../kernels/im2col.h"
 #include "../kernels/onednn_conv.h"
+#include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
 #include "graft/runtime/parallel.h"
@@ -358,15 +359,21 @@ Tensor conv_bias_backward(const Tensor& g) {
   kernels::dispatch_floating(gc.dtype(), "conv2d", [&]<class T>() {
     const T* pg = gc.data_ptr<T>();
     T* pb = gb.data_ptr<T>();
+    // Each plane summed in T (float32: kernels::sum_rows_f32, vectorised and split over threads in
+    // a fixed order), the planes of a channel added in double.
+    std::vector<T> plane(static_cast<size_t>(N * O));
+    if constexpr (std::is_same_v<T, float>) {
+      kernels::sum_rows_f32(pg, plane.data(), N * O, L);
+    } else {
+      for (int64_t r = 0; r < N * O; ++r) {
+        T part = 0;
+        for (int64_t l = 0; l < L; ++l) part += pg[r * L + l];
+        plane[static_cast<size_t>(r)] = part;
+      }
+    }
     for (int64_t o = 0; o < O; ++o) {
       double acc = 0;
-      for (int64_t n = 0; n < N; ++n) {
-        const T* row = pg + (n * O + o) * L;
-        T part = 0;  // one plane in T (vectorised: a fixed lane order), accumulated in double across planes
-#pragma omp simd reduction(+ : part)
-        for (int64_t l = 0; l < L; ++l) part += row[l];
-        acc += static_cast<double>(part);
-      }
+      for (int64_t n = 0; n < N; ++n) acc += static_cast<double>(plane[static_cast<size_t>(n * O + o)]);
       pb[o] = static_cast<T>(acc);
     }
   });
