@@ -7,10 +7,11 @@
 # library in a process of its own; the two executables run alternately (which goes first alternates
 # from round to round), and the ratios come from the medians of the same run.
 #
-# The standalone check (issue 16): after the alternating rounds, the LibTorch executables run again
-# on their own, back to back (STANDALONE_ROUNDS processes per case group, TRAIN_STANDALONE_REPS per
-# training configuration). bench/suite_report.py refuses a ratio (the row shows "refused", the
-# script exits 3) when the suite's LibTorch median is more than 10% slower than that standalone one.
+# The standalone check (issue 16): the LibTorch executables also run on their own, with no graft
+# process in the pair (STANDALONE_ROUNDS processes per case group, TRAIN_STANDALONE_REPS per
+# training configuration), spread evenly among the alternating rounds (standalone_due below).
+# bench/suite_report.py refuses a ratio (the row shows "refused", the script exits 3) when the
+# suite's LibTorch median is more than 10% slower than that standalone one.
 #
 # Rewrites the results between <!-- suite-results:begin --> and <!-- suite-results:end --> in
 # BENCHMARKS.md (the one results block there) and the chart bench/suite_ratios.svg.
@@ -18,7 +19,7 @@
 #
 # Knobs (environment): BUILD_DIR (default build-bench), JOBS (build jobs, default 2), ROUNDS
 # (alternating processes per library for overhead and kernels, default 3), STANDALONE_ROUNDS
-# (default 2), OVERHEAD_REPS (Google Benchmark repetitions per process, default 3), KERNEL_REPS
+# (default 3), OVERHEAD_REPS (Google Benchmark repetitions per process, default 3), KERNEL_REPS
 # (timed blocks per case per process, default 3), TRAIN_REPS (timing processes per library and
 # configuration, default 9), TRAIN_STANDALONE_REPS (default 3), MEM_REPS (default 3), THREADS
 # (kernel cases, default "1,2"), CNN_OPENBLAS_THREADS (OPENBLAS_NUM_THREADS for the CNN step at 2
@@ -30,7 +31,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build-bench}
 SKIP=${SKIP:-}
 ROUNDS=${ROUNDS:-3}
-STANDALONE_ROUNDS=${STANDALONE_ROUNDS:-2}
+STANDALONE_ROUNDS=${STANDALONE_ROUNDS:-3}
 OVERHEAD_REPS=${OVERHEAD_REPS:-3}
 KERNEL_REPS=${KERNEL_REPS:-3}
 TRAIN_REPS=${TRAIN_REPS:-9}
@@ -66,6 +67,16 @@ mkdir -p "$RUNS"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 DATE=$(date -Iseconds)
 
+# standalone_due ROUND ROUNDS STANDALONE: whether the standalone LibTorch run goes after this round.
+# The STANDALONE runs are spread evenly over the ROUNDS alternating rounds (the last round always
+# gets one), so that the machine's speed, which drifts by tens of percent over minutes on this
+# shared VM, is the same for the suite's LibTorch figures and the standalone ones they are checked
+# against (run after all the rounds, they disagreed by up to 2x on quiet and busy minutes alike).
+standalone_due() {
+  local r=$1 n=$2 s=$3
+  (((r * s) / n > ((r - 1) * s) / n))
+}
+
 # order ROUND A B [C]: the libraries rotated by ROUND, so that each goes first in turn.
 order() {
   local r=$1
@@ -80,16 +91,16 @@ if [[ ",$SKIP," != *",overhead,"* ]]; then
       --benchmark_min_time=0.3 --benchmark_out_format=json)
   echo "+ overhead: cross-check, then $ROUNDS alternating rounds of $OVERHEAD_REPS repetitions"
   for lib in graft torch; do OPENBLAS_NUM_THREADS=1 "$BIN/${lib}_overhead" --check="$RUNS/overhead_check_$lib.json" >/dev/null; done
+  echo "  (and standalone LibTorch $STANDALONE_ROUNDS times, spread over the rounds)"
   for ((r = 1; r <= ROUNDS; ++r)); do
     for lib in $(order "$r" graft torch); do
       OPENBLAS_NUM_THREADS=1 "$BIN/${lib}_overhead" "${gb[@]}" --benchmark_out="$RUNS/overhead_suite_${lib}_r$r.json" \
         >/dev/null 2>>"$RUNS/overhead.stderr"
     done
-  done
-  echo "+ overhead: standalone LibTorch, $STANDALONE_ROUNDS rounds"
-  for ((r = 1; r <= STANDALONE_ROUNDS; ++r)); do
-    OPENBLAS_NUM_THREADS=1 "$BIN/torch_overhead" "${gb[@]}" --benchmark_out="$RUNS/overhead_standalone_torch_r$r.json" \
-      >/dev/null 2>>"$RUNS/overhead.stderr"
+    if standalone_due "$r" "$ROUNDS" "$STANDALONE_ROUNDS"; then
+      OPENBLAS_NUM_THREADS=1 "$BIN/torch_overhead" "${gb[@]}" --benchmark_out="$RUNS/overhead_standalone_torch_r$r.json" \
+        >/dev/null 2>>"$RUNS/overhead.stderr"
+    fi
   done
   # Heap allocations per op: a second build of the same chains that counts the malloc family (never
   # used for timing).
@@ -101,7 +112,7 @@ if [[ ",$SKIP," != *",kernels,"* ]]; then
   rm -f "$RUNS"/kernels_*
   IFS=, read -r -a thread_list <<<"$THREADS"
   for t in "${thread_list[@]}"; do
-    echo "+ kernels at $t thread(s): $ROUNDS alternating rounds (graft, LibTorch, cblas_sgemm) of $KERNEL_REPS repetitions"
+    echo "+ kernels at $t thread(s): $ROUNDS alternating rounds (graft, LibTorch, cblas_sgemm) of $KERNEL_REPS repetitions, standalone LibTorch $STANDALONE_ROUNDS times among them"
     for ((r = 1; r <= ROUNDS; ++r)); do
       for lib in $(order "$r" graft torch openblas); do
         case $lib in
@@ -111,11 +122,10 @@ if [[ ",$SKIP," != *",kernels,"* ]]; then
         OPENBLAS_NUM_THREADS=$t "${cmd[@]}" --threads="$t" --reps="$KERNEL_REPS" \
           --json="$RUNS/kernels_suite_${lib}_t${t}_r$r.json" >"$RUNS/kernels_suite_${lib}_t${t}_r$r.log"
       done
-    done
-    echo "+ kernels at $t thread(s): standalone LibTorch, $STANDALONE_ROUNDS rounds"
-    for ((r = 1; r <= STANDALONE_ROUNDS; ++r)); do
-      OPENBLAS_NUM_THREADS=$t "$BIN/torch_kernels" --threads="$t" --reps="$KERNEL_REPS" \
-        --json="$RUNS/kernels_standalone_torch_t${t}_r$r.json" >"$RUNS/kernels_standalone_torch_t${t}_r$r.log"
+      if standalone_due "$r" "$ROUNDS" "$STANDALONE_ROUNDS"; then
+        OPENBLAS_NUM_THREADS=$t "$BIN/torch_kernels" --threads="$t" --reps="$KERNEL_REPS" \
+          --json="$RUNS/kernels_standalone_torch_t${t}_r$r.json" >"$RUNS/kernels_standalone_torch_t${t}_r$r.log"
+      fi
     done
   done
 fi
@@ -140,7 +150,7 @@ if [[ ",$SKIP," != *",train,"* ]]; then
   # the cores from oneDNN's (BENCHMARKS.md, "What was wrong"); graft keeps OpenBLAS at one thread
   # whatever the variable says.
   configs=("mlp 1 1" "mlp 2 2" "cnn 1 1" "cnn 2 ${CNN_OPENBLAS_THREADS:-1}")
-  echo "+ train_step: cross-check, $MEM_REPS memory rounds, $TRAIN_REPS alternating timing rounds"
+  echo "+ train_step: cross-check, $MEM_REPS memory rounds, $TRAIN_REPS alternating timing rounds, standalone LibTorch $TRAIN_STANDALONE_REPS times among them"
   for lib in graft torch; do
     OPENBLAS_NUM_THREADS=1 "$BIN/${lib}_train_step" --mode=check | sed -n 's/^RESULT /phase=check round=1 RESULT /p' >>"$TRAIN"
   done
@@ -157,13 +167,9 @@ if [[ ",$SKIP," != *",train,"* ]]; then
     for c in "${configs[@]}"; do
       read -r model t ob <<<"$c"
       for lib in $(order "$r" graft torch); do child suite "$r" "$lib" "$t" "$ob" --mode=time --model="$model" --steps=20 --warmup=3; done
-    done
-  done
-  echo "+ train_step: standalone LibTorch, $TRAIN_STANDALONE_REPS rounds"
-  for ((r = 1; r <= TRAIN_STANDALONE_REPS; ++r)); do
-    for c in "${configs[@]}"; do
-      read -r model t ob <<<"$c"
-      child standalone "$r" torch "$t" "$ob" --mode=time --model="$model" --steps=20 --warmup=3
+      if standalone_due "$r" "$TRAIN_REPS" "$TRAIN_STANDALONE_REPS"; then
+        child standalone "$r" torch "$t" "$ob" --mode=time --model="$model" --steps=20 --warmup=3
+      fi
     done
   done
 fi

@@ -138,7 +138,7 @@ def overhead_rows(folder, checks):
     for case in sorted({c for c, _ in samples}, key=lambda c: (order.get(c.split("/")[0], 9), c)):
         torch = samples.get((case, "libtorch"))
         if (case, "graft") in samples and torch:
-            rows.append(Row("per-op overhead", case, 1, "ns/op", samples[(case, "graft")], torch, 0.3,
+            rows.append(Row("per-op overhead", case, 1, "ns/op", samples[(case, "graft")], torch, 0.25,
                             standalone=alone.get((case, "libtorch"))))
     return rows
 
@@ -177,7 +177,8 @@ def train_rows(folder, checks):
             if not g or not o:
                 continue
             label = {"mlp": "MLP step", "cnn": "CNN step"}[model]
-            rows.append(Row("training step", label, t, "ms", g, o, 0.8 if model == "mlp" else 0.6,
+            # issue 16's targets: the MLP step at most 0.8x at 1 thread and 0.6x at 2, the CNN step 0.6x
+            rows.append(Row("training step", label, t, "ms", g, o, 0.8 if model == "mlp" and t == 1 else 0.6,
                             standalone=alone.get((model, t, "libtorch"))))
             times[(model, t)] = g
 
@@ -226,7 +227,7 @@ def kernel_rows(folder, checks):
                 rows.append(Row("matmul vs OpenBLAS", case, t, "ms", g, ms[(case, t, "openblas")], 1.0,
                                 other_name="cblas_sgemm"))
         elif op == "conv2d":
-            rows.append(Row("conv2d fwd+bwd", case, t, "ms", g, o, None, standalone=sa))
+            rows.append(Row("conv2d fwd+bwd", case, t, "ms", g, o, 0.8 if t == 1 else None, standalone=sa))
         elif size == "10M":
             rows.append(Row("optimiser and clipping", case, t, "ms", g, o, 0.8, standalone=sa))
         else:

@@ -4,28 +4,60 @@
 # the file readers with clang's libFuzzer for a bounded time each (GRAFT_FUZZ_SECONDS, default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Each stage's wall time, printed when it ends and again as a summary at the end.
+stage_names=()
+stage_secs=()
+stage_start=$SECONDS
+stage() {  # stage NAME: ends the running stage (if any) and starts NAME
+  if [[ -n "${stage_current:-}" ]]; then
+    local took=$((SECONDS - stage_start))
+    stage_names+=("$stage_current")
+    stage_secs+=("$took")
+    echo "== test.sh: ${stage_current} took ${took} s"
+  fi
+  stage_current=${1:-}
+  stage_start=$SECONDS
+  if [[ -n "$stage_current" ]]; then echo "== test.sh: ${stage_current}"; fi
+}
+summary() {
+  stage ""
+  echo "== test.sh: stage times"
+  for i in "${!stage_names[@]}"; do printf '   %-28s %5d s\n' "${stage_names[$i]}" "${stage_secs[$i]}"; done
+  echo "   total                        $SECONDS s"
+}
+trap summary EXIT
+
+stage "dependencies"
 tools/install-deps.sh
 jobs=$(nproc)
 
 # Source checks first (seconds): Notes and the paths comments name, then the layer order.
+stage "source checks"
 tools/check-notes.sh
 tools/check-layers.sh
 
+stage "Release build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON
 cmake --build build -j"$jobs"
+stage "Release tests"
 GRAFT_REQUIRE_CHROMIUM=1 ctest --test-dir build --output-on-failure
 
+stage "sanitizer build"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=ON \
       -DGRAFT_BUILD_EXAMPLES=ON
 cmake --build build-asan -j"$jobs"
+stage "sanitizer tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   GRAFT_ALLOCATOR=system ctest --test-dir build-asan --output-on-failure -LE "install|accuracy"
 
 # The file readers under libFuzzer + ASan/UBSan: any crash, sanitizer report, leak or exception other
 # than graft::Error fails the run (the input is saved as build-fuzz/crash-*).
+stage "fuzzer build"
 CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_BUILD_FUZZ=ON \
       -DGRAFT_BUILD_TESTS=OFF -DGRAFT_BUILD_EXAMPLES=OFF
 cmake --build build-fuzz -j"$jobs" --target fuzz_safetensors fuzz_idx
+stage "fuzzing"
 for target in safetensors idx; do
   mkdir -p "build-fuzz/corpus/$target"
   build-fuzz/fuzz/fuzz_$target -max_total_time="${GRAFT_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -timeout=10 \

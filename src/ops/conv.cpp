@@ -91,6 +91,10 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
 // convolution stays on the calling thread.
 constexpr int64_t kConvChunkWork = int64_t{1} << 19;
 constexpr int64_t kWeightBlocks = 8;  // at most this many weight-gradient partials
+// oneDNN's forward and input-gradient calls take at most this many samples: its blocked copies of
+// the operands are then an eighth of a batch of 64, and it runs as fast as on the whole batch
+// (BENCHMARKS.md, "Convolution backends"). Samples are independent there, so the bits do not change.
+constexpr int64_t kOneDnnSamples = 8;
 
 // Samples per chunk for a per-sample cost of `work` multiply-adds.
 int64_t sample_grain(int64_t work) { return std::max<int64_t>(1, kConvChunkWork / std::max<int64_t>(work, 1)); }
@@ -205,7 +209,10 @@ Tensor conv_forward_kernel(const Tensor& x_, const Tensor& w_, const Tensor& b_,
       if constexpr (D == 2 && std::is_same_v<T, float>) {
         const float* pb = b.defined() ? static_cast<const float*>(b.data_ptr()) : nullptr;
         parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
-          kernels::onednn::conv2d_forward({geo, O, G}, n1 - n0, px + n0 * image, pw, pb, py + n0 * O * L);
+          for (int64_t a = n0; a < n1; a += kOneDnnSamples) {
+            const int64_t n = std::min(kOneDnnSamples, n1 - a);
+            kernels::onednn::conv2d_forward({geo, O, G}, n, px + a * image, pw, pb, py + a * O * L);
+          }
         });
       }
       return;
@@ -252,7 +259,10 @@ Tensor conv_input_backward_kernel(const Tensor& g_, const Tensor& w_, const Conv
     if (on_onednn<T, D>(geo, O, G)) {
       if constexpr (D == 2 && std::is_same_v<T, float>) {
         parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
-          kernels::onednn::conv2d_backward_data({geo, O, G}, n1 - n0, pg + n0 * O * L, pw, px + n0 * image);
+          for (int64_t a = n0; a < n1; a += kOneDnnSamples) {
+            const int64_t n = std::min(kOneDnnSamples, n1 - a);
+            kernels::onednn::conv2d_backward_data({geo, O, G}, n, pg + a * O * L, pw, px + a * image);
+          }
         });
       }
       return;
