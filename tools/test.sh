@@ -41,7 +41,7 @@ stage "Release build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON
 cmake --build build -j"$jobs"
 stage "Release tests"
-GRAFT_REQUIRE_CHROMIUM=1 ctest --test-dir build --output-on-failure
+GRAFT_REQUIRE_CHROMIUM=1 ctest --test-dir build --output-on-failure -j"$jobs"
 
 stage "sanitizer build"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=ON \
@@ -49,7 +49,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DG
 cmake --build build-asan -j"$jobs"
 stage "sanitizer tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  GRAFT_ALLOCATOR=system ctest --test-dir build-asan --output-on-failure -LE "install|accuracy"
+  GRAFT_ALLOCATOR=system ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "install|accuracy"
 
 # The file readers under libFuzzer + ASan/UBSan: any crash, sanitizer report, leak or exception other
 # than graft::Error fails the run (the input is saved as build-fuzz/crash-*).

@@ -48,7 +48,12 @@ void unary(Unary op, const float* in, float* out, int64_t n) {
   parallel_for(0, n, kTranscendentalGrain, [&](int64_t b, int64_t e) { unary_block(op, in + b, out + b, e - b); });
 }
 
-enum class Backward { Sigmoid, Gelu, GeluTanh };
+enum class Backward { Sigmoid, Gelu, GeluTanh, Relu };
+
+GRAFT_VEC_CLONES
+void relu_block(const float* __restrict in, float* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = select(in[i] < 0.0f, 0.0f, in[i]);
+}
 
 GRAFT_VEC_CLONES
 void backward_block(Backward op, const float* __restrict g, const float* __restrict v, float* __restrict out,
@@ -63,6 +68,9 @@ void backward_block(Backward op, const float* __restrict g, const float* __restr
       break;
     case Backward::GeluTanh:
       for (int64_t i = 0; i < n; ++i) out[i] = g[i] * gelu_tanh_grad_f32(v[i]);
+      break;
+    case Backward::Relu:  // v = y
+      for (int64_t i = 0; i < n; ++i) out[i] = select(v[i] > 0.0f, g[i], 0.0f);
       break;
   }
 }
@@ -195,6 +203,12 @@ void tanh_f32(const float* in, float* out, int64_t n) { tanh_block(in, out, n); 
 void gelu_f32(const float* in, float* out, int64_t n) { unary(Unary::Gelu, in, out, n); }
 void gelu_tanh_f32(const float* in, float* out, int64_t n) { unary(Unary::GeluTanh, in, out, n); }
 
+void relu_f32(const float* in, float* out, int64_t n) {
+  parallel_for(0, n, kElementwiseGrain, [&](int64_t b, int64_t e) { relu_block(in + b, out + b, e - b); });
+}
+void relu_backward_f32(const float* g, const float* y, float* out, int64_t n) {
+  backward(Backward::Relu, g, y, out, n, kElementwiseGrain);
+}
 void sigmoid_backward_f32(const float* g, const float* y, float* out, int64_t n) {
   backward(Backward::Sigmoid, g, y, out, n, kElementwiseGrain);
 }

@@ -234,6 +234,10 @@ void sigmoid_f32(const float* in, float* out, int64_t n);
 void tanh_f32(const float* in, float* out, int64_t n);
 void gelu_f32(const float* in, float* out, int64_t n);
 void gelu_tanh_f32(const float* in, float* out, int64_t n);
+// relu: out = 0 where in < 0, else in (NaN and -0 pass through, as math::relu).
+void relu_f32(const float* in, float* out, int64_t n);
+// out = g where y > 0, else 0 (relu's backward from its output y; a NaN y gives 0).
+void relu_backward_f32(const float* g, const float* y, float* out, int64_t n);
 // out = g * y (1 - y), y = sigmoid(x) (the fused backward, Note [Fused backward passes]).
 void sigmoid_backward_f32(const float* g, const float* y, float* out, int64_t n);
 // out = g * gelu'(x).

@@ -487,8 +487,14 @@ bool recorded(const Tensor& g, const Tensor& s) {
 
 Tensor relu_backward(const Tensor& g, const Tensor& y) {
   // d relu(x)/dx = 1 where y > 0: g where y > 0, else 0.
-  if (!recorded(g, y))
+  if (!recorded(g, y)) {
+    if (Tensor fast = fused_f32(g, y, [](const float* gp, const float* yp, float* out, int64_t cnt) {
+          kernels::relu_backward_f32(gp, yp, out, cnt);
+        });
+        fast.defined())
+      return fast;
     return const_map(g.dtype(), g.dtype(), g, y, [](auto gv, auto yv) { return math::relu_grad_times(gv, yv); });
+  }
   return g * mask(y, [](auto v) { return v > 0; });
 }
 
@@ -528,9 +534,15 @@ Tensor gelu_backward(const Tensor& g, const Tensor& s, bool use_tanh) {
 Tensor relu(const Tensor& x) {
   GRAFT_CHECK(x.dtype() != kBool, "relu", "a numeric tensor", "a bool tensor", "convert it with .to(graft::kFloat32)");
   if (x.dtype() == kFloat16 || x.dtype() == kBFloat16) return relu_half(x);
-  Tensor y = kernels::dispatch_numeric(x.dtype(), "relu", [&]<class T>() {
-    return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return relu_fn(v); }, x);
-  });
+  Tensor y;
+  if (x.dtype() == kFloat32 && x.is_contiguous()) {  // the array kernel: the same bits as relu_fn
+    y = make_empty(x.sizes(), kFloat32);
+    kernels::relu_f32(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+  } else {
+    y = kernels::dispatch_numeric(x.dtype(), "relu", [&]<class T>() {
+      return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return relu_fn(v); }, x);
+    });
+  }
   if (auto node = make_node("ReluBackward0", OpId::relu, {&x}, [](Node& n, const Tensor& g) -> TensorList {
         return {detail::relu_backward(g, n.saved(0))};
       })) {

@@ -13,8 +13,8 @@
 // (checked below).
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -237,6 +237,25 @@ TEST(VectorKernels, FusedBackward) {
       worst = std::max(worst, std::abs(static_cast<double>(c.got[i]) - want) / scale);
     }
     EXPECT_LT(worst, 1e-6) << c.name;
+  }
+}
+
+TEST(VectorKernels, Relu) {
+  // Forward and the fused backward against the definitions, on values that include the edges:
+  // -0 and NaN pass through relu; the gradient is g where y > 0 and 0 elsewhere (NaN y included).
+  std::vector<float> xs = randoms(100003, -3.0f, 3.0f, 11);
+  const float edges[] = {0.0f, -0.0f, kNaN, kInf, -kInf, 1e-45f, -1e-45f, std::numeric_limits<float>::min()};
+  for (size_t i = 0; i < std::size(edges); ++i) xs[i * 997] = edges[i];
+  const std::vector<float> gs = randoms(100003, -2.0f, 2.0f, 12);
+  Tensor x = f32(xs).requires_grad_();
+  const Tensor y = graft::relu(x);
+  y.backward(f32(gs));
+  const std::vector<float> got = floats(y), grad = floats(x.grad());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float want = xs[i] < 0.0f ? 0.0f : xs[i];
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want)) << "relu(" << xs[i] << ")";
+    const float want_g = want > 0.0f ? gs[i] : 0.0f;
+    ASSERT_EQ(std::bit_cast<uint32_t>(grad[i]), std::bit_cast<uint32_t>(want_g)) << "relu'(" << xs[i] << ")";
   }
 }
 
