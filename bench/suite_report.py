@@ -15,7 +15,7 @@ train_step.txt (one RESULT line per training-step process). Every ratio is graft
 medians of the same run; "ratio at p90" divides the two 90th percentiles (the slow tail).
 
 The standalone check: where the LibTorch executable also ran on its own ("standalone" files and
-lines, after the alternating rounds), a row whose LibTorch median in the suite is more than 10%
+lines, spread among the alternating rounds), a row whose LibTorch median in the suite is more than 10%
 slower than the standalone median shows no ratio ("refused") and the script exits with status 3.
 A cross-check mismatch (the libraries computed different values) exits with status 1 before any
 update. With --update, the table replaces what lies between <!-- suite-results:begin --> and
@@ -369,7 +369,7 @@ def main():
     context += ["- cross-checks (same inputs and initial weights in both libraries):"] + checks.lines
     standalone = sum(r.standalone is not None for r in rows)
     context.append(f"- standalone check: {standalone} rows have LibTorch's figure also measured standalone (its "
-                   f"executable again, on its own, after the alternating rounds); "
+                   f"executable again, on its own, spread among the alternating rounds); "
                    f"{sum(bool(r.refused) for r in rows)} refused (more than 10% slower in the suite)")
     section = "\n".join(context) + "\n\n" + table(rows) + "\n\n" + summary(rows) + "\n"
     allocs = allocs_table(a.runs)
