@@ -1,6 +1,7 @@
 // Convolution: conv2d and conv3d with stride, padding, dilation and groups, via im2col / vol2col
-// and OpenBLAS gemm (float32 / float64); conv_transpose2d; conv1d and conv_transpose1d on the 2-D
-// path (Note [1-D convolution on the 2-D path]).
+// and OpenBLAS gemm (float32 / float64), or oneDNN for float32 2-D convolutions with enough
+// channels (Note [Convolution backends] in src/kernels/onednn_conv.cpp); conv_transpose2d; conv1d
+// and conv_transpose1d on the 2-D path (Note [1-D convolution on the 2-D path]).
 //
 // Note [Convolution backward as ops]
 // conv(x, w) is bilinear, and so are its two backward maps
