@@ -92,13 +92,28 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
 // convolution stays on the calling thread.
 constexpr int64_t kConvChunkWork = int64_t{1} << 19;
 constexpr int64_t kWeightBlocks = 8;  // at most this many weight-gradient partials
-// oneDNN's forward and input-gradient calls take at most this many samples: its blocked copies of
-// the operands are then an eighth of a batch of 64, and it runs as fast as on the whole batch
-// (BENCHMARKS.md, "Convolution backends"). Samples are independent there, so the bits do not change.
+// oneDNN's forward and input-gradient calls take the batch in pieces of this many samples (the last
+// one shorter), fixed by the batch size alone: its blocked copies of the operands are then an
+// eighth of a batch of 64, it runs as fast as on the whole batch (BENCHMARKS.md, "Convolution
+// backends"), and whichever kernel oneDNN picks for a piece's size, every sample lands in the same
+// piece at every thread count, so the bits do not depend on it.
 constexpr int64_t kOneDnnSamples = 8;
 
 // Samples per chunk for a per-sample cost of `work` multiply-adds.
 int64_t sample_grain(int64_t work) { return std::max<int64_t>(1, kConvChunkWork / std::max<int64_t>(work, 1)); }
+
+// Calls f(first sample, samples) for each piece, pieces split over graft's pool.
+template <class F>
+void for_onednn_pieces(int64_t N, int64_t per_sample_work, F&& f) {
+  const int64_t pieces = (N + kOneDnnSamples - 1) / kOneDnnSamples;
+  const int64_t grain = std::max<int64_t>(1, sample_grain(per_sample_work) / kOneDnnSamples);
+  parallel_for(0, pieces, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t a = p * kOneDnnSamples;
+      f(a, std::min(kOneDnnSamples, N - a));
+    }
+  });
+}
 
 int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
   return (in + 2 * p - d * (k - 1) - 1) / s + 1;
@@ -209,11 +224,8 @@ Tensor conv_forward_kernel(const Tensor& x_, const Tensor& w_, const Tensor& b_,
     if (on_onednn<T, D>(geo, O, G)) {
       if constexpr (D == 2 && std::is_same_v<T, float>) {
         const float* pb = b.defined() ? static_cast<const float*>(b.data_ptr()) : nullptr;
-        parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
-          for (int64_t a = n0; a < n1; a += kOneDnnSamples) {
-            const int64_t n = std::min(kOneDnnSamples, n1 - a);
-            kernels::onednn::conv2d_forward({geo, O, G}, n, px + a * image, pw, pb, py + a * O * L);
-          }
+        for_onednn_pieces(N, O * K * L, [&](int64_t a, int64_t n) {
+          kernels::onednn::conv2d_forward({geo, O, G}, n, px + a * image, pw, pb, py + a * O * L);
         });
       }
       return;
@@ -259,11 +271,8 @@ Tensor conv_input_backward_kernel(const Tensor& g_, const Tensor& w_, const Conv
     T* px = gx.data_ptr<T>();
     if (on_onednn<T, D>(geo, O, G)) {
       if constexpr (D == 2 && std::is_same_v<T, float>) {
-        parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
-          for (int64_t a = n0; a < n1; a += kOneDnnSamples) {
-            const int64_t n = std::min(kOneDnnSamples, n1 - a);
-            kernels::onednn::conv2d_backward_data({geo, O, G}, n, pg + a * O * L, pw, px + a * image);
-          }
+        for_onednn_pieces(N, O * K * L, [&](int64_t a, int64_t n) {
+          kernels::onednn::conv2d_backward_data({geo, O, G}, n, pg + a * O * L, pw, px + a * image);
         });
       }
       return;
