@@ -257,57 +257,46 @@ bool use_for(const ConvShape& s) {
          pad_end(g.width, g.kernel_w, g.stride_w, g.pad_w, g.dilation_w, g.out_w) >= 0;
 }
 
-void conv2d_forward(const ConvShape& s, int64_t n, const float* x, const float* w, const float* b, float* y) {
+namespace {
+// One pass of the plan for (pass, s, n): x, w and y are the plain buffers of its three operands
+// (input, weight, output of the forward convolution), `result` the one this pass writes (the other
+// two are read), arg_x, arg_w and arg_y oneDNN's argument names for them, and b the forward's bias.
+enum class Result { x, w, y };
+
+void run_pass(Pass pass, const ConvShape& s, int64_t n, const float* x, const float* w, const float* y, Result result,
+              int arg_x, int arg_w, int arg_y, const float* b = nullptr) {
   run_guarded("conv2d", [&] {
-    const auto plan = plan_for(Pass::forward, s, n, b != nullptr);
+    const auto plan = plan_for(pass, s, n, b != nullptr);
     thread_local dnnl::stream st(cpu_engine());
-    Operand ox = bind(plan->plain_x, plan->x_desc, x, true, st);
-    Operand ow = bind(plan->plain_w, plan->w_desc, w, true, st);
-    Operand oy = bind(plan->plain_y, plan->y_desc, y, false, st);
+    Operand ox = bind(plan->plain_x, plan->x_desc, x, result != Result::x, st);
+    Operand ow = bind(plan->plain_w, plan->w_desc, w, result != Result::w, st);
+    Operand oy = bind(plan->plain_y, plan->y_desc, y, result != Result::y, st);
     const auto scratch_buf = buffer_for(plan->scratch);
     memory scratch(plan->scratch, cpu_engine(), scratch_buf ? scratch_buf->data : nullptr);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, ox.used}, {DNNL_ARG_WEIGHTS, ow.used},
-                                         {DNNL_ARG_DST, oy.used}, {DNNL_ARG_SCRATCHPAD, scratch}};
+    std::unordered_map<int, memory> args{
+        {arg_x, ox.used}, {arg_w, ow.used}, {arg_y, oy.used}, {DNNL_ARG_SCRATCHPAD, scratch}};
     if (b) {
       const memory::desc bd({s.out_channels}, memory::data_type::f32, Tag::x);
       args.emplace(DNNL_ARG_BIAS, memory(bd, cpu_engine(), const_cast<float*>(b)));
     }
     plan->prim.execute(st, args);
-    finish(oy, st);
+    finish(result == Result::x ? ox : result == Result::w ? ow : oy, st);
     st.wait();
   });
+}
+}  // namespace
+
+void conv2d_forward(const ConvShape& s, int64_t n, const float* x, const float* w, const float* b, float* y) {
+  run_pass(Pass::forward, s, n, x, w, y, Result::y, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, b);
 }
 
 void conv2d_backward_data(const ConvShape& s, int64_t n, const float* gy, const float* w, float* gx) {
-  run_guarded("conv2d", [&] {
-    const auto plan = plan_for(Pass::backward_data, s, n, false);
-    thread_local dnnl::stream st(cpu_engine());
-    Operand og = bind(plan->plain_y, plan->y_desc, gy, true, st);
-    Operand ow = bind(plan->plain_w, plan->w_desc, w, true, st);
-    Operand ox = bind(plan->plain_x, plan->x_desc, gx, false, st);
-    const auto scratch_buf = buffer_for(plan->scratch);
-    memory scratch(plan->scratch, cpu_engine(), scratch_buf ? scratch_buf->data : nullptr);
-    plan->prim.execute(st, {{DNNL_ARG_DIFF_DST, og.used}, {DNNL_ARG_WEIGHTS, ow.used}, {DNNL_ARG_DIFF_SRC, ox.used},
-                            {DNNL_ARG_SCRATCHPAD, scratch}});
-    finish(ox, st);
-    st.wait();
-  });
+  run_pass(Pass::backward_data, s, n, gx, w, gy, Result::x, DNNL_ARG_DIFF_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_DST);
 }
 
 void conv2d_backward_weights(const ConvShape& s, int64_t n, const float* gy, const float* x, float* gw) {
-  run_guarded("conv2d", [&] {
-    const auto plan = plan_for(Pass::backward_weights, s, n, false);
-    thread_local dnnl::stream st(cpu_engine());
-    Operand og = bind(plan->plain_y, plan->y_desc, gy, true, st);
-    Operand ox = bind(plan->plain_x, plan->x_desc, x, true, st);
-    Operand ow = bind(plan->plain_w, plan->w_desc, gw, false, st);
-    const auto scratch_buf = buffer_for(plan->scratch);
-    memory scratch(plan->scratch, cpu_engine(), scratch_buf ? scratch_buf->data : nullptr);
-    plan->prim.execute(st, {{DNNL_ARG_DIFF_DST, og.used}, {DNNL_ARG_SRC, ox.used}, {DNNL_ARG_DIFF_WEIGHTS, ow.used},
-                            {DNNL_ARG_SCRATCHPAD, scratch}});
-    finish(ow, st);
-    st.wait();
-  });
+  run_pass(Pass::backward_weights, s, n, x, gw, gy, Result::w, DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS,
+           DNNL_ARG_DIFF_DST);
 }
 
 #else  // built without oneDNN: im2col serves every convolution
