@@ -4,6 +4,7 @@
 // <cmath> as torch/torch.h makes it reachable: ported programs call std::isnan, std::sqrt, ...
 #include <cmath>
 
+#include "graft/ops/attention.h"
 #include "graft/ops/autocast.h"
 #include "graft/amp/grad_scaler.h"
 #include "graft/utils/checkpoint.h"

@@ -173,6 +173,9 @@ Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& options);
 Tensor log_softmax(const Tensor& x, const LogSoftmaxFuncOptions& options);
+// PyTorch 2.x's F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale), the op
+// itself (graft/ops/ops.h; the backends: graft/ops/attention.h).
+using graft::scaled_dot_product_attention;
 
 // ---- activations: selu, mish, hardswish, hardsigmoid, hardtanh, relu6, glu, softmin ----
 // (LibTorch 1.13 has no F::hardswish / F::hardsigmoid; graft adds them, as torch::hardswish is ATen's.)

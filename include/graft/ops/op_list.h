@@ -22,7 +22,7 @@
   /* reductions */ X(sum) X(mean) X(var) X(std) X(prod) X(max) X(min) X(amax) X(amin) X(argmax)    \
       X(argmin) X(logsumexp) X(sum_to) X(cumsum) X(cumprod)                                        \
   /* linear algebra */ X(matmul) X(mm) X(bmm) X(addmm) X(linear) X(fused_linear)                   \
-  /* softmax */ X(softmax) X(log_softmax)                                                          \
+  /* softmax, attention */ X(softmax) X(log_softmax) X(scaled_dot_product_attention)                \
   /* convolution */ X(conv1d) X(conv2d) X(conv3d) X(conv_transpose1d) X(conv_transpose2d)          \
   /* pooling */ X(max_pool1d) X(max_pool2d) X(max_pool2d_with_indices) X(avg_pool1d) X(avg_pool2d) \
       X(adaptive_avg_pool1d) X(adaptive_avg_pool2d) X(adaptive_max_pool2d)                         \

@@ -127,6 +127,18 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<DType> dtype = std::nullopt);
 
+// ---- attention (PyTorch 2.x's torch.nn.functional.scaled_dot_product_attention) ----
+// softmax(query key^T * scale + mask) value over the last two dims: query (..., L, E), key
+// (..., S, E), value (..., S, Ev) -> (..., L, Ev), the leading dims equal. attn_mask is bool (true:
+// the key takes part) or of query's dtype (added to the scores), broadcastable to (..., L, S);
+// is_causal masks key j > query i (and excludes attn_mask); scale defaults to 1 / sqrt(E);
+// dropout_p applies to the probabilities whenever it is > 0 (pass 0 in evaluation). A row whose
+// keys are all masked gives 0. Runs the memory-efficient kernel (O(L E) saved, not O(L S)) or the
+// plain formula: graft/ops/attention.h, Note [Memory-efficient attention].
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const std::optional<Tensor>& attn_mask = std::nullopt, double dropout_p = 0.0,
+                                    bool is_causal = false, std::optional<double> scale = std::nullopt);
+
 // ---- neural-network ops (ATen's positional arguments; graft::nn::functional takes the same ops
 // with LibTorch's option structs: F::gelu(x, F::GELUFuncOptions().approximate("tanh")) is
 // graft::gelu(x, "tanh")) ----

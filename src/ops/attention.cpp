@@ -1,0 +1,329 @@
+// scaled_dot_product_attention: the checks and shape rule, the choice of backend
+// (graft/ops/attention.h), the plain formula as graft ops, and the memory-efficient kernel's node
+// (the kernel itself: src/kernels/attention.cpp, Note [Memory-efficient attention]).
+//
+// Shapes: query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev); the kernel sees
+// the leading dims flattened into B = prod(...).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../kernels/attention.h"
+#include "autocast_internal.h"
+#include "graft/core/generator.h"
+#include "graft/core/memory.h"
+#include "graft/ops/attention.h"
+#include "graft/ops/autocast.h"
+#include "graft/ops/ops.h"
+#include "ops_common.h"
+
+namespace graft {
+
+namespace attn = kernels::attention;
+using autograd::Node;
+using autograd::set_history;
+
+namespace {
+
+constexpr const char* kOp = "scaled_dot_product_attention";
+
+struct BackendState {
+  SDPBackend backend = SDPBackend::kDefault;
+  int64_t q_tile = 0, kv_tile = 0;
+};
+thread_local BackendState t_backend;
+
+std::string str(const char* s) { return s; }
+
+// The call, checked and normalised; shared by the forward and the node's backward.
+struct Call {
+  Tensor mask;  // additive mask (0 / -inf for a bool mask) in the scores' dtype, or undefined
+  bool causal = false;
+  double scale = 1, dropout_p = 0;
+  uint64_t seed = 0;
+  int64_t q_tile = 0, kv_tile = 0;
+  Shape batch;  // the leading dims
+  int64_t B = 1, L = 0, S = 0, E = 0, Ev = 0;
+};
+
+void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v) {
+  for (const auto& [t, name] : {std::pair{&q, "query"}, {&k, "key"}, {&v, "value"}}) {
+    GRAFT_CHECK(t->defined(), kOp, str("a defined ") + name, "an undefined tensor", "");
+    GRAFT_CHECK(t->dim() >= 2, kOp, str(name) + " of at least 2 dims (..., length, features)",
+                str(name) + " of shape " + shape_str(t->sizes()), "unsqueeze(0) a single vector");
+    GRAFT_CHECK(t->is_floating_point(), kOp, str("a floating-point ") + name,
+                str("a ") + dtype_name(t->dtype()) + " " + name, "convert it: .to(graft::kFloat32)");
+  }
+  GRAFT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), kOp, "query, key and value of one dtype",
+              str(dtype_name(q.dtype())) + ", " + dtype_name(k.dtype()) + " and " + dtype_name(v.dtype()),
+              "convert them to one dtype with .to(...)");
+  GRAFT_CHECK(q.dim() == k.dim() && q.dim() == v.dim(), kOp, "query, key and value of the same rank",
+              shape_str(q.sizes()) + ", " + shape_str(k.sizes()) + " and " + shape_str(v.sizes()),
+              "give all three the same leading (batch, head) dims");
+  const int64_t n = q.dim();
+  bool same_batch = true;
+  for (int64_t d = 0; d < n - 2; ++d) same_batch = same_batch && q.size(d) == k.size(d) && q.size(d) == v.size(d);
+  GRAFT_CHECK(same_batch, kOp, "query, key and value with equal leading dims (..., L or S, features)",
+              shape_str(q.sizes()) + ", " + shape_str(k.sizes()) + " and " + shape_str(v.sizes()),
+              "expand() the smaller ones (heads are a leading dim, not broadcast)");
+  GRAFT_CHECK(k.size(-1) == q.size(-1), kOp, "key's last dim equal to query's (E = " + std::to_string(q.size(-1)) + ")",
+              "key of shape " + shape_str(k.sizes()), "query and key must share the feature size E");
+  GRAFT_CHECK(k.size(-2) == v.size(-2), kOp, "key and value of one length S",
+              "key of shape " + shape_str(k.sizes()) + " and value of shape " + shape_str(v.sizes()),
+              "key and value come in pairs: dim -2 is the source length");
+}
+
+// The attention mask as additive scores broadcastable to (..., L, S).
+Tensor additive_mask(const Tensor& m, const Tensor& q, const Shape& scores) {
+  GRAFT_CHECK(m.dtype() == kBool || m.dtype() == q.dtype(), kOp, "attn_mask of dtype bool or the query's (" +
+              str(dtype_name(q.dtype())) + ")", str("attn_mask of dtype ") + dtype_name(m.dtype()),
+              "a bool mask marks the keys that take part (true); a float mask is added to the scores");
+  bool broadcasts = m.dim() <= static_cast<int64_t>(scores.size());
+  for (int64_t i = 1; broadcasts && i <= m.dim(); ++i)
+    broadcasts = m.size(-i) == 1 || m.size(-i) == scores[scores.size() - static_cast<size_t>(i)];
+  GRAFT_CHECK(broadcasts, kOp, "attn_mask broadcastable to the scores' shape " + shape_str(scores),
+              "attn_mask of shape " + shape_str(m.sizes()),
+              "the scores are (..., L, S); a key-padding mask of shape (N, S) needs .view({N, 1, 1, S})");
+  if (m.dtype() != kBool) return m;
+  NoGradGuard ng;
+  return where(m, zeros({}, q.dtype()), full({}, -std::numeric_limits<double>::infinity(), q.dtype()));
+}
+
+Call make_call(const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& attn_mask,
+               double dropout_p, bool is_causal, std::optional<double> scale) {
+  check_inputs(q, k, v);
+  Call c;
+  const int64_t n = q.dim();
+  c.batch.assign(IntArrayRef(q.sizes().data(), static_cast<size_t>(n - 2)));
+  c.B = numel_of(c.batch);
+  c.L = q.size(-2), c.S = k.size(-2), c.E = q.size(-1), c.Ev = v.size(-1);
+  GRAFT_CHECK(dropout_p >= 0 && dropout_p <= 1, kOp, "dropout_p in [0, 1]", "dropout_p = " + std::to_string(dropout_p),
+              "dropout_p is the probability of dropping an attention weight; pass 0 in evaluation");
+  const bool has_mask = attn_mask && attn_mask->defined();
+  GRAFT_CHECK(!(has_mask && is_causal), kOp, "either attn_mask or is_causal", "both",
+              "fold the causal mask into attn_mask, or drop attn_mask");
+  if (has_mask) {
+    Shape scores = c.batch;
+    scores.push_back(c.L);
+    scores.push_back(c.S);
+    c.mask = additive_mask(*attn_mask, q, scores);
+  }
+  c.causal = is_causal;
+  c.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(c.E));
+  c.dropout_p = dropout_p;
+  if (dropout_p > 0) {
+    Generator& g = default_generator();
+    std::lock_guard<std::mutex> lock(g.mutex());
+    c.seed = g.next_u64();
+  }
+  c.q_tile = t_backend.q_tile;
+  c.kv_tile = t_backend.kv_tile;
+  return c;
+}
+
+// The dropout multiplier keep / (1 - p) of every (b, i, j), as the kernel draws it, shaped like
+// the scores; undefined without dropout.
+Tensor dropout_scale(const Call& c, DType dtype) {
+  if (c.dropout_p == 0) return {};
+  Shape shape = c.batch;
+  shape.push_back(c.L);
+  shape.push_back(c.S);
+  Tensor keep = make_empty(shape, kBool);
+  attn::keep_mask(c.seed, c.dropout_p, keep.numel(), keep.data_ptr<bool>());
+  const double kept = c.dropout_p < 1 ? 1.0 / (1.0 - c.dropout_p) : 0.0;
+  return keep.to(dtype) * kept;
+}
+
+// ---- the plain path: the formula as recorded graft ops ----
+
+// p = softmax(q k^T scale + mask) with fully masked rows 0, shape (..., L, S).
+Tensor math_probs(const Call& c, const Tensor& q, const Tensor& k) {
+  Tensor s = matmul(q, k.transpose(-2, -1)) * c.scale;
+  if (c.mask.defined()) s = s + c.mask;
+  if (c.causal) {
+    Tensor above;  // key j > query i
+    {
+      NoGradGuard ng;
+      above = arange(c.S, kInt64).unsqueeze(0).gt(arange(c.L, kInt64).unsqueeze(1));
+    }
+    s = s.masked_fill(above, -std::numeric_limits<double>::infinity());
+  }
+  if (c.S == 0) return s;
+  // "safe softmax": a row with every score -inf gets 0 instead of 0 / 0 (masked_fill first, so
+  // the softmax itself never sees such a row and backward stays finite).
+  Tensor empty_row;
+  {
+    NoGradGuard ng;
+    empty_row = s.detach().amax({-1}, /*keepdim=*/true).eq(-std::numeric_limits<double>::infinity());
+  }
+  return softmax(s.masked_fill(empty_row, 0.0), -1).masked_fill(empty_row, 0.0);
+}
+
+Tensor math_forward(const Call& c, const Tensor& q, const Tensor& k, const Tensor& v) {
+  Tensor p = math_probs(c, q, k);
+  if (c.dropout_p > 0) p = p * dropout_scale(c, p.dtype());
+  return matmul(p, v);
+}
+
+// The kernel's backward as graft ops (for create_graph): with p the probabilities, pd = p after
+// dropout (scale z), dv = pd^T g, dp = (g v^T) z, ds = p (dp - sum_j dp p), dq = ds k scale,
+// dk = ds^T q scale.
+TensorList math_backward(const Call& c, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g) {
+  const Tensor p = math_probs(c, q, k);
+  const Tensor z = dropout_scale(c, p.dtype());
+  const Tensor pd = z.defined() ? p * z : p;
+  Tensor dp = matmul(g, v.transpose(-2, -1));
+  if (z.defined()) dp = dp * z;
+  const Tensor ds = p * (dp - (dp * p).sum({-1}, /*keepdim=*/true));
+  return {matmul(ds, k) * c.scale, matmul(ds.transpose(-2, -1), q) * c.scale, matmul(pd.transpose(-2, -1), g)};
+}
+
+// ---- the memory-efficient kernel ----
+
+// The kernel's view of a tensor: contiguous, leading dims flattened.
+Tensor flat(const Tensor& t, const Call& c) { return t.detach().contiguous().reshape({c.B, t.size(-2), t.size(-1)}); }
+
+// Fills the kernel's mask pointer and strides; `held` keeps a materialised copy alive when the
+// broadcast mask's leading dims do not collapse into (outer, inner) strides.
+template <class T>
+void bind_mask(const Call& c, attn::Args<T>& a, Tensor& held) {
+  if (!c.mask.defined()) return;
+  Shape full = c.batch;
+  full.push_back(c.L);
+  full.push_back(c.S);
+  Tensor m = c.mask.detach().expand(full);
+  const int64_t nb = static_cast<int64_t>(c.batch.size());
+  // The outer leading dims (all but the last) must collapse into one stride: each one's stride is
+  // the next one's times its size (size-1 dims do not count). A broadcast (stride 0) or contiguous
+  // mask always does; anything else is copied once.
+  auto outer_dims = [&] {
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d + 1 < nb; ++d)
+      if (m.size(d) > 1) dims.push_back(d);
+    return dims;
+  };
+  std::vector<int64_t> dims = outer_dims();
+  for (size_t i = 0; i + 1 < dims.size(); ++i)
+    if (m.stride(dims[i]) != m.stride(dims[i + 1]) * m.size(dims[i + 1])) {
+      m = m.contiguous();
+      break;
+    }
+  held = m;
+  a.mask = static_cast<const T*>(m.data_ptr());
+  a.mask_sl = m.stride(-2);
+  a.mask_ss = m.stride(-1);
+  a.mask_sb_outer = dims.empty() ? 0 : m.stride(dims.back());
+  a.mask_inner = nb >= 1 ? std::max<int64_t>(1, m.size(nb - 1)) : 1;
+  a.mask_sb_inner = nb >= 1 && m.size(nb - 1) > 1 ? m.stride(nb - 1) : 0;
+}
+
+template <class T>
+attn::Args<T> kernel_args(const Call& c, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& held_mask) {
+  attn::Args<T> a;
+  a.batch = c.B, a.q_len = c.L, a.kv_len = c.S, a.head_dim = c.E, a.v_dim = c.Ev;
+  a.q = q.data_ptr<T>(), a.k = k.data_ptr<T>(), a.v = v.data_ptr<T>();
+  bind_mask(c, a, held_mask);
+  a.causal = c.causal;
+  a.scale = static_cast<T>(c.scale);
+  a.dropout_p = c.dropout_p;
+  a.seed = c.seed;
+  a.q_tile = c.q_tile, a.kv_tile = c.kv_tile;
+  return a;
+}
+
+Tensor efficient_forward(const Call& c, const Tensor& q, const Tensor& k, const Tensor& v) {
+  memory::OpScope op_scope(kOp);
+  Tensor out, lse;
+  {
+    NoGradGuard ng;
+    const Tensor qf = flat(q, c), kf = flat(k, c), vf = flat(v, c);
+    out = make_empty({c.B, c.L, c.Ev}, q.dtype());
+    lse = make_empty({c.B, c.L}, q.dtype());
+    Tensor held;
+    if (q.dtype() == kFloat32)
+      attn::forward(kernel_args<float>(c, qf, kf, vf, held), out.data_ptr<float>(), lse.data_ptr<float>());
+    else
+      attn::forward(kernel_args<double>(c, qf, kf, vf, held), out.data_ptr<double>(), lse.data_ptr<double>());
+    Shape shape = c.batch;
+    shape.push_back(c.L);
+    shape.push_back(c.Ev);
+    out = out.reshape(shape);
+  }
+  if (auto node = make_node("ScaledDotProductEfficientAttentionBackward0", OpId::scaled_dot_product_attention,
+                            {&q, &k, &v}, [c](Node& n, const Tensor& g) -> TensorList {
+        const Tensor q = n.saved(0), k = n.saved(1), v = n.saved(2);
+        if (GradMode::is_enabled()) return math_backward(c, q, k, v, g);  // create_graph
+        memory::OpScope op_scope(kOp);
+        NoGradGuard ng;
+        const Tensor out = n.saved(3), lse = n.saved(4);
+        const Tensor qf = flat(q, c), kf = flat(k, c), vf = flat(v, c), of = flat(out, c), gf = flat(g, c);
+        Tensor gq = make_empty(qf.sizes(), q.dtype()), gk = make_empty(kf.sizes(), k.dtype()),
+               gv = make_empty(vf.sizes(), v.dtype());
+        Tensor held;
+        if (q.dtype() == kFloat32)
+          attn::backward(kernel_args<float>(c, qf, kf, vf, held), of.data_ptr<float>(), lse.data_ptr<float>(),
+                         gf.data_ptr<float>(), gq.data_ptr<float>(), gk.data_ptr<float>(), gv.data_ptr<float>());
+        else
+          attn::backward(kernel_args<double>(c, qf, kf, vf, held), of.data_ptr<double>(), lse.data_ptr<double>(),
+                         gf.data_ptr<double>(), gq.data_ptr<double>(), gk.data_ptr<double>(), gv.data_ptr<double>());
+        return {gq.reshape(q.sizes()), gk.reshape(k.sizes()), gv.reshape(v.sizes())};
+      })) {
+    node->save(q);
+    node->save(k);
+    node->save(v);
+    set_history(out, node);
+    node->save(out, /*is_output=*/true);
+    node->save(lse);
+  }
+  return out;
+}
+
+Tensor attention_float(const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& attn_mask,
+                       double dropout_p, bool is_causal, std::optional<double> scale) {
+  const Call c = make_call(q, k, v, attn_mask, dropout_p, is_causal, scale);
+  const bool mask_grad = c.mask.defined() && c.mask.requires_grad() && GradMode::is_enabled();
+  const SDPBackend backend = t_backend.backend;
+  if (backend == SDPBackend::kEfficientAttention)
+    GRAFT_CHECK(!mask_grad, kOp, "no attn_mask that requires grad with the memory-efficient backend",
+                "a float attn_mask that requires grad", "use SDPBackend::kMath (or kDefault) to differentiate the mask");
+  const bool efficient = backend == SDPBackend::kEfficientAttention || (backend == SDPBackend::kDefault && !mask_grad);
+  if (!efficient) {
+    memory::OpScope op_scope(kOp);
+    return math_forward(c, q, k, v);
+  }
+  return efficient_forward(c, q, k, v);
+}
+
+}  // namespace
+
+SDPBackendGuard::SDPBackendGuard(SDPBackend backend, int64_t q_tile, int64_t kv_tile)
+    : previous_(t_backend.backend), previous_q_tile_(t_backend.q_tile), previous_kv_tile_(t_backend.kv_tile) {
+  GRAFT_CHECK(q_tile >= 0 && kv_tile >= 0, "SDPBackendGuard", "tile sizes >= 0 (0: the default)",
+              std::to_string(q_tile) + " and " + std::to_string(kv_tile), "");
+  t_backend = {backend, q_tile, kv_tile};
+}
+
+SDPBackendGuard::~SDPBackendGuard() { t_backend = {previous_, previous_q_tile_, previous_kv_tile_}; }
+
+SDPBackend current_sdp_backend() { return t_backend.backend; }
+
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,
+                                    std::optional<double> scale) {
+  check_inputs(query, key, value);
+  // bfloat16 / float16 (and float32 under autocast): rounded to the half dtype, computed in float32,
+  // rounded back, as the other lower precision ops (Note [Autocast]).
+  if (auto h = detail::lowp_dtype({&query, &key, &value})) {
+    std::optional<Tensor> mask = attn_mask;
+    if (mask && mask->defined() && mask->is_floating_point()) mask = detail::cast(*mask, kFloat32);
+    const Tensor out = attention_float(detail::rounded_float32(query, *h), detail::rounded_float32(key, *h),
+                                       detail::rounded_float32(value, *h), mask, dropout_p, is_causal, scale);
+    return out.to(*h);
+  }
+  return attention_float(query, key, value, attn_mask, dropout_p, is_causal, scale);
+}
+
+}  // namespace graft
