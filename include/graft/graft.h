@@ -59,6 +59,7 @@
 #include "graft/nn/modules/distance.h"
 #include "graft/nn/modules/dropout.h"
 #include "graft/nn/modules/embedding.h"
+#include "graft/nn/modules/transformer.h"
 #include "graft/nn/modules/linear.h"
 #include "graft/nn/modules/loss.h"
 #include "graft/nn/modules/normalization.h"
