@@ -6,6 +6,7 @@
 
 #include "graft/ops/attention.h"
 #include "graft/ops/autocast.h"
+#include "graft/ops/rnn.h"
 #include "graft/amp/grad_scaler.h"
 #include "graft/utils/checkpoint.h"
 #include "graft/engine/engine.h"
@@ -59,6 +60,7 @@
 #include "graft/nn/modules/distance.h"
 #include "graft/nn/modules/dropout.h"
 #include "graft/nn/modules/embedding.h"
+#include "graft/nn/modules/rnn.h"
 #include "graft/nn/modules/transformer.h"
 #include "graft/nn/modules/linear.h"
 #include "graft/nn/modules/loss.h"

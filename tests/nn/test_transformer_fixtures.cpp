@@ -87,15 +87,7 @@ std::pair<Tensor, Tensor> call(const FixtureCase& c, Module& m, std::map<std::st
 void run_case(const FixtureCase& c, bool mask_grad) {
   std::shared_ptr<Module> m = build(c);
   m->to(kFloat64);
-  // Every graft parameter comes from PyTorch by name, and PyTorch has no other.
-  const auto params = m->named_parameters();
-  int64_t from_torch = 0;
-  for (const auto& [role, t] : c.tensors) from_torch += role.rfind("p.", 0) == 0;
-  EXPECT_EQ(static_cast<int64_t>(params.size()), from_torch) << "parameter count";
-  {
-    NoGradGuard ng;
-    for (const auto& item : params) item.value().copy_(c.tensor("p." + item.key()));
-  }
+  copy_parameters(*m, c);
   std::map<std::string, Tensor> in;
   for (const auto& [role, t] : c.tensors) {
     if (role.rfind("in.", 0) != 0) continue;
@@ -115,10 +107,7 @@ void run_case(const FixtureCase& c, bool mask_grad) {
       EXPECT_TRUE(all_close(t.grad(), c.tensor("grad.in." + name), 1e-10, 1e-10)) << "grad of " << name;
     }
   }
-  for (const auto& item : params)
-    EXPECT_TRUE(all_close(item.value().grad().defined() ? item.value().grad() : zeros_like(item.value()),
-                          c.tensor("grad.p." + item.key()), 1e-10, 1e-10))
-        << "grad of " << item.key();
+  expect_parameter_grads(*m, c, 1e-10);
 }
 
 TEST(TransformerFixtures, MatchPyTorch) {

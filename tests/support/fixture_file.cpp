@@ -95,4 +95,20 @@ std::vector<FixtureCase> load_fixture_cases(const std::string& file) {
   return cases;
 }
 
+void copy_parameters(nn::Module& module, const FixtureCase& c, const std::string& prefix) {
+  const auto params = module.named_parameters();
+  int64_t from_torch = 0;
+  for (const auto& [role, t] : c.tensors) from_torch += role.rfind(prefix, 0) == 0;
+  EXPECT_EQ(static_cast<int64_t>(params.size()), from_torch) << c.name << ": parameter count";
+  NoGradGuard ng;
+  for (const auto& item : params) item.value().copy_(c.tensor(prefix + item.key()));
+}
+
+void expect_parameter_grads(const nn::Module& module, const FixtureCase& c, double tol) {
+  for (const auto& item : module.named_parameters()) {
+    const Tensor g = item.value().grad().defined() ? item.value().grad() : zeros_like(item.value());
+    EXPECT_TRUE(all_close(g, c.tensor("grad.p." + item.key()), tol, tol)) << c.name << ": grad of " << item.key();
+  }
+}
+
 }  // namespace graft::test

@@ -30,4 +30,10 @@ struct FixtureCase {
 // Reads tests/fixtures/<file>.
 std::vector<FixtureCase> load_fixture_cases(const std::string& file);
 
+// Copies the case's "<prefix><name>" tensors into the module's parameters of the same names, and
+// checks that PyTorch and graft have the same parameter names (none missing, none extra).
+void copy_parameters(nn::Module& module, const FixtureCase& c, const std::string& prefix = "p.");
+// Checks every parameter's gradient (none counts as zero) against "grad.p.<name>".
+void expect_parameter_grads(const nn::Module& module, const FixtureCase& c, double tol);
+
 }  // namespace graft::test

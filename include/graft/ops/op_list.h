@@ -23,6 +23,7 @@
       X(argmin) X(logsumexp) X(sum_to) X(cumsum) X(cumprod)                                        \
   /* linear algebra */ X(matmul) X(mm) X(bmm) X(addmm) X(linear) X(fused_linear)                   \
   /* softmax, attention */ X(softmax) X(log_softmax) X(scaled_dot_product_attention)                \
+  /* recurrent layers */ X(rnn_layer)                                                                \
   /* convolution */ X(conv1d) X(conv2d) X(conv3d) X(conv_transpose1d) X(conv_transpose2d)          \
   /* pooling */ X(max_pool1d) X(max_pool2d) X(max_pool2d_with_indices) X(avg_pool1d) X(avg_pool2d) \
       X(adaptive_avg_pool1d) X(adaptive_avg_pool2d) X(adaptive_max_pool2d)                         \
