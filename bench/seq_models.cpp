@@ -1,0 +1,86 @@
+// Sequence models, side by side (BENCHMARKS.md, "Sequence models"): attention, a Transformer encoder
+// layer and an LSTM, each a training step's forward + backward. Written in LibTorch's spelling and
+// built twice (bench/CMakeLists.txt): torch_seq_models against LibTorch, graft_seq_models (ported by
+// tools/port-from-libtorch.sh) against graft. One process measures one case at one thread count.
+//
+//   {torch,graft}_seq_models --case=attention|encoder|lstm [--t=1024] [--threads=1] [--steps=5]
+//
+// Cases:
+//   attention  nn::MultiheadAttention(512, 8) self-attention, batch 4, 8 heads of 64, a causal float
+//              mask, need_weights = false, sequence length --t (256, 1024, 4096): LibTorch 1.13's
+//              path materialises the (T, T) scores; graft's runs the memory-efficient kernel
+//   encoder    nn::TransformerEncoderLayer(512, 8, ff 2048, dropout 0), T 512, batch 8
+//   lstm       nn::LSTM(512, 512, 2 layers), T 128, batch 32
+// Prints one JSON line: the median step time (ms) over --steps timed steps after one warm-up, and
+// the peak resident memory the steps added above what was resident before the first one (MiB,
+// from /proc/self/status VmHWM - VmRSS: each library's allocator and caches included).
+#include <torch/torch.h>
+
+#include <chrono>
+#include <functional>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+int main(int argc, char** argv) {
+  const bench::Args a = bench::parse_args(argc, argv);
+  const std::string which = bench::arg_str(a, "case", "attention");
+  const int threads = bench::arg_int(a, "threads", 1);
+  const int steps = bench::arg_int(a, "steps", 5);
+  torch::set_num_threads(threads);
+  torch::manual_seed(0);
+
+  int64_t T = 0, N = 0;
+  std::function<torch::Tensor()> step;
+  std::vector<torch::Tensor> params;
+  torch::nn::MultiheadAttention mha = nullptr;
+  torch::nn::TransformerEncoderLayer enc = nullptr;
+  torch::nn::LSTM lstm = nullptr;
+  torch::Tensor x, mask;
+  if (which == "attention") {
+    T = bench::arg_int(a, "t", 1024), N = 4;
+    mha = torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(512, 8));
+    x = torch::randn({T, N, 512}).requires_grad_();
+    mask = torch::nn::TransformerImpl::generate_square_subsequent_mask(T);
+    params = mha->parameters();
+    step = [&] {
+      auto out = std::get<0>(mha->forward(x, x, x, {}, /*need_weights=*/false, mask));
+      return out.sum();
+    };
+  } else if (which == "encoder") {
+    T = 512, N = 8;
+    enc = torch::nn::TransformerEncoderLayer(torch::nn::TransformerEncoderLayerOptions(512, 8).dim_feedforward(2048).dropout(0.0));
+    x = torch::randn({T, N, 512});
+    params = enc->parameters();
+    step = [&] { return enc->forward(x).sum(); };
+  } else if (which == "lstm") {
+    T = 128, N = 32;
+    lstm = torch::nn::LSTM(torch::nn::LSTMOptions(512, 512).num_layers(2));
+    x = torch::randn({T, N, 512});
+    params = lstm->parameters();
+    step = [&] { return std::get<0>(lstm->forward(x)).sum(); };
+  } else {
+    std::fprintf(stderr, "unknown --case=%s (attention, encoder, lstm)\n", which.c_str());
+    return 2;
+  }
+  auto run = [&] {
+    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+    step().backward();
+  };
+  const long rss0 = bench::proc_status_kb("VmRSS");
+  run();  // warm-up (counted in the peak: both libraries' first step allocates what the others reuse)
+  std::vector<double> ms;
+  for (int i = 0; i < steps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const long hwm = bench::proc_status_kb("VmHWM");
+  std::printf("{\"library\": \"%s\", \"case\": \"%s\", \"t\": %lld, \"threads\": %d, \"median_ms\": %.3f, "
+              "\"peak_mib\": %.1f, \"ms\": %s}\n",
+              bench::kLibrary, which.c_str(), static_cast<long long>(T), threads, bench::median(ms),
+              static_cast<double>(hwm - rss0) / 1024.0, bench::json_list(ms).c_str());
+  return 0;
+}
