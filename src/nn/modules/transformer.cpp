@@ -363,6 +363,16 @@ void check_layers(const void* layer, int64_t n, const char* op) {
   GRAFT_CHECK(layer != nullptr, op, "a layer to clone", "an empty layer holder", "pass a layer or its options");
   GRAFT_CHECK(n >= 0, op, "num_layers >= 0", std::to_string(n), "");
 }
+// An encoder's or decoder's submodules: `layers` (n clones of layer) and, when given, `norm`.
+template <class Layer>
+void build_stack(Module& self, ModuleList& layers, AnyModule& norm, const Layer& layer, int64_t n, const AnyModule& given_norm) {
+  layers = self.register_module("layers", ModuleList());
+  for (int64_t i = 0; i < n; ++i) layers->push_back(clone_of(layer));
+  if (!given_norm.is_empty()) {
+    norm = given_norm.clone();
+    self.register_module("norm", norm.ptr());
+  }
+}
 }  // namespace
 
 TransformerEncoderImpl::TransformerEncoderImpl(TransformerEncoderOptions options_) : options(std::move(options_)) {
@@ -371,12 +381,7 @@ TransformerEncoderImpl::TransformerEncoderImpl(TransformerEncoderOptions options
 }
 
 void TransformerEncoderImpl::reset() {
-  layers = register_module("layers", ModuleList());
-  for (int64_t i = 0; i < options.num_layers(); ++i) layers->push_back(clone_of(options.encoder_layer()));
-  if (!options.norm().is_empty()) {
-    norm = options.norm().clone();
-    register_module("norm", norm.ptr());
-  }
+  build_stack(*this, layers, norm, options.encoder_layer(), options.num_layers(), options.norm());
 }
 
 void TransformerEncoderImpl::reset_parameters() {
@@ -396,12 +401,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(TransformerDecoderOptions options
 }
 
 void TransformerDecoderImpl::reset() {
-  layers = register_module("layers", ModuleList());
-  for (int64_t i = 0; i < options.num_layers(); ++i) layers->push_back(clone_of(options.decoder_layer()));
-  if (!options.norm().is_empty()) {
-    norm = options.norm().clone();
-    register_module("norm", norm.ptr());
-  }
+  build_stack(*this, layers, norm, options.decoder_layer(), options.num_layers(), options.norm());
 }
 
 void TransformerDecoderImpl::reset_parameters() {
