@@ -44,8 +44,10 @@ stage "Release tests"
 GRAFT_REQUIRE_CHROMIUM=1 ctest --test-dir build --output-on-failure -j"$jobs"
 
 stage "sanitizer build"
+# The docs' programs compile and run in the Release stage; here the sanitizers watch the unit tests,
+# the examples and the porting programs.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=ON \
-      -DGRAFT_BUILD_EXAMPLES=ON
+      -DGRAFT_BUILD_EXAMPLES=ON -DGRAFT_BUILD_DOC_EXAMPLES=OFF
 cmake --build build-asan -j"$jobs"
 stage "sanitizer tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -1,4 +1,5 @@
-// The `graft` command. `graft train` trains an MLP or a CNN on Fashion-MNIST (or any IDX image set).
+// The `graft` command. `graft train` trains an MLP or a CNN on Fashion-MNIST (or any IDX image set), or
+// a small GPT or an LSTM on text (Debian's fortunes, or any file); `graft sample` continues a text.
 #include <CLI/CLI.hpp>
 #include <graft/core/error.h>
 
@@ -6,6 +7,7 @@
 #include <iostream>
 
 #include "report.h"
+#include "text.h"
 #include "train.h"
 
 namespace {
@@ -21,6 +23,17 @@ const CLI::Validator kWholeNumber(
       return digits ? std::string() : std::string("must be a whole number >= 0");
     },
     "UINT");
+// The text models' shape flags, shared by graft train and graft plan.
+void add_text_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
+  cmd->add_option("--context", cfg.context, "gpt, lstm: bytes per training window (the model sees at most this many)")
+      ->capture_default_str();
+  cmd->add_option("--width", cfg.width, "gpt, lstm: embedding and hidden width")->capture_default_str();
+  cmd->add_option("--depth", cfg.depth, "gpt: Transformer blocks; lstm: LSTM layers")->capture_default_str();
+  cmd->add_option("--heads", cfg.heads, "gpt: attention heads (a divisor of --width)")->capture_default_str();
+  cmd->add_flag("--checkpoint-attention", cfg.checkpoint_attention,
+                "gpt: recompute each attention core in backward instead of keeping it (selective recomputation)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -28,13 +41,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   graft::cli::TrainConfig cfg;
-  CLI::App* train = app.add_subcommand("train", "Train an MLP or a small CNN on Fashion-MNIST or any IDX image set");
-  train->add_option("--model", cfg.model, "mlp (784-512-256-10) or cnn (two 3x3 conv + pool blocks)")
-      ->check(CLI::IsMember({"mlp", "cnn"}))
+  CLI::App* train = app.add_subcommand("train", "Train an MLP or a small CNN on Fashion-MNIST or any IDX image set, "
+                                                "or a small GPT or an LSTM on text");
+  train->add_option("--model", cfg.model,
+                    "mlp (784-512-256-10), cnn (two 3x3 conv + pool blocks), gpt (a byte-level decoder-only "
+                    "Transformer) or lstm (a byte-level LSTM)")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt", "lstm"}))
       ->capture_default_str();
-  train->add_option("--optimizer", cfg.optimizer, "sgd, adam, adamw, rmsprop or adagrad")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad"}))
-      ->capture_default_str();
+  train->add_option("--optimizer", cfg.optimizer,
+                    "sgd, adam, adamw, rmsprop or adagrad (default: sgd for mlp and cnn, adamw for gpt and lstm)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad"}));
   train->add_option("--lr", cfg.lr, "learning rate (default: 0.05 for sgd, 0.01 for adagrad, 0.001 otherwise)");
   train->add_option("--momentum", cfg.momentum, "momentum of sgd and rmsprop")->capture_default_str();
   train->add_flag("--nesterov", cfg.nesterov, "Nesterov momentum (sgd)");
@@ -49,8 +65,10 @@ int main(int argc, char** argv) {
   train->add_option("--step-size", cfg.step_size, "epochs between decays of --schedule step")->capture_default_str();
   train->add_option("--gamma", cfg.gamma, "decay factor of --schedule step and exponential")->capture_default_str();
   train->add_option("--batch-size", cfg.batch_size,
-                    "examples per batch, at most 2^24 (default: 128 for mlp, 64 for cnn)");
-  train->add_option("--epochs", cfg.epochs, "passes over the training set (at most 1000000)")->capture_default_str();
+                    "examples per batch, at most 2^24 (default: 128 for mlp, 64 for cnn, 32 windows for gpt and lstm)");
+  train->add_option("--epochs", cfg.epochs,
+                    "passes over the training set, at most 1000000 (default: 5 for mlp and cnn, 2 for gpt and lstm)")
+      ->check(CLI::PositiveNumber);
   train->add_option("--init", cfg.init,
                     "weight initialisation: default (PyTorch's), kaiming_uniform, kaiming_normal, xavier_uniform, "
                     "xavier_normal or orthogonal")
@@ -68,10 +86,12 @@ int main(int argc, char** argv) {
   train->add_option("--workers", cfg.workers, "background threads preparing batches (at most 64)")
       ->capture_default_str();
   train->add_option("--data", cfg.data,
-                    "directory with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "
-                    "t10k-labels-idx1-ubyte (each may be .gz); default: Debian's Fashion-MNIST in "
-                    "/usr/share/datasets/fashion-mnist")
+                    "mlp, cnn: directory with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte "
+                    "and t10k-labels-idx1-ubyte (each may be .gz); default: Debian's Fashion-MNIST in "
+                    "/usr/share/datasets/fashion-mnist. gpt, lstm: a text file or a directory of them; default: "
+                    "Debian's fortunes in /usr/share/games/fortunes")
       ->check(kNonEmpty);
+  add_text_flags(train, cfg);
   train->add_option("--train-limit", cfg.train_limit, "use only the first N training images (0: all)")
       ->capture_default_str();
   train->add_option("--classes", cfg.classes,
@@ -104,15 +124,20 @@ int main(int argc, char** argv) {
   graft::cli::PlanConfig plan_cfg;
   CLI::App* plan = app.add_subcommand("plan", "Predict the peak memory of a training step (graft train's model and "
                                               "flags) and what fits a budget");
-  plan->add_option("--model", plan_cfg.train.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
-  plan->add_option("--optimizer", plan_cfg.train.optimizer, "sgd, adam, adamw, rmsprop or adagrad")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad"}))
+  plan->add_option("--model", plan_cfg.train.model, "mlp, cnn, gpt or lstm")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt", "lstm"}))
       ->capture_default_str();
-  plan->add_option("--batch-size", plan_cfg.train.batch_size, "examples per batch (default: 128 for mlp, 64 for cnn)");
+  plan->add_option("--optimizer", plan_cfg.train.optimizer,
+                   "sgd, adam, adamw, rmsprop or adagrad (default: sgd for mlp and cnn, adamw for gpt and lstm)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad"}));
+  plan->add_option("--batch-size", plan_cfg.train.batch_size,
+                   "examples per batch (default: 128 for mlp, 64 for cnn, 32 windows for gpt and lstm)");
   plan->add_flag("--batch-norm,!--no-batch-norm", plan_cfg.train.batch_norm, "batch normalisation after hidden layers");
   plan->add_option("--dropout", plan_cfg.train.dropout, "dropout probability after hidden layers");
-  plan->add_option("--data", plan_cfg.train.data, "directory with the IDX files (default: Debian's Fashion-MNIST)")
+  plan->add_option("--data", plan_cfg.train.data,
+                   "the IDX directory, or the text (default: Debian's Fashion-MNIST, or its fortunes)")
       ->check(kNonEmpty);
+  add_text_flags(plan, plan_cfg.train);
   plan->add_option("--train-limit", plan_cfg.train.train_limit, "use only the first N training images");
   plan->add_option("--classes", plan_cfg.train.classes,
                    "number of classes (0: 10 for Fashion-MNIST, the largest training label + 1 for --data)");
@@ -130,8 +155,22 @@ int main(int argc, char** argv) {
   report->add_option("log", report_log, "the JSON Lines run log")->check(kNonEmpty)->required();
   report->add_option("-o,--output", report_out, "the HTML file to write")->check(kNonEmpty)->capture_default_str();
 
+  graft::cli::SampleConfig sample_cfg;
+  CLI::App* sample = app.add_subcommand("sample", "Continue a text with a model graft train --model gpt|lstm saved");
+  sample->add_option("--checkpoint", sample_cfg.checkpoint, "the checkpoint graft train --save wrote")
+      ->check(kNonEmpty)
+      ->required();
+  sample->add_option("--prompt", sample_cfg.prompt, "the text to continue (empty: start a new fortune)");
+  sample->add_option("--length", sample_cfg.length, "bytes to generate")->capture_default_str();
+  sample->add_option("--temperature", sample_cfg.temperature, "softmax temperature (0: always the likeliest byte)")
+      ->capture_default_str();
+  sample->add_option("--top-k", sample_cfg.top_k, "draw among the k likeliest bytes (0: all)")->capture_default_str();
+  sample->add_option("--seed", sample_cfg.seed, "seed of the draws")->check(kWholeNumber)->capture_default_str();
+  sample->add_option("--threads", sample_cfg.threads, "compute threads (0: every core)")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   try {
+    if (sample->parsed()) graft::cli::sample(sample_cfg, std::cout);
     if (train->parsed()) graft::cli::train(cfg, std::cout);
     if (plan->parsed()) graft::cli::plan(plan_cfg, std::cout);
     if (report->parsed()) {

@@ -11,6 +11,7 @@
 #include <limits>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,6 +27,7 @@
 #include "report.h"
 
 #include "progress.h"
+#include "text.h"
 
 namespace graft::cli {
 namespace {
@@ -55,11 +57,14 @@ void check_choice(const char* flag, const std::string& value, std::initializer_l
 
 struct Data {
   // Images (N, C, H, W) kept as uint8 bytes and normalised one batch at a time (Note [Byte images]);
-  // labels (N) int64 (the datasets' targets).
+  // labels (N) int64 (the datasets' targets). Empty for the text models.
   data::ByteImageDataset train_x, test_x;
   Tensor train_y, test_y;
   int64_t classes = 0;
   double mean = 0, std = 1;
+  // What training and evaluation read: the images above, or the text's windows (Note [Text task]).
+  std::shared_ptr<const data::Dataset> train, test;
+  std::string what;  // "60000 images (10 classes)", for the first line of a run
 };
 
 // The number of classes, after checking every label is one of them (issue 14, item 9: a test
@@ -96,7 +101,24 @@ int64_t check_labels(const TrainConfig& cfg, const std::string& root, const Tens
   return classes;
 }
 
+// The text models' data (Note [Text task]): windows of --context bytes; --train-limit keeps the first N.
+Data load_text_data(const TrainConfig& cfg) {
+  const TextCorpus corpus = load_text(cfg.data, cfg.context);
+  TextDataset train(corpus.train, cfg.context);
+  if (cfg.train_limit > 0 && cfg.train_limit < train.size()) train = train.head(cfg.train_limit);
+  Data d;
+  d.classes = kVocab;
+  d.what = std::to_string(train.size()) + " windows of " + std::to_string(cfg.context) + " bytes (" +
+           std::to_string(corpus.train.size()) + " bytes of text from " + corpus.source + ", " +
+           std::to_string(corpus.files) + (corpus.files == 1 ? " file" : " files") + "; " +
+           std::to_string(corpus.held_out.size()) + " held out)";
+  d.train = std::make_shared<const TextDataset>(std::move(train));
+  d.test = std::make_shared<const TextDataset>(corpus.held_out, cfg.context);
+  return d;
+}
+
 Data load_data(const TrainConfig& cfg) {
+  if (is_text_model(cfg.model)) return load_text_data(cfg);
   const std::string root = cfg.data.empty() ? data::kFashionMNISTDebianDir : cfg.data;
   // The images stay uint8 (a quarter of float32's memory, memory category "data"); each batch is
   // normalised as it is gathered, so no float copy of a whole set exists (issue 14, item 14).
@@ -121,6 +143,9 @@ Data load_data(const TrainConfig& cfg) {
   d.train_y = d.train_x.targets();
   d.test_y = d.test_x.targets();
   d.classes = check_labels(cfg, root, full_train_targets, d.test_y);
+  d.train = std::make_shared<const data::ByteImageDataset>(d.train_x);
+  d.test = std::make_shared<const data::ByteImageDataset>(d.test_x);
+  d.what = std::to_string(d.train_x.size()) + " images (" + std::to_string(d.classes) + " classes)";
   // What loading freed (the full training set after --train-limit) goes back to the system instead
   // of staying cached for the whole run.
   memory::empty_cache();
@@ -166,6 +191,12 @@ nn::Sequential build_model(const TrainConfig& cfg, int64_t C, int64_t H, int64_t
     m->push_back(nn::Linear(128, classes));
   }
   return m;
+}
+
+// The run's model: an image model for the data's image size, or a text model.
+nn::Sequential make_model(const TrainConfig& cfg, const Data& d) {
+  if (is_text_model(cfg.model)) return build_text_model(cfg);
+  return build_model(cfg, d.train_x.sizes()[1], d.train_x.sizes()[2], d.train_x.sizes()[3], d.classes);
 }
 
 // Re-initialises the weights of linear and conv layers (the parameters with 2 or more dims) and
@@ -294,6 +325,20 @@ std::map<std::string, std::string> shaping_flags(const TrainConfig& c) {
           {"train-limit", std::to_string(c.train_limit)}};
 }
 
+// The text models' shape, also a shaping flag of their runs (graft sample rebuilds the model from it).
+std::map<std::string, std::string> text_flags(const TrainConfig& c) {
+  return {{"context", std::to_string(c.context)},
+          {"width", std::to_string(c.width)},
+          {"depth", std::to_string(c.depth)},
+          {"heads", std::to_string(c.heads)}};
+}
+
+std::map<std::string, std::string> run_flags(const TrainConfig& c) {
+  std::map<std::string, std::string> flags = shaping_flags(c);
+  if (is_text_model(c.model)) flags.merge(text_flags(c));
+  return flags;
+}
+
 io::TensorDict generator_state() {
   const Generator::State st = default_generator().get_state();
   std::vector<int64_t> words;
@@ -313,11 +358,11 @@ io::TensorDict generator_state() {
 // values are errors naming the file and the field (std::stoll would accept " 2x" as 2, and throw a
 // bare "stoll" for "x").
 int64_t parse_count(const std::string& text, const std::string& field, const std::string& file, int64_t lo,
-                    int64_t hi) {
+                    int64_t hi, const std::string& op = "graft train --resume") {
   int64_t v = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  GRAFT_CHECK(!text.empty() && ec == std::errc() && ptr == end && v >= lo && v <= hi, "graft train --resume",
+  GRAFT_CHECK(!text.empty() && ec == std::errc() && ptr == end && v >= lo && v <= hi, op,
               "a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] as " + field + " in " + file,
               "\"" + text + "\"", "the checkpoint's metadata is damaged; resume from a file that graft train wrote");
   return v;
@@ -347,29 +392,57 @@ void set_generator_state(const io::TensorDict& d, const std::string& file) {
 void save_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimizer& opt, const Schedule& sched,
               int64_t epochs_done) {
   io::Metadata meta = {{"format", "graft-train/1"}, {"epochs_done", std::to_string(epochs_done)}};
-  for (const auto& [k, v] : shaping_flags(cfg)) meta["flag." + k] = v;
+  for (const auto& [k, v] : run_flags(cfg)) meta["flag." + k] = v;
   io::CheckpointParts parts = {{"model.", model->state_dict()}, {"optim.", opt.state_dict()}, {"rng.", generator_state()}};
   const auto sched_state = sched.state_dict();
   if (!sched_state.is_empty()) parts.emplace_back("sched.", sched_state);
   io::save_checkpoint(cfg.save, parts, meta);
 }
 
-// Loads a checkpoint into the run and returns the number of epochs it had finished.
-int64_t resume_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimizer& opt, Schedule& sched,
-                   int64_t batches_per_epoch) {
-  const io::Checkpoint ck = [&] {
+// The text models' shape flags, within validate()'s bounds.
+constexpr int64_t kMaxContext = 4096, kMaxWidth = 4096, kMaxDepth = 64;
+
+}  // namespace
+
+RunCheckpoint load_run_checkpoint(const std::string& path, const std::string& op) {
+  RunCheckpoint r;
+  r.checkpoint = [&] {
     try {
-      return io::load_checkpoint(cfg.resume);
+      return io::load_checkpoint(path);
     } catch (const std::bad_alloc&) {
-      throw Error("graft train --resume", "a checkpoint that fits in memory", cfg.resume + " (out of memory reading it)",
+      throw Error(op, "a checkpoint that fits in memory", path + " (out of memory reading it)",
                   "free memory, or check that the file is the checkpoint graft train wrote");
     }
   }();
+  const io::Checkpoint& ck = r.checkpoint;
   const std::string* format = ck.metadata.count("format") ? &ck.metadata.at("format") : nullptr;
-  GRAFT_CHECK(format && *format == "graft-train/1", "graft train --resume",
-              "a checkpoint written by graft train --save", cfg.resume + " without graft train's metadata",
-              "pass the file that --save wrote");
-  for (const auto& [k, v] : shaping_flags(cfg)) {
+  GRAFT_CHECK(format && *format == "graft-train/1", op, "a checkpoint written by graft train --save",
+              path + " without graft train's metadata", "pass the file that --save wrote");
+  TrainConfig& c = r.config;
+  c.model = ck.meta("flag.model");
+  c.optimizer = ck.meta("flag.optimizer");
+  if (is_text_model(c.model)) {
+    auto count = [&](const char* flag, int64_t hi) { return parse_count(ck.meta(std::string("flag.") + flag), flag, path, 1, hi, op); };
+    c.context = count("context", kMaxContext);
+    c.width = count("width", kMaxWidth);
+    c.depth = count("depth", kMaxDepth);
+    c.heads = count("heads", kMaxWidth);
+    GRAFT_CHECK(c.width % c.heads == 0, op, "a width that --heads divides", std::to_string(c.width) + " and " +
+                std::to_string(c.heads) + " heads in " + path, "the checkpoint's metadata is damaged");
+  }
+  return r;
+}
+
+namespace {
+
+// Loads a checkpoint into the run and returns the number of epochs it had finished.
+int64_t resume_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimizer& opt, Schedule& sched,
+                   int64_t batches_per_epoch) {
+  const io::Checkpoint ck = load_run_checkpoint(cfg.resume, "graft train --resume").checkpoint;
+  GRAFT_CHECK(ck.meta("flag.model") == cfg.model, "graft train --resume",
+              "--model " + ck.meta("flag.model") + " (as in " + cfg.resume + ")", "--model " + cfg.model,
+              "resume with the flags of the run that wrote the checkpoint");
+  for (const auto& [k, v] : run_flags(cfg)) {
     const std::string& saved = ck.meta("flag." + k);
     GRAFT_CHECK(saved == v, "graft train --resume", "--" + k + " " + saved + " (as in " + cfg.resume + ")",
                 "--" + k + " " + v, "resume with the flags of the run that wrote the checkpoint");
@@ -442,37 +515,71 @@ struct Evaluation {
   double loss = 0, accuracy = 0;
 };
 
-Evaluation evaluate(nn::Sequential& model, const data::ByteImageDataset& set) {
+// Mean loss and accuracy over every prediction of `set` (one per image, or one per byte of each text
+// window), `chunk` examples at a time.
+Evaluation evaluate(nn::Sequential& model, const data::Dataset& set, int64_t chunk) {
   NoGradGuard no_grad;
   model->eval();
   const int64_t n = set.size();
   double loss_sum = 0;
-  int64_t correct = 0;
-  for (int64_t start = 0; start < n; start += 1000) {
-    const int64_t len = std::min<int64_t>(1000, n - start);
-    const data::Example<> chunk = set.rows(start, len);  // normalised as it is made
-    const Tensor logits = model->forward(chunk.data);
-    const Tensor& target = chunk.target;
-    loss_sum += F::cross_entropy(logits, target).item<double>() * static_cast<double>(len);
+  int64_t correct = 0, predictions = 0;
+  std::vector<int64_t> indices;
+  for (int64_t start = 0; start < n; start += chunk) {
+    indices.resize(static_cast<size_t>(std::min<int64_t>(chunk, n - start)));
+    std::iota(indices.begin(), indices.end(), start);
+    const data::Example<> batch = set.get_batch(indices);  // images are normalised as they are gathered
+    const Tensor logits = model->forward(batch.data);
+    const Tensor target = batch.target.reshape({-1});
+    const int64_t rows = target.size(0);
+    loss_sum += F::cross_entropy(logits, target).item<double>() * static_cast<double>(rows);
     correct += eq(argmax(logits, 1), target).sum().item<int64_t>();
+    predictions += rows;
   }
   model->train();
-  return {loss_sum / static_cast<double>(std::max<int64_t>(n, 1)),
-          static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(n, 1))};
+  return {loss_sum / static_cast<double>(std::max<int64_t>(predictions, 1)),
+          static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(predictions, 1))};
 }
 
-std::string epoch_line(const EpochRecord& r, int64_t epochs) {
-  char buf[256];
+Evaluation evaluate(nn::Sequential& model, const TrainConfig& cfg, const Data& d) {
+  return evaluate(model, *d.test, is_text_model(cfg.model) ? 64 : 1000);
+}
+
+// Nats per byte -> bits per character (Note [Text task]).
+double bits_per_char(double loss) { return loss / std::log(2.0); }
+
+std::string epoch_line(const TrainConfig& cfg, const EpochRecord& r) {
+  char buf[320];
+  if (is_text_model(cfg.model)) {
+    std::snprintf(buf, sizeof buf,
+                  "epoch %lld/%lld  train_loss %.4f  test_loss %.4f  test_bpc %.3f  test_acc %.2f%%  lr %.3g  "
+                  "%.0f bytes/s  %.1f s",
+                  static_cast<long long>(r.epoch), static_cast<long long>(cfg.epochs), r.train_loss, r.test_loss,
+                  bits_per_char(r.test_loss), 100 * r.test_accuracy, r.lr, r.examples_per_second, r.seconds);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf,
                 "epoch %lld/%lld  train_loss %.4f  train_acc %.2f%%  test_loss %.4f  test_acc %.2f%%  lr %.3g  %.1f s",
-                static_cast<long long>(r.epoch), static_cast<long long>(epochs), r.train_loss, 100 * r.train_accuracy,
+                static_cast<long long>(r.epoch), static_cast<long long>(cfg.epochs), r.train_loss, 100 * r.train_accuracy,
                 r.test_loss, 100 * r.test_accuracy, r.lr, r.seconds);
   return buf;
 }
 
 }  // namespace
 
-int64_t default_batch_size(const std::string& model) { return model == "cnn" ? 64 : 128; }
+int64_t default_batch_size(const std::string& model) {
+  if (is_text_model(model)) return 32;
+  return model == "cnn" ? 64 : 128;
+}
+
+std::string default_optimizer(const std::string& model) { return is_text_model(model) ? "adamw" : "sgd"; }
+
+int64_t default_epochs(const std::string& model) { return is_text_model(model) ? 2 : 5; }
+
+TrainConfig with_defaults(TrainConfig c) {
+  if (c.optimizer.empty()) c.optimizer = default_optimizer(c.model);
+  if (c.epochs == 0) c.epochs = default_epochs(c.model);
+  return c;
+}
 
 double default_lr(const std::string& optimizer) {
   if (optimizer == "sgd") return 0.05;
@@ -524,10 +631,31 @@ void check_bounds(const TrainConfig& c) {
               "use --batch-size 2 or more, or --no-batch-norm");
 }
 
-void validate(const TrainConfig& c) {
+// The text models' flags; the image-only flags are refused with them rather than ignored.
+void check_text_flags(const TrainConfig& c) {
+  if (!is_text_model(c.model)) return;
+  const std::string op = "graft train --model " + c.model;
+  auto in_range = [&](const char* flag, int64_t v, int64_t hi, const std::string& hint) {
+    GRAFT_CHECK(v >= 1 && v <= hi, op + " " + flag, "a value in [1, " + std::to_string(hi) + "]", std::to_string(v), hint);
+  };
+  in_range("--context", c.context, kMaxContext, "128 bytes is a few lines of text");
+  in_range("--width", c.width, kMaxWidth, "128 trains in minutes on two cores");
+  in_range("--depth", c.depth, kMaxDepth, "2 blocks (or LSTM layers) train in minutes");
+  in_range("--heads", c.heads, kMaxWidth, "4 heads of 32 for --width 128");
+  GRAFT_CHECK(c.width % c.heads == 0, op + " --heads", "a number of heads that divides --width " + std::to_string(c.width),
+              std::to_string(c.heads), "e.g. --width 128 --heads 4");
+  GRAFT_CHECK(!c.batch_norm && c.init == "default" && c.classes == 0, op,
+              "no --batch-norm, --init or --classes (image-model flags)", "one of them", "leave them out");
+}
+
+void validate(const TrainConfig& config) {
+  const TrainConfig c = with_defaults(config);
   check_bounds(c);
-  check_choice("--model", c.model, {"mlp", "cnn"});
-  check_choice("--optimizer", c.optimizer, {"sgd", "adam", "adamw", "rmsprop", "adagrad"});
+  check_choice("--model", c.model, {"mlp", "cnn", "gpt", "lstm"});
+  if (!c.optimizer.empty()) check_choice("--optimizer", c.optimizer, {"sgd", "adam", "adamw", "rmsprop", "adagrad"});
+  check_text_flags(c);
+  GRAFT_CHECK(!c.checkpoint_attention || c.model == "gpt", "graft train --checkpoint-attention", "--model gpt",
+              "--model " + c.model, "only the Transformer has attention to recompute");
   check_choice("--schedule", c.schedule, {"none", "step", "exponential", "cosine", "onecycle", "plateau"});
   check_choice("--init", c.init,
                {"default", "kaiming_uniform", "kaiming_normal", "xavier_uniform", "xavier_normal", "orthogonal"});
@@ -581,11 +709,11 @@ bool drops_last_example(const TrainConfig& cfg, int64_t n) {
 }
 
 data::DataLoader make_loader(const TrainConfig& cfg, const Data& d) {
-  const int64_t n = d.train_x.size();
+  const int64_t n = d.train->size();
   GRAFT_CHECK(!(cfg.batch_norm && cfg.model == "mlp" && n == 1), "graft train --batch-norm",
               "at least 2 training examples (batch norm needs more than one value per channel)", "1 example",
               "raise --train-limit, or use --no-batch-norm");
-  return data::DataLoader(std::make_shared<const data::ByteImageDataset>(d.train_x),
+  return data::DataLoader(d.train,
                           data::DataLoaderOptions(batch_size(cfg))
                               .shuffle(true)
                               .seed(cfg.seed)
@@ -601,12 +729,9 @@ int64_t resume_or_announce(const TrainConfig& cfg, const Data& d, nn::Sequential
     progress.message("resumed from " + cfg.resume + " after epoch " + std::to_string(first_epoch));
     return first_epoch;
   }
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "graft train: %s on %lld images (%lld classes), %lld parameters, %s, %d threads",
-                cfg.model.c_str(), static_cast<long long>(d.train_x.size()), static_cast<long long>(d.classes),
-                static_cast<long long>(parameter_count(model)), cfg.optimizer.c_str(), get_num_threads());
-  progress.message(buf);
-  if (drops_last_example(cfg, d.train_x.size()))
+  progress.message("graft train: " + cfg.model + " on " + d.what + ", " + std::to_string(parameter_count(model)) +
+                   " parameters, " + cfg.optimizer + ", " + std::to_string(get_num_threads()) + " threads");
+  if (drops_last_example(cfg, d.train->size()))
     progress.message("batch norm cannot train on a last batch of 1 example: each epoch leaves one example out");
   return 0;
 }
@@ -631,7 +756,8 @@ nlohmann::json run_record(const TrainConfig& cfg, int64_t parameters) {
 // What one epoch's training steps add up to.
 struct EpochSums {
   double loss_sum = 0;
-  int64_t seen = 0, correct = 0;
+  int64_t seen = 0, correct = 0;  // predictions: images, or bytes of text
+  double seconds = 0;             // of the training steps (no evaluation, no checkpoint)
 };
 
 // The epoch loop and the final report over the pieces train() builds; it also owns what watches
@@ -711,11 +837,13 @@ EpochSums Run::train_epoch(int64_t epoch) {
   progress_.start_epoch(epoch + 1, cfg_.epochs, loader_.size());
   EpochSums sums;
   int64_t batches = 0;
+  const auto t0 = std::chrono::steady_clock::now();
   for (auto& batch : loader_) {
     const int64_t step = epoch * loader_.size() + batches;  // 0-based, counted over the whole run
     memory::set_step(step);
     const Tensor logits = model_->forward(batch.data);
-    const Tensor loss = F::cross_entropy(logits, batch.target);
+    const Tensor target = batch.target.reshape({-1});  // text: one target per position (Note [Text task])
+    const Tensor loss = F::cross_entropy(logits, target);
     opt_.zero_grad();
     loss.backward();
     if (monitor_) monitor_->after_backward(step);
@@ -730,9 +858,9 @@ EpochSums Run::train_epoch(int64_t epoch) {
                 std::to_string(l) + " at epoch " + std::to_string(epoch + 1), "lower --lr or turn on --batch-norm");
     {
       NoGradGuard no_grad;
-      sums.correct += eq(argmax(logits, 1), batch.target).sum().item<int64_t>();
+      sums.correct += eq(argmax(logits, 1), target).sum().item<int64_t>();
     }
-    const int64_t n = batch.target.size(0);
+    const int64_t n = target.size(0);
     sums.loss_sum += l * static_cast<double>(n);
     sums.seen += n;
     ++batches;
@@ -745,6 +873,7 @@ EpochSums Run::train_epoch(int64_t epoch) {
                 {"loss", number(l)},
                 {"lr", number(current_lr(opt_))}});
   }
+  sums.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return sums;
 }
 
@@ -758,14 +887,15 @@ void Run::end_epoch(int64_t epoch, const EpochSums& sums, std::chrono::steady_cl
   r.train_loss = sums.loss_sum / static_cast<double>(std::max<int64_t>(sums.seen, 1));
   r.train_accuracy = static_cast<double>(sums.correct) / static_cast<double>(std::max<int64_t>(sums.seen, 1));
   r.lr = current_lr(opt_);
-  const Evaluation ev = evaluate(model_, d_.test_x);
+  r.examples_per_second = static_cast<double>(sums.seen) / std::max(sums.seconds, 1e-9);
+  const Evaluation ev = evaluate(model_, cfg_, d_);
   r.test_loss = ev.loss;
   r.test_accuracy = ev.accuracy;
   sched_.after_epoch(r.train_loss);
   if (!cfg_.save.empty()) save_run(cfg_, model_, opt_, sched_, epoch + 1);
   overall_peak_ = std::max(overall_peak_, memory::stats().peak_allocated_bytes);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
-  progress_.end_epoch(epoch_line(r, cfg_.epochs));
+  progress_.end_epoch(epoch_line(cfg_, r));
   result_.history.push_back(r);
   log_.add({{"type", "epoch"},
             {"epoch", r.epoch},
@@ -775,7 +905,8 @@ void Run::end_epoch(int64_t epoch, const EpochSums& sums, std::chrono::steady_cl
             {"test_loss", number(r.test_loss)},
             {"test_accuracy", r.test_accuracy},
             {"lr", number(r.lr)},
-            {"seconds", r.seconds}});
+            {"seconds", r.seconds},
+            {"examples_per_second", number(r.examples_per_second)}});
   if (recording_) log_timeline();
   log_.add(memory_record(epoch + 1));
   log_.flush();
@@ -836,7 +967,7 @@ void Run::finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_cl
     result.test_accuracy = result.history.back().test_accuracy;
     result.test_loss = result.history.back().test_loss;
   } else {  // resumed a finished run: report its model
-    const Evaluation ev = evaluate(model_, d_.test_x);
+    const Evaluation ev = evaluate(model_, cfg_, d_);
     result.test_accuracy = ev.accuracy;
     result.test_loss = ev.loss;
   }
@@ -850,10 +981,16 @@ void Run::finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_cl
     }
     result.peak_rss_bytes = peak_rss_bytes();
   }
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "test accuracy %.2f%% after %lld epochs (%.1f s, peak tensor memory %.1f MiB)",
-                100 * result.test_accuracy, static_cast<long long>(result.epochs), result.seconds,
-                static_cast<double>(result.peak_memory_bytes) / (1 << 20));
+  char buf[200];
+  if (is_text_model(cfg_.model))
+    std::snprintf(buf, sizeof buf,
+                  "held-out loss %.4f (%.3f bits per character) after %lld epochs (%.1f s, peak tensor memory %.1f MiB)",
+                  result.test_loss, bits_per_char(result.test_loss), static_cast<long long>(result.epochs),
+                  result.seconds, static_cast<double>(result.peak_memory_bytes) / (1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "test accuracy %.2f%% after %lld epochs (%.1f s, peak tensor memory %.1f MiB)",
+                  100 * result.test_accuracy, static_cast<long long>(result.epochs), result.seconds,
+                  static_cast<double>(result.peak_memory_bytes) / (1 << 20));
   progress_.message(buf);
   {
     std::istringstream table(memory::memory_summary());  // where the bytes went (Note [Memory categories])
@@ -876,7 +1013,8 @@ void Run::finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_cl
 
 }  // namespace
 
-TrainResult train(const TrainConfig& cfg, std::ostream& out) {
+TrainResult train(const TrainConfig& config, std::ostream& out) {
+  const TrainConfig cfg = with_defaults(config);
   validate(cfg);
   const auto t0 = std::chrono::steady_clock::now();
   set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
@@ -885,8 +1023,9 @@ TrainResult train(const TrainConfig& cfg, std::ostream& out) {
   // Data, then the model and its optimiser and schedule; the reported peak counts from the loading on.
   memory::reset_peak_stats();
   const Data d = load_data(cfg);
-  nn::Sequential model = build_model(cfg, d.train_x.sizes()[1], d.train_x.sizes()[2], d.train_x.sizes()[3], d.classes);
+  nn::Sequential model = make_model(cfg, d);
   initialise(model, cfg.init);
+  if (cfg.checkpoint_attention) checkpoint_attention(*model.ptr());
   auto opt = make_optimizer(cfg, model->parameters());
   data::DataLoader loader = make_loader(cfg, d);
   Schedule sched = make_schedule(cfg, *opt, loader.size());
@@ -922,13 +1061,18 @@ std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
                       {"optimizer", cfg.optimizer},
                       {"batch_size", batch_size(cfg)},
                       {"seed", cfg.seed}};
+  if (!r.history.empty()) j["examples_per_second"] = r.history.back().examples_per_second;
+  if (is_text_model(cfg.model)) {
+    j["test_bits_per_char"] = bits_per_char(r.test_loss);
+    for (const auto& [k, v] : text_flags(cfg)) j[k] = std::stoll(v);
+  }
   return j.dump();
 }
 
 // ---- graft plan ----
 
 PlanResult plan(const PlanConfig& pc, std::ostream& out) {
-  const TrainConfig& cfg = pc.train;
+  const TrainConfig cfg = with_defaults(pc.train);
   validate(cfg);
   // Bounded so that the effective batch (batch x accumulate) cannot overflow (issue 14, item 11).
   constexpr int64_t kMaxAccumulate = int64_t{1} << 16, kMaxSegments = 1024;
@@ -945,14 +1089,19 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
   const Data d = load_data(cfg);
   const int64_t loading_peak = memory::stats().peak_allocated_bytes;
   const int64_t data_bytes = memory::stats()[memory::Category::Data].current_bytes;
-  nn::Sequential model = build_model(cfg, d.train_x.sizes()[1], d.train_x.sizes()[2], d.train_x.sizes()[3], d.classes);
+  nn::Sequential model = make_model(cfg, d);
   initialise(model, cfg.init);
+  if (cfg.checkpoint_attention) checkpoint_attention(*model.ptr());
   auto opt = make_optimizer(cfg, model->parameters());
   const int64_t batch = batch_size(cfg);
-  const std::vector<int64_t> shape{batch, d.train_x.sizes()[1], d.train_x.sizes()[2], d.train_x.sizes()[3]};
+  const bool text = is_text_model(cfg.model);
+  const std::vector<int64_t> shape = text ? std::vector<int64_t>{batch, cfg.context}
+                                          : std::vector<int64_t>{batch, d.train_x.sizes()[1], d.train_x.sizes()[2],
+                                                                 d.train_x.sizes()[3]};
 
   auto plan_with = [&](int64_t segments) {
     memory::PlanOptions o;
+    if (text) o.input_dtype = kInt64;  // bytes
     if (segments > 0) o.forward = [&, segments](const Tensor& x) { return checkpoint_sequential(model, segments, x); };
     return memory::plan(*model.ptr(), shape, opt.get(), o);
   };
@@ -970,7 +1119,8 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
                                      : std::string())
       << ", " << cfg.optimizer << "\n"
       << p.table()
-      << "  the data set (uint8 images and labels, train and test) is " << memory::format_bytes(data_bytes)
+      << "  the data set (" << (text ? "uint8 text, training and held-out" : "uint8 images and labels, train and test")
+      << ") is " << memory::format_bytes(data_bytes)
       << " of it; loading peaks at " << memory::format_bytes(loading_peak) << "\n";
   nlohmann::json j = nlohmann::json::parse(p.json());
   j["predicted_peak_bytes"] = r.predicted_peak_bytes;

@@ -77,7 +77,7 @@ std::vector<Event> recorded_step(nn::Module& model, IntArrayRef input_shape, opt
   if (record) record_history(true, 1 << 22);
   {
     // The order of graft train's loop: the previous step's gradients live through the forward.
-    Tensor x = randn(shape);
+    Tensor x = is_floating_point(o.input_dtype) ? randn(shape, o.input_dtype) : zeros(shape, o.input_dtype);
     Tensor out;
     if (o.forward) {
       out = o.forward(x);
@@ -91,9 +91,9 @@ std::vector<Event> recorded_step(nn::Module& model, IntArrayRef input_shape, opt
     if (o.loss == "mse") {
       loss = nn::functional::mse_loss(out, zeros_like(out));
     } else {
-      GRAFT_CHECK(out.dim() == 2, "memory::plan", "(batch, classes) logits for the cross_entropy loss",
+      GRAFT_CHECK(out.dim() == 2, "memory::plan", "(rows, classes) logits for the cross_entropy loss",
                   "an output of shape " + shape_str(out.sizes()), "set PlanOptions::loss = \"mse\"");
-      loss = nn::functional::cross_entropy(out, zeros({batch}, kInt64));
+      loss = nn::functional::cross_entropy(out, zeros({out.size(0)}, kInt64));
     }
     out = Tensor();
     if (opt) opt->zero_grad();

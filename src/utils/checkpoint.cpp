@@ -67,6 +67,8 @@
 #include "graft/core/generator.h"
 #include "graft/core/memory.h"
 #include "graft/nn/modules/container.h"
+#include "graft/nn/modules/transformer.h"
+#include "graft/ops/ops.h"
 
 namespace graft {
 
@@ -379,6 +381,32 @@ Tensor checkpoint_sequential(const nn::Sequential& seq, CheckpointBudget budget,
   GRAFT_CHECK(!seq.is_empty(), "checkpoint_sequential", "a constructed Sequential", "an empty holder (nullptr)",
               "construct the Sequential, e.g. nn::Sequential(nn::Linear(4, 4))");
   return checkpoint_sequential(*seq.ptr(), budget, input);
+}
+
+int64_t checkpoint_attention(nn::Module& model, bool enabled) {
+  int64_t changed = 0;
+  for (const auto& m : model.modules()) {
+    auto* mha = dynamic_cast<nn::MultiheadAttentionImpl*>(m.get());
+    if (!mha) continue;
+    ++changed;
+    if (!enabled) {
+      mha->attention_core = nullptr;
+      continue;
+    }
+    // The mask goes in as an input when it is a float mask that may require grad, so that its
+    // gradient flows; a bool mask (or none) is captured.
+    mha->attention_core = [](const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double p,
+                             bool causal) {
+      auto core = [mask, p, causal](const TensorList& in) {
+        const Tensor& m = in.size() > 3 ? in[3] : mask;
+        return scaled_dot_product_attention(in[0], in[1], in[2], m.defined() ? std::optional<Tensor>(m) : std::nullopt,
+                                            p, causal);
+      };
+      if (mask.defined() && mask.dtype() != kBool) return checkpoint(core, {q, k, v, mask});
+      return checkpoint(core, {q, k, v});
+    };
+  }
+  return changed;
 }
 
 }  // namespace graft

@@ -50,6 +50,10 @@ struct PlanOptions {
   std::function<Tensor(const Tensor&)> forward = nullptr;
   // The two small batch sizes the step runs at (>= 2 for batch norm).
   int64_t probe_batch_a = 2, probe_batch_b = 4;
+  // The input's dtype: floating point inputs are randn, integer ones zeros (token 0 for an
+  // nn::Embedding). cross_entropy's targets are one zero per row of the output, so a model may
+  // return (batch x positions, classes) logits.
+  DType input_dtype = kFloat32;
 };
 
 struct Plan {

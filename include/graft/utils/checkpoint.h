@@ -49,6 +49,7 @@
 namespace graft {
 
 namespace nn {
+class Module;
 class SequentialImpl;
 class Sequential;
 }  // namespace nn
@@ -132,5 +133,20 @@ CheckpointPlan plan_checkpoint_sequential(const nn::Sequential& seq, CheckpointB
 // under NoGradGuard there is nothing to plan and it is seq.forward(input)).
 Tensor checkpoint_sequential(nn::SequentialImpl& seq, CheckpointBudget budget, const Tensor& input);
 Tensor checkpoint_sequential(const nn::Sequential& seq, CheckpointBudget budget, const Tensor& input);
+
+// ---- selective recomputation (Korthikanti et al. 2022) ----
+
+// Checkpoints the attention core (softmax(q k^T / sqrt(d) + mask) v, with its dropout) of every
+// nn::MultiheadAttention in `model`, and nothing else: each core keeps only q, k and v (and a float
+// mask) and is recomputed in backward, while the projections, layer norms and feed-forward blocks
+// keep their activations. enabled = false puts the plain call back.
+//
+// What it saves depends on the attention path (Note [Memory-efficient attention]): the memory-
+// efficient kernel already keeps only O(T d) per head (q, k, v, its output and one log-sum-exp per
+// row), so the checkpoint saves the output and the log-sum-exp; the plain path (SDPBackend::kMath,
+// need_weights, a float mask that requires grad) keeps the (N, H, L, S) probabilities, and the
+// checkpoint removes them: the 5 a s / h term of Korthikanti et al.'s s b h (34 + 5 a s / h) bytes
+// per layer. Returns the number of attention modules changed.
+int64_t checkpoint_attention(nn::Module& model, bool enabled = true);
 
 }  // namespace graft

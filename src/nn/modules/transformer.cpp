@@ -56,6 +56,15 @@ Tensor sdpa_mask(const Tensor& attn_mask, const Tensor& key_padding_mask, int64_
   return additive(am) + additive(kpm);
 }
 
+// `mask` (undefined, bool: true = may attend, or additive) joined with the causal mask of (L, S):
+// query i attends to keys 0 .. i (the top-left diagonal, as scaled_dot_product_attention's is_causal).
+Tensor with_causal(const Tensor& mask, int64_t L, int64_t S, DType dtype) {
+  const Tensor causal = arange(L, kInt64).unsqueeze(1).ge(arange(S, kInt64).unsqueeze(0));  // (L, S)
+  if (!mask.defined()) return causal;
+  if (mask.dtype() == kBool) return mask.logical_and(causal);
+  return mask + where(causal, zeros({}, dtype), full({}, -kInf, dtype));
+}
+
 // softmax over the last dim with rows of all -inf giving 0 (as scaled_dot_product_attention).
 Tensor safe_softmax(const Tensor& s) {
   Tensor empty_row;
@@ -137,7 +146,7 @@ void MultiheadAttentionImpl::_reset_parameters() {
 std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query_in, const Tensor& key_in,
                                                            const Tensor& value_in, const Tensor& key_padding_mask_in,
                                                            bool need_weights, const Tensor& attn_mask_in,
-                                                           bool average_attn_weights) {
+                                                           bool average_attn_weights, bool is_causal) {
   const char* op = "MultiheadAttention";
   const int64_t E = options.embed_dim(), H = options.num_heads();
   GRAFT_CHECK(query_in.defined() && key_in.defined() && value_in.defined(), op, "defined query, key and value",
@@ -197,12 +206,19 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query_i
     key_padding_mask = pad_mask(key_padding_mask);
   }
   const int64_t S = kh.size(2);
-  const Tensor mask = sdpa_mask(attn_mask, key_padding_mask, N, H, L, S, q.dtype());
+  Tensor mask = sdpa_mask(attn_mask, key_padding_mask, N, H, L, S, q.dtype());
   const double p = is_training() ? options.dropout() : 0.0;
+  // is_causal with no other mask goes to the kernel as is (it skips the tiles above the diagonal);
+  // with one, or for the weights, the causal mask joins it.
+  const bool causal_core = is_causal && !mask.defined() && !need_weights;
+  if (is_causal && !causal_core) mask = with_causal(mask, L, S, q.dtype());
 
   Tensor out, weights;  // out (N, H, L, d)
   if (!need_weights) {
-    out = scaled_dot_product_attention(qh, kh, vh, mask.defined() ? std::optional<Tensor>(mask) : std::nullopt, p);
+    out = attention_core ? attention_core(qh, kh, vh, mask, p, causal_core)
+                         : scaled_dot_product_attention(qh, kh, vh, mask.defined() ? std::optional<Tensor>(mask)
+                                                                                   : std::nullopt,
+                                                        p, causal_core);
   } else {
     // The weights are asked for: the plain formula, keeping (N, H, L, S).
     Tensor s = matmul(qh, kh.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
@@ -276,9 +292,10 @@ void TransformerEncoderLayerImpl::reset_parameters() {
 }
 
 Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src_mask,
-                                            const Tensor& src_key_padding_mask) {
+                                            const Tensor& src_key_padding_mask, bool is_causal) {
   auto sa = [&](const Tensor& x) {
-    return dropout1->forward(std::get<0>(self_attn->forward(x, x, x, src_key_padding_mask, false, src_mask)));
+    return dropout1->forward(
+        std::get<0>(self_attn->forward(x, x, x, src_key_padding_mask, false, src_mask, true, is_causal)));
   };
   auto ff = [&](const Tensor& x) {
     return dropout2->forward(linear2->forward(dropout->forward(options.activation()(linear1->forward(x)))));
@@ -388,10 +405,11 @@ void TransformerEncoderImpl::reset_parameters() {
   for (size_t i = 0; i < layers->size(); ++i) layers->at<TransformerEncoderLayerImpl>(i).reset_parameters();
 }
 
-Tensor TransformerEncoderImpl::forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask) {
+Tensor TransformerEncoderImpl::forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask,
+                                       bool is_causal) {
   Tensor x = src;
   for (size_t i = 0; i < layers->size(); ++i)
-    x = layers->at<TransformerEncoderLayerImpl>(i).forward(x, src_mask, src_key_padding_mask);
+    x = layers->at<TransformerEncoderLayerImpl>(i).forward(x, src_mask, src_key_padding_mask, is_causal);
   return norm.is_empty() ? x : norm.forward(x);
 }
 

@@ -61,10 +61,19 @@ class MultiheadAttentionImpl : public Cloneable<MultiheadAttentionImpl> {
   explicit MultiheadAttentionImpl(const MultiheadAttentionOptions& options);
   std::tuple<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const Tensor& key_padding_mask = {}, bool need_weights = true,
-                                     const Tensor& attn_mask = {}, bool average_attn_weights = true);
+                                     const Tensor& attn_mask = {}, bool average_attn_weights = true,
+                                     bool is_causal = false);
   void reset() override;
   void _reset_parameters();
   std::string extra_repr() const override;
+
+  // The attention core, softmax(q k^T / sqrt(d) + mask) v with dropout on the weights, on the heads
+  // (N, H, L, d); mask is undefined or in scaled_dot_product_attention's convention. Empty: call
+  // scaled_dot_product_attention. graft::checkpoint_attention (graft/utils/checkpoint.h) sets it to
+  // a checkpointed call: the core's saved tensors are then recomputed in backward.
+  using AttentionCore = std::function<Tensor(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                             double dropout_p, bool is_causal)>;
+  AttentionCore attention_core;
 
   MultiheadAttentionOptions options;
   bool _qkv_same_embed_dim = true;
@@ -111,7 +120,10 @@ class TransformerEncoderLayerImpl : public Cloneable<TransformerEncoderLayerImpl
   TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead)
       : TransformerEncoderLayerImpl(TransformerEncoderLayerOptions(d_model, nhead)) {}
   explicit TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options);
-  Tensor forward(const Tensor& src, const Tensor& src_mask = {}, const Tensor& src_key_padding_mask = {});
+  // is_causal (PyTorch 2.x): each position attends to itself and those before it, as a causal
+  // src_mask would say, without one being made (graft needs no mask with it; PyTorch wants both).
+  Tensor forward(const Tensor& src, const Tensor& src_mask = {}, const Tensor& src_key_padding_mask = {},
+                 bool is_causal = false);
   void reset() override;
   void reset_parameters();
 
@@ -179,7 +191,8 @@ class TransformerEncoderImpl : public Cloneable<TransformerEncoderImpl> {
   TransformerEncoderImpl(TransformerEncoderLayer encoder_layer, int64_t num_layers)
       : TransformerEncoderImpl(TransformerEncoderOptions(std::move(encoder_layer), num_layers)) {}
   explicit TransformerEncoderImpl(TransformerEncoderOptions options);
-  Tensor forward(const Tensor& src, const Tensor& src_mask = {}, const Tensor& src_key_padding_mask = {});
+  Tensor forward(const Tensor& src, const Tensor& src_mask = {}, const Tensor& src_key_padding_mask = {},
+                 bool is_causal = false);
   void reset() override;
   void reset_parameters();
 
