@@ -9,7 +9,9 @@
 //   attention  nn::MultiheadAttention(512, 8) self-attention, batch 4, 8 heads of 64, a causal float
 //              mask, need_weights = false, sequence length --t (256, 1024, 4096): LibTorch 1.13's
 //              path materialises the (T, T) scores; graft's runs the memory-efficient kernel
-//   encoder    nn::TransformerEncoderLayer(512, 8, ff 2048, dropout 0), T 512, batch 8
+//   encoder    nn::TransformerEncoderLayer(512, 8, ff 2048, dropout 0), T 512, batch 8; with
+//              --recompute=1 (graft only) the attention core is recomputed in backward
+//              (graft::checkpoint_attention)
 //   lstm       nn::LSTM(512, 512, 2 layers), T 128, batch 32
 // Prints one JSON line: the median step time (ms) over --steps timed steps after one warm-up, and
 // the peak resident memory the steps added above what was resident before the first one (MiB,
@@ -54,6 +56,14 @@ int main(int argc, char** argv) {
     enc = torch::nn::TransformerEncoderLayer(torch::nn::TransformerEncoderLayerOptions(512, 8).dim_feedforward(2048).dropout(0.0));
     x = torch::randn({T, N, 512});
     params = enc->parameters();
+    if (bench::arg_int(a, "recompute", 0) != 0) {
+#ifdef GRAFT_PORTED
+      torch::checkpoint_attention(*enc);
+#else
+      std::fprintf(stderr, "--recompute is graft's (checkpoint_attention); LibTorch has no such option\n");
+      return 2;
+#endif
+    }
     step = [&] { return enc->forward(x).sum(); };
   } else if (which == "lstm") {
     T = 128, N = 32;
@@ -78,9 +88,10 @@ int main(int argc, char** argv) {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   const long hwm = bench::proc_status_kb("VmHWM");
-  std::printf("{\"library\": \"%s\", \"case\": \"%s\", \"t\": %lld, \"threads\": %d, \"median_ms\": %.3f, "
-              "\"peak_mib\": %.1f, \"ms\": %s}\n",
-              bench::kLibrary, which.c_str(), static_cast<long long>(T), threads, bench::median(ms),
+  std::printf("{\"library\": \"%s\", \"case\": \"%s\", \"t\": %lld, \"threads\": %d, \"recompute\": %d, "
+              "\"median_ms\": %.3f, \"peak_mib\": %.1f, \"ms\": %s}\n",
+              bench::kLibrary, which.c_str(), static_cast<long long>(T), threads, bench::arg_int(a, "recompute", 0),
+              bench::median(ms),
               static_cast<double>(hwm - rss0) / 1024.0, bench::json_list(ms).c_str());
   return 0;
 }
