@@ -44,6 +44,20 @@ void tanh_block(const float* __restrict in, float* __restrict out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = tanh_f32(in[i]);
 }
 
+GRAFT_VEC_CLONES
+void lstm_cell_block(const float* __restrict gx, const float* __restrict gh, const float* __restrict c_prev,
+                     float* __restrict gates, float* __restrict c, float* __restrict h, int64_t H) {
+  GRAFT_VEC_NO_CONTRACT
+  for (int64_t j = 0; j < H; ++j) {
+    const float i = sigmoid_f32(gx[j] + gh[j]), f = sigmoid_f32(gx[H + j] + gh[H + j]);
+    const float g = tanh_f32(gx[2 * H + j] + gh[2 * H + j]), o = sigmoid_f32(gx[3 * H + j] + gh[3 * H + j]);
+    gates[j] = i, gates[H + j] = f, gates[2 * H + j] = g, gates[3 * H + j] = o;
+    const float cj = f * c_prev[j] + i * g;
+    c[j] = cj;
+    h[j] = o * tanh_f32(cj);
+  }
+}
+
 void unary(Unary op, const float* in, float* out, int64_t n) {
   parallel_for(0, n, kTranscendentalGrain, [&](int64_t b, int64_t e) { unary_block(op, in + b, out + b, e - b); });
 }
@@ -200,6 +214,9 @@ using namespace vec_detail;
 void exp_f32(const float* in, float* out, int64_t n) { unary(Unary::Exp, in, out, n); }
 void sigmoid_f32(const float* in, float* out, int64_t n) { unary(Unary::Sigmoid, in, out, n); }
 void tanh_f32(const float* in, float* out, int64_t n) { tanh_block(in, out, n); }
+void lstm_cell_f32(const float* gx, const float* gh, const float* c_prev, float* gates, float* c, float* h, int64_t H) {
+  lstm_cell_block(gx, gh, c_prev, gates, c, h, H);
+}
 void gelu_f32(const float* in, float* out, int64_t n) { unary(Unary::Gelu, in, out, n); }
 void gelu_tanh_f32(const float* in, float* out, int64_t n) { unary(Unary::GeluTanh, in, out, n); }
 

@@ -243,6 +243,12 @@ void sigmoid_backward_f32(const float* g, const float* y, float* out, int64_t n)
 // out = g * gelu'(x).
 void gelu_backward_f32(const float* g, const float* x, float* out, int64_t n, bool tanh_form);
 
+// One LSTM step for one batch row (Note [Fused recurrent layers] in src/ops/rnn.cpp): with
+// a = gx + gh, 4 H values in PyTorch's gate order (i, f, g, o), i = sigmoid(a_i), f = sigmoid(a_f),
+// g = tanh(a_g), o = sigmoid(a_o), c = f c_prev + i g and h = o tanh(c); gates receives (i, f, g, o).
+// Vectorised across j, with the bits of the scalar sigmoid_f32 / tanh_f32 formulas at every width.
+void lstm_cell_f32(const float* gx, const float* gh, const float* c_prev, float* gates, float* c, float* h, int64_t H);
+
 enum class BinaryOp { Add, Sub, Mul, Div };
 // out = a op b elementwise; Add/Sub compute a +- alpha * b (alpha ignored for Mul/Div).
 void binary_f32(BinaryOp op, const float* a, const float* b, float alpha, float* out, int64_t n);

@@ -24,6 +24,7 @@
 // reference it is tested against and serves create_graph.
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
@@ -192,6 +193,10 @@ void fused_forward(RNNCellType cell, const Dims& d, const Buffers<T>& bf, const 
         case RNNCellType::kLSTM: {
           const T* cpb = cp + b * H;
           T* cb = bf.cs + (t * N + b) * H;
+          if constexpr (std::is_same_v<T, float>) {  // the same formulas, vectorised
+            kernels::lstm_cell_f32(gxb, ghb, cpb, gtb, cb, hb, H);
+            break;
+          }
           for (int64_t j = 0; j < H; ++j) {
             const T i = sigm(gxb[j] + ghb[j]), f = sigm(gxb[H + j] + ghb[H + j]);
             const T g = tanh_(gxb[2 * H + j] + ghb[2 * H + j]), o = sigm(gxb[3 * H + j] + ghb[3 * H + j]);

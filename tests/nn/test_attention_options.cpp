@@ -73,6 +73,16 @@ TEST(AttentionOptions, IsCausalIsTheCausalMask) {
       return std::get<0>(m.forward(q, q, q, {}, false, causal_bool_mask(L)));
     });
     expect_same(causal, masked, 1e-12, b + ": is_causal vs a bool mask");
+    // A causal float mask is detected and runs as is_causal; one with -1e30 for -inf is not (it is
+    // another mask), and must give the same numbers through the masked path.
+    Tensor near = causal_float_mask(L).clamp_min(-1e30);
+    const Pass float_masked = run(mha, x, [&](nn::MultiheadAttentionImpl& m, const Tensor& q) {
+      return std::get<0>(m.forward(q, q, q, {}, false, causal_float_mask(L)));
+    });
+    const Pass near_masked = run(mha, x, [&](nn::MultiheadAttentionImpl& m, const Tensor& q) {
+      return std::get<0>(m.forward(q, q, q, {}, false, near));
+    });
+    expect_same(float_masked, near_masked, 1e-12, b + ": a detected causal float mask vs the masked path");
     // With a key padding mask as well, and asking for the weights (the plain formula).
     const Pass both = run(mha, x, [&](nn::MultiheadAttentionImpl& m, const Tensor& q) {
       return std::get<0>(m.forward(q, q, q, padding, true, {}, true, true));

@@ -56,6 +56,24 @@ Tensor sdpa_mask(const Tensor& attn_mask, const Tensor& key_padding_mask, int64_
   return additive(am) + additive(kpm);
 }
 
+// Whether attn_mask (MultiheadAttention's convention) is exactly the causal mask of a square (L, L):
+// bool true above the diagonal, or float 0 on and below it and -inf above (what
+// generate_square_subsequent_mask makes). One pass over it, stopping at the first other value.
+bool is_causal_mask(const Tensor& m, int64_t L, int64_t S) {
+  if (!m.defined() || m.dim() != 2 || L != S || m.size(0) != L || m.size(1) != S || m.requires_grad()) return false;
+  if (m.dtype() != kBool && m.dtype() != kFloat32 && m.dtype() != kFloat64) return false;
+  const Tensor c = m.contiguous();
+  auto scan = [&](const auto* p, auto masked, auto open) {
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < S; ++j)
+        if (p[i * S + j] != (j > i ? masked : open)) return false;
+    return true;
+  };
+  if (m.dtype() == kBool) return scan(c.data_ptr<bool>(), true, false);
+  if (m.dtype() == kFloat32) return scan(c.data_ptr<float>(), -std::numeric_limits<float>::infinity(), 0.0f);
+  return scan(c.data_ptr<double>(), -kInf, 0.0);
+}
+
 // `mask` (undefined, bool: true = may attend, or additive) joined with the causal mask of (L, S):
 // query i attends to keys 0 .. i (the top-left diagonal, as scaled_dot_product_attention's is_causal).
 Tensor with_causal(const Tensor& mask, int64_t L, int64_t S, DType dtype) {
@@ -206,6 +224,12 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query_i
     key_padding_mask = pad_mask(key_padding_mask);
   }
   const int64_t S = kh.size(2);
+  // The causal mask given as a mask runs as is_causal, so that the kernel skips the tiles above the
+  // diagonal instead of adding -inf to them (PyTorch 2.x's layers detect it too).
+  if (!is_causal && !need_weights && !key_padding_mask.defined() && is_causal_mask(attn_mask, L, S)) {
+    attn_mask = Tensor();
+    is_causal = true;
+  }
   Tensor mask = sdpa_mask(attn_mask, key_padding_mask, N, H, L, S, q.dtype());
   const double p = is_training() ? options.dropout() : 0.0;
   // is_causal with no other mask goes to the kernel as is (it skips the tiles above the diagonal);
