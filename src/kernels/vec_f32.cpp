@@ -58,6 +58,25 @@ void lstm_cell_block(const float* __restrict gx, const float* __restrict gh, con
   }
 }
 
+GRAFT_VEC_CLONES
+void lstm_cell_backward_block(const float* __restrict gates, const float* __restrict c, const float* __restrict c_prev,
+                              const float* __restrict dh_next, const float* __restrict gout, float* __restrict dc,
+                              float* __restrict dgates, float* __restrict dh_prev, int64_t H) {
+  GRAFT_VEC_NO_CONTRACT
+  for (int64_t j = 0; j < H; ++j) {
+    const float i = gates[j], f = gates[H + j], g = gates[2 * H + j], o = gates[3 * H + j];
+    const float dht = dh_next[j] + gout[j];
+    const float tc = tanh_f32(c[j]);
+    const float dct = dc[j] + dht * o * (1.0f - tc * tc);
+    dgates[j] = dct * g * i * (1.0f - i);
+    dgates[H + j] = dct * c_prev[j] * f * (1.0f - f);
+    dgates[2 * H + j] = dct * i * (1.0f - g * g);
+    dgates[3 * H + j] = dht * tc * o * (1.0f - o);
+    dc[j] = dct * f;
+    dh_prev[j] = 0.0f;
+  }
+}
+
 void unary(Unary op, const float* in, float* out, int64_t n) {
   parallel_for(0, n, kTranscendentalGrain, [&](int64_t b, int64_t e) { unary_block(op, in + b, out + b, e - b); });
 }
@@ -216,6 +235,10 @@ void sigmoid_f32(const float* in, float* out, int64_t n) { unary(Unary::Sigmoid,
 void tanh_f32(const float* in, float* out, int64_t n) { tanh_block(in, out, n); }
 void lstm_cell_f32(const float* gx, const float* gh, const float* c_prev, float* gates, float* c, float* h, int64_t H) {
   lstm_cell_block(gx, gh, c_prev, gates, c, h, H);
+}
+void lstm_cell_backward_f32(const float* gates, const float* c, const float* c_prev, const float* dh_next,
+                            const float* gout, float* dc, float* dgates, float* dh_prev, int64_t H) {
+  lstm_cell_backward_block(gates, c, c_prev, dh_next, gout, dc, dgates, dh_prev, H);
 }
 void gelu_f32(const float* in, float* out, int64_t n) { unary(Unary::Gelu, in, out, n); }
 void gelu_tanh_f32(const float* in, float* out, int64_t n) { unary(Unary::GeluTanh, in, out, n); }

@@ -248,6 +248,11 @@ void gelu_backward_f32(const float* g, const float* x, float* out, int64_t n, bo
 // g = tanh(a_g), o = sigmoid(a_o), c = f c_prev + i g and h = o tanh(c); gates receives (i, f, g, o).
 // Vectorised across j, with the bits of the scalar sigmoid_f32 / tanh_f32 formulas at every width.
 void lstm_cell_f32(const float* gx, const float* gh, const float* c_prev, float* gates, float* c, float* h, int64_t H);
+// Its backward for one row: from the gates (i, f, g, o), c, c_prev, the incoming dh (dh_next + the
+// output's gradient gout) and dc, the pre-activation gradients dgates (4 H) and dc_prev (in dc);
+// dh_prev is zeroed (the recurrence's product adds to it afterwards).
+void lstm_cell_backward_f32(const float* gates, const float* c, const float* c_prev, const float* dh_next,
+                            const float* gout, float* dc, float* dgates, float* dh_prev, int64_t H);
 
 enum class BinaryOp { Add, Sub, Mul, Div };
 // out = a op b elementwise; Add/Sub compute a +- alpha * b (alpha ignored for Mul/Div).

@@ -267,6 +267,10 @@ void fused_backward_steps(RNNCellType cell, const Dims& d, const Buffers<T>& bf,
           const T* cb = bf.cs + (t * N + b) * H;
           const T* cpb = cp + b * H;
           T* dcb = dc.data() + b * H;
+          if constexpr (std::is_same_v<T, float>) {  // the same formulas, vectorised
+            kernels::lstm_cell_backward_f32(gtb, cb, cpb, dhb, gout, dcb, dgxb, dhpb, H);
+            break;
+          }
           for (int64_t j = 0; j < H; ++j) {
             const T i = gtb[j], f = gtb[H + j], g = gtb[2 * H + j], o = gtb[3 * H + j];
             const T dht = dhb[j] + gout[j];
