@@ -30,6 +30,13 @@ const std::string& FixtureCase::param(const std::string& key) const {
 
 double FixtureCase::number(const std::string& key) const { return parse_double(param(key)); }
 
+std::vector<double> FixtureCase::numbers(const std::string& key) const {
+  std::vector<double> out;
+  std::stringstream in(param(key));
+  for (std::string tok; std::getline(in, tok, ',');) out.push_back(parse_double(tok));
+  return out;
+}
+
 bool FixtureCase::flag(const std::string& key) const {
   const std::string& v = param(key);
   if (v == "1" || v == "true" || v == "True") return true;
@@ -69,9 +76,18 @@ std::vector<FixtureCase> load_fixture_cases(const std::string& file) {
         in >> k >> v;
         cur->params[k] = v;
       } else if (kind == "t") {
-        std::string role, tok;
+        std::string role, tok, dtype;
+        in >> role >> tok;
+        if (tok == "f64" || tok == "i64") {
+          dtype = tok;
+          in >> tok;
+        }
         int64_t ndim = -1;
-        in >> role >> ndim;
+        try {
+          ndim = std::stoll(tok);
+        } catch (const std::exception&) {
+          throw std::runtime_error("bad ndim '" + tok + "'");
+        }
         if (ndim < 0) throw std::runtime_error("bad ndim");
         std::vector<int64_t> sizes(static_cast<size_t>(ndim));
         for (auto& s : sizes) in >> s;
@@ -80,7 +96,7 @@ std::vector<FixtureCase> load_fixture_cases(const std::string& file) {
         int64_t n = 1;
         for (int64_t s : sizes) n *= s;
         if (static_cast<int64_t>(values.size()) != n) throw std::runtime_error("tensor " + role + ": wrong value count");
-        cur->tensors[role] = make(values, sizes);
+        cur->tensors[role] = make(values, sizes, dtype == "i64" ? kInt64 : kFloat64);
       } else if (kind == "end") {
         cases.push_back(std::move(*cur));
         cur.reset();

@@ -1,8 +1,8 @@
-// Reader of the PyTorch fixture files of tests/fixtures/ in the case format (used by the
-// sequence-model fixtures; the generators' docstrings give each file's roles):
+// Reader of the PyTorch fixture files of tests/fixtures/ in the case format (the activation/loss,
+// norm/resample and sequence-model fixtures; the generators' docstrings give each file's roles):
 //   case <name> <kind>                 one case; kind says what the case builds or calls
 //   param <key> <value>                an option (lists comma-separated)
-//   t <role> <ndim> <sizes...> <values...>   a float64 tensor
+//   t <role> [f64|i64] <ndim> <sizes...> <values...>   a tensor, float64 unless marked i64
 //   end
 // '#' starts a comment line. A malformed line is an error naming the file and the line.
 #pragma once
@@ -18,10 +18,12 @@ namespace graft::test {
 struct FixtureCase {
   std::string name, kind;
   std::map<std::string, std::string> params;
-  std::map<std::string, Tensor> tensors;  // float64, by role
+  std::map<std::string, Tensor> tensors;  // by role (shared by every test: clone before changing one)
 
   const std::string& param(const std::string& key) const;  // throws when missing
   double number(const std::string& key) const;
+  double number(const std::string& key, double dflt) const { return params.count(key) ? number(key) : dflt; }
+  std::vector<double> numbers(const std::string& key) const;  // a comma-separated list
   bool flag(const std::string& key) const;  // "1"/"true" or "0"/"false"
   bool has(const std::string& role) const { return tensors.count(role) != 0; }
   const Tensor& tensor(const std::string& role) const;  // throws when missing
