@@ -125,6 +125,27 @@ TEST(AttentionOptions, EncoderLayerIsCausalIsTheCausalSrcMask) {
   }
 }
 
+TEST(AttentionOptions, DecoderAndTransformerCausalFlagsAreTheCausalMasks) {
+  manual_seed(6);
+  nn::Transformer model(nn::TransformerOptions().d_model(8).nhead(2).num_encoder_layers(1).num_decoder_layers(2)
+                            .dim_feedforward(16).dropout(0.0));
+  model->to(kFloat64);
+  const Tensor src = randn({5, 2, 8}, kFloat64), tgt = randn({4, 2, 8}, kFloat64);
+  // memory_is_causal: target position i attends to memory positions 0 .. i (top-left aligned).
+  Tensor memory_mask = zeros({4, 5}, kFloat64);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = i + 1; j < 5; ++j) memory_mask.data_ptr<double>()[i * 5 + j] = -std::numeric_limits<double>::infinity();
+  NoGradGuard no_grad;
+  const Tensor flags = model->forward(src, tgt, {}, {}, {}, {}, {}, {}, /*src_is_causal=*/true, /*tgt_is_causal=*/true,
+                                      /*memory_is_causal=*/true);
+  // -1e30 for -inf: masks that are not recognised as causal, so that they take the masked path.
+  const Tensor masks = model->forward(src, tgt, causal_float_mask(5).clamp_min(-1e30),
+                                      causal_float_mask(4).clamp_min(-1e30), memory_mask.clamp_min(-1e30));
+  EXPECT_TRUE(allclose(flags, masks, 1e-12, 1e-12));
+  // And they do something: without them the result differs.
+  EXPECT_FALSE(allclose(model->forward(src, tgt), masks, 1e-6, 1e-6));
+}
+
 // Saved-activation bytes live after a forward of `enc` on x.
 int64_t saved_after_forward(nn::TransformerEncoderImpl& enc, const Tensor& x, Tensor& out) {
   const int64_t before = memory::stats()[memory::Category::SavedActivations].current_bytes;

@@ -370,13 +370,15 @@ void TransformerDecoderLayerImpl::reset_parameters() {
 
 Tensor TransformerDecoderLayerImpl::forward(Tensor tgt, const Tensor& memory, const Tensor& tgt_mask,
                                             const Tensor& memory_mask, const Tensor& tgt_key_padding_mask,
-                                            const Tensor& memory_key_padding_mask) {
+                                            const Tensor& memory_key_padding_mask, bool tgt_is_causal,
+                                            bool memory_is_causal) {
   auto sa = [&](const Tensor& x) {
-    return dropout1->forward(std::get<0>(self_attn->forward(x, x, x, tgt_key_padding_mask, false, tgt_mask)));
+    return dropout1->forward(
+        std::get<0>(self_attn->forward(x, x, x, tgt_key_padding_mask, false, tgt_mask, true, tgt_is_causal)));
   };
   auto mha = [&](const Tensor& x) {
-    return dropout2->forward(
-        std::get<0>(multihead_attn->forward(x, memory, memory, memory_key_padding_mask, false, memory_mask)));
+    return dropout2->forward(std::get<0>(multihead_attn->forward(x, memory, memory, memory_key_padding_mask, false,
+                                                                 memory_mask, true, memory_is_causal)));
   };
   auto ff = [&](const Tensor& x) {
     return dropout3->forward(linear2->forward(dropout->forward(options.activation()(linear1->forward(x)))));
@@ -452,11 +454,12 @@ void TransformerDecoderImpl::reset_parameters() {
 
 Tensor TransformerDecoderImpl::forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask,
                                        const Tensor& memory_mask, const Tensor& tgt_key_padding_mask,
-                                       const Tensor& memory_key_padding_mask) {
+                                       const Tensor& memory_key_padding_mask, bool tgt_is_causal,
+                                       bool memory_is_causal) {
   Tensor x = tgt;
   for (size_t i = 0; i < layers->size(); ++i)
     x = layers->at<TransformerDecoderLayerImpl>(i).forward(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
-                                                             memory_key_padding_mask);
+                                                             memory_key_padding_mask, tgt_is_causal, memory_is_causal);
   return norm.is_empty() ? x : norm.forward(x);
 }
 
@@ -498,13 +501,15 @@ void TransformerImpl::reset_parameters() {
 
 Tensor TransformerImpl::forward(const Tensor& src, const Tensor& tgt, const Tensor& src_mask, const Tensor& tgt_mask,
                                 const Tensor& memory_mask, const Tensor& src_key_padding_mask,
-                                const Tensor& tgt_key_padding_mask, const Tensor& memory_key_padding_mask) {
+                                const Tensor& tgt_key_padding_mask, const Tensor& memory_key_padding_mask,
+                                bool src_is_causal, bool tgt_is_causal, bool memory_is_causal) {
   const int64_t batch_dim = options.batch_first() ? 0 : 1;
   GRAFT_CHECK(src.dim() == tgt.dim() && (src.dim() == 2 || src.size(batch_dim) == tgt.size(batch_dim)), "Transformer",
               "src and tgt with the same batch size", shape_str(src.sizes()) + " and " + shape_str(tgt.sizes()),
               options.batch_first() ? "inputs are (N, S, E) and (N, T, E)" : "inputs are (S, N, E) and (T, N, E)");
-  const Tensor memory = encoder->forward(src, src_mask, src_key_padding_mask);
-  return decoder->forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask);
+  const Tensor memory = encoder->forward(src, src_mask, src_key_padding_mask, src_is_causal);
+  return decoder->forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
+                          tgt_is_causal, memory_is_causal);
 }
 
 Tensor TransformerImpl::generate_square_subsequent_mask(int64_t sz) {

@@ -155,8 +155,11 @@ class TransformerDecoderLayerImpl : public Cloneable<TransformerDecoderLayerImpl
   TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead)
       : TransformerDecoderLayerImpl(TransformerDecoderLayerOptions(d_model, nhead)) {}
   explicit TransformerDecoderLayerImpl(const TransformerDecoderLayerOptions& options);
+  // tgt_is_causal / memory_is_causal (PyTorch 2.x): the self-attention / the attention over memory
+  // as with a causal mask (top-left aligned), without one being made.
   Tensor forward(Tensor tgt, const Tensor& memory, const Tensor& tgt_mask = {}, const Tensor& memory_mask = {},
-                 const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {});
+                 const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {},
+                 bool tgt_is_causal = false, bool memory_is_causal = false);
   void reset() override;
   void reset_parameters();
 
@@ -218,7 +221,8 @@ class TransformerDecoderImpl : public Cloneable<TransformerDecoderImpl> {
       : TransformerDecoderImpl(TransformerDecoderOptions(std::move(decoder_layer), num_layers)) {}
   explicit TransformerDecoderImpl(TransformerDecoderOptions options);
   Tensor forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask = {}, const Tensor& memory_mask = {},
-                 const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {});
+                 const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {},
+                 bool tgt_is_causal = false, bool memory_is_causal = false);
   void reset() override;
   void reset_parameters();
 
@@ -252,7 +256,8 @@ class TransformerImpl : public Cloneable<TransformerImpl> {
   explicit TransformerImpl(TransformerOptions options = {});
   Tensor forward(const Tensor& src, const Tensor& tgt, const Tensor& src_mask = {}, const Tensor& tgt_mask = {},
                  const Tensor& memory_mask = {}, const Tensor& src_key_padding_mask = {},
-                 const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {});
+                 const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {},
+                 bool src_is_causal = false, bool tgt_is_causal = false, bool memory_is_causal = false);
   void reset() override;
   void reset_parameters();
   // (sz, sz) float mask: -inf above the diagonal, 0 elsewhere (a causal attn_mask).
