@@ -77,6 +77,39 @@ void lstm_cell_backward_block(const float* __restrict gates, const float* __rest
   }
 }
 
+GRAFT_VEC_CLONES
+void gru_cell_block(const float* __restrict gx, const float* __restrict gh, const float* __restrict bh,
+                    const float* __restrict h_prev, float* __restrict gates, float* __restrict ghn_out,
+                    float* __restrict h, int64_t H) {
+  GRAFT_VEC_NO_CONTRACT
+  for (int64_t j = 0; j < H; ++j) {
+    const float r = sigmoid_f32(gx[j] + gh[j] + bh[j]);
+    const float z = sigmoid_f32(gx[H + j] + gh[H + j] + bh[H + j]);
+    const float ghn = gh[2 * H + j] + bh[2 * H + j];
+    const float n = tanh_f32(gx[2 * H + j] + r * ghn);
+    ghn_out[j] = ghn;
+    gates[j] = r, gates[H + j] = z, gates[2 * H + j] = n;
+    h[j] = (1.0f - z) * n + z * h_prev[j];
+  }
+}
+
+GRAFT_VEC_CLONES
+void gru_cell_backward_block(const float* __restrict gates, const float* __restrict ghn, const float* __restrict h_prev,
+                             const float* __restrict dh_next, const float* __restrict gout, float* __restrict dgx,
+                             float* __restrict dgh, float* __restrict dh_prev, int64_t H) {
+  GRAFT_VEC_NO_CONTRACT
+  for (int64_t j = 0; j < H; ++j) {
+    const float r = gates[j], z = gates[H + j], n = gates[2 * H + j];
+    const float dht = dh_next[j] + gout[j];
+    const float dn_pre = dht * (1.0f - z) * (1.0f - n * n);
+    const float dz_pre = dht * (h_prev[j] - n) * z * (1.0f - z);
+    const float dr_pre = dn_pre * ghn[j] * r * (1.0f - r);
+    dgx[j] = dr_pre, dgx[H + j] = dz_pre, dgx[2 * H + j] = dn_pre;
+    dgh[j] = dr_pre, dgh[H + j] = dz_pre, dgh[2 * H + j] = dn_pre * r;
+    dh_prev[j] = dht * z;
+  }
+}
+
 void unary(Unary op, const float* in, float* out, int64_t n) {
   parallel_for(0, n, kTranscendentalGrain, [&](int64_t b, int64_t e) { unary_block(op, in + b, out + b, e - b); });
 }
@@ -235,6 +268,14 @@ void sigmoid_f32(const float* in, float* out, int64_t n) { unary(Unary::Sigmoid,
 void tanh_f32(const float* in, float* out, int64_t n) { tanh_block(in, out, n); }
 void lstm_cell_f32(const float* gx, const float* gh, const float* c_prev, float* gates, float* c, float* h, int64_t H) {
   lstm_cell_block(gx, gh, c_prev, gates, c, h, H);
+}
+void gru_cell_f32(const float* gx, const float* gh, const float* bh, const float* h_prev, float* gates, float* ghn_out,
+                  float* h, int64_t H) {
+  gru_cell_block(gx, gh, bh, h_prev, gates, ghn_out, h, H);
+}
+void gru_cell_backward_f32(const float* gates, const float* ghn, const float* h_prev, const float* dh_next,
+                           const float* gout, float* dgx, float* dgh, float* dh_prev, int64_t H) {
+  gru_cell_backward_block(gates, ghn, h_prev, dh_next, gout, dgx, dgh, dh_prev, H);
 }
 void lstm_cell_backward_f32(const float* gates, const float* c, const float* c_prev, const float* dh_next,
                             const float* gout, float* dc, float* dgates, float* dh_prev, int64_t H) {

@@ -254,6 +254,17 @@ void lstm_cell_f32(const float* gx, const float* gh, const float* c_prev, float*
 void lstm_cell_backward_f32(const float* gates, const float* c, const float* c_prev, const float* dh_next,
                             const float* gout, float* dc, float* dgates, float* dh_prev, int64_t H);
 
+// One GRU step for one batch row, in PyTorch's gate order (r, z, n): r = sigmoid(gx_r + gh_r + bh_r),
+// z = sigmoid(gx_z + gh_z + bh_z), ghn = gh_n + bh_n, n = tanh(gx_n + r ghn), h = (1 - z) n + z h_prev;
+// gates receives (r, z, n) and ghn_out the ghn the backward needs. bh (3 H) must be given (zeros
+// when the layer has no bias: adding 0 is what the scalar formula does).
+void gru_cell_f32(const float* gx, const float* gh, const float* bh, const float* h_prev, float* gates, float* ghn_out,
+                  float* h, int64_t H);
+// Its backward for one row: dgx = (dr, dz, dn) and dgh = (dr, dz, dn r) at the pre-activations,
+// dh_prev = dh z (the recurrence's product adds to it afterwards).
+void gru_cell_backward_f32(const float* gates, const float* ghn, const float* h_prev, const float* dh_next,
+                           const float* gout, float* dgx, float* dgh, float* dh_prev, int64_t H);
+
 enum class BinaryOp { Add, Sub, Mul, Div };
 // out = a op b elementwise; Add/Sub compute a +- alpha * b (alpha ignored for Mul/Div).
 void binary_f32(BinaryOp op, const float* a, const float* b, float alpha, float* out, int64_t n);

@@ -161,6 +161,8 @@ void fused_forward(RNNCellType cell, const Dims& d, const Buffers<T>& bf, const 
                    const std::vector<int64_t>& lengths, bool reverse) {
   const int64_t N = d.N, H = d.H, GH = d.G * d.H;
   std::vector<T> gh(static_cast<size_t>(N * GH));
+  // The GRU's recurrent bias when the layer has none (the vectorised cell adds it either way).
+  const std::vector<T> zero_bias(cell == RNNCellType::kGRU && !b_hh_gru ? static_cast<size_t>(GH) : 0, T(0));
   for (int64_t s = 0; s < d.T; ++s) {
     const int64_t t = reverse ? d.T - 1 - s : s, tp = reverse ? t + 1 : t - 1;
     const T* hp = s == 0 ? bf.h0 : bf.hs + tp * N * H;
@@ -208,6 +210,10 @@ void fused_forward(RNNCellType cell, const Dims& d, const Buffers<T>& bf, const 
         }
         case RNNCellType::kGRU: {
           T* ghnb = bf.ghn + (t * N + b) * H;
+          if constexpr (std::is_same_v<T, float>) {  // the same formulas, vectorised
+            kernels::gru_cell_f32(gxb, ghb, b_hh_gru ? b_hh_gru : zero_bias.data(), hpb, gtb, ghnb, hb, H);
+            break;
+          }
           for (int64_t j = 0; j < H; ++j) {
             const T bh = b_hh_gru ? b_hh_gru[2 * H + j] : T(0);
             const T r = sigm(gxb[j] + ghb[j] + (b_hh_gru ? b_hh_gru[j] : T(0)));
@@ -288,6 +294,10 @@ void fused_backward_steps(RNNCellType cell, const Dims& d, const Buffers<T>& bf,
         case RNNCellType::kGRU: {
           const T* ghnb = bf.ghn + (t * N + b) * H;
           const T* hpb = hp + b * H;
+          if constexpr (std::is_same_v<T, float>) {  // the same formulas, vectorised
+            kernels::gru_cell_backward_f32(gtb, ghnb, hpb, dhb, gout, dgxb, dghb, dhpb, H);
+            break;
+          }
           for (int64_t j = 0; j < H; ++j) {
             const T r = gtb[j], z = gtb[H + j], n = gtb[2 * H + j];
             const T dht = dhb[j] + gout[j];

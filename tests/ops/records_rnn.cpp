@@ -152,6 +152,29 @@ TEST(RNNLayer, FusedMatchesTheCompositeFormulaInFloat32) {
     }
 }
 
+// Without biases (the fused GRU cell then adds a zero recurrent bias, as the formula's + 0 does).
+TEST(RNNLayer, FusedMatchesTheCompositeFormulaWithoutBiasesInFloat32) {
+  for (RNNCellType cell : {RNNCellType::kLSTM, RNNCellType::kGRU}) {
+    SCOPED_TRACE(std::to_string(static_cast<int>(cell)));
+    const TensorList a = layer_inputs(cell, 6, 3, 5, 16, kFloat32, 75);
+    const bool lstm = cell == RNNCellType::kLSTM;
+    const size_t o = lstm ? 1 : 0;
+    const Tensor g = uniform_sample({6, 3, 16}, 85, -1, 1).to(kFloat32);
+    std::vector<Tensor> outs[2], grads[2];
+    for (int k = 0; k < 2; ++k) {
+      RNNBackendGuard guard(k == 0 ? RNNBackend::kFused : RNNBackend::kComposite);
+      for (Tensor t : a) t.mutable_grad() = Tensor();
+      const RNNLayerResult r =
+          rnn_layer(cell, a[0], a[1], lstm ? a[2] : Tensor(), a[2 + o], a[3 + o], Tensor(), Tensor(), {}, false);
+      r.output.backward(g);
+      outs[k].push_back(r.output.detach());
+      for (size_t i = 0; i < 4 + o; ++i) grads[k].push_back(a[i].grad());
+    }
+    EXPECT_TRUE(all_close(outs[0][0], outs[1][0], 1e-5, 1e-5));
+    for (size_t i = 0; i < grads[0].size(); ++i) EXPECT_TRUE(all_close(grads[0][i], grads[1][i], 1e-5, 1e-4)) << "input " << i;
+  }
+}
+
 TEST(RNNLayer, FusedBackwardIsOnceDifferentiableAndTheCompositeIsTwice) {
   const TensorList a = layer_inputs(RNNCellType::kLSTM, 3, 2, 2, 3, kFloat64, 90);
   auto f = [](const TensorList& in) { return call(RNNCellType::kLSTM, in, {3, 2}, false); };
