@@ -16,6 +16,9 @@
 // as three large products over all T N rows. Gate derivatives: sigmoid' = s (1 - s),
 // tanh' = 1 - t^2, relu' = [h > 0]; LSTM: dc_t = dc_{t+1} f_{t+1} + dh_t o (1 - tanh(c_t)^2);
 // GRU: dh_prev = dh z + dG_h W_hh with dG_h's n part = dn_pre r (dn_pre = dh (1 - z)(1 - n^2)).
+// In float32 the LSTM's and GRU's per-row gate passes, forward and backward, are the array kernels
+// lstm_cell_f32 / gru_cell_f32 and their _backward_f32 (src/kernels/vec_f32.cpp), the same formulas
+// vectorised per vector width with the scalar bits (they had been a fifth of an LSTM step).
 // Variable lengths: a sequence's steps past its length are inactive: its state is copied through,
 // its output is 0 and its gate gradients are 0, so its gradients flow past them unchanged.
 // Outputs: the node has one output Y (T + 2, N, H) = [outputs; h_n; c_n] (c_n row zero but for the
