@@ -1064,7 +1064,10 @@ std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
   if (!r.history.empty()) j["examples_per_second"] = r.history.back().examples_per_second;
   if (is_text_model(cfg.model)) {
     j["test_bits_per_char"] = bits_per_char(r.test_loss);
-    for (const auto& [k, v] : text_flags(cfg)) j[k] = std::stoll(v);
+    j["context"] = cfg.context;
+    j["width"] = cfg.width;
+    j["depth"] = cfg.depth;
+    j["heads"] = cfg.heads;
   }
   return j.dump();
 }
