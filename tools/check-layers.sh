@@ -12,7 +12,7 @@
 #   layer 5  nn                   include/graft/nn, src/nn
 #   layer 6  optim                include/graft/optim, src/optim
 #   layer 7  data, io             include/graft/{data,io}, src/{data,io}
-#   layer 8  amp, diagnostics,    include/graft/{amp,diagnostics,utils}, src/{amp,diagnostics,utils}
+#   layer 8  amp, diagnostics,    include/graft/{amp,diagnostics,distributed,utils}, src/{amp,diagnostics,distributed,utils}
 #            utils (checkpoint)
 #   layer 9  apps                 apps/, include/graft/graft.h (the umbrella header)
 set -euo pipefail
@@ -28,7 +28,7 @@ layer_of_area() {
     nn) echo 5 ;;
     optim) echo 6 ;;
     data|io) echo 7 ;;
-    amp|diagnostics|utils) echo 8 ;;
+    amp|diagnostics|distributed|utils) echo 8 ;;
     apps) echo 9 ;;
     *) echo "" ;;
   esac

@@ -4,7 +4,7 @@
 #   tools/install-deps.sh --bench  also LibTorch, for the side-by-side benchmarks
 set -euo pipefail
 pkgs=(cmake g++ make clang libclang-rt-14-dev lld libopenblas-dev libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev dataset-fashion-mnist fortunes chromium
+      nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist fortunes chromium
       python3)  # python3: tools/check-notes.py
 if [[ "${1:-}" == "--bench" ]]; then pkgs+=(libtorch-dev); fi
 

@@ -213,25 +213,33 @@ TensorList AccumulateGrad::apply(const Tensor& grad_in) {
     }
   }
   if (!grad.defined()) return {};
-  Tensor& acc = meta.grad;
-  // Note [Memory categories]: whatever storage ends up as .grad is counted as a gradient.
-  struct TagGradient {
-    Tensor& acc;
-    ~TagGradient() {
-      if (acc.defined()) memory::set_category(*acc.impl().storage, memory::Category::Gradients);
-    }
-  } tag{acc};
-  if (!acc.defined()) {
-    if (!GradMode::is_enabled() && sole && grad.impl().storage.use_count() == 1 &&
-        grad.is_contiguous() && grad.storage_offset() == 0 && grad.impl().storage->nbytes == grad.nbytes()) {
-      acc = grad.detach();
+  {
+    Tensor& acc = meta.grad;
+    // Note [Memory categories]: whatever storage ends up as .grad is counted as a gradient.
+    struct TagGradient {
+      Tensor& acc;
+      ~TagGradient() {
+        if (acc.defined()) memory::set_category(*acc.impl().storage, memory::Category::Gradients);
+      }
+    } tag{acc};
+    if (!acc.defined()) {
+      if (!GradMode::is_enabled() && sole && grad.impl().storage.use_count() == 1 &&
+          grad.is_contiguous() && grad.storage_offset() == 0 && grad.impl().storage->nbytes == grad.nbytes()) {
+        acc = grad.detach();
+      } else {
+        acc = GradMode::is_enabled() ? grad.clone() : grad.detach().clone();
+      }
+    } else if (!GradMode::is_enabled()) {
+      acc.add_(grad);
     } else {
-      acc = GradMode::is_enabled() ? grad.clone() : grad.detach().clone();
+      acc = acc + grad;
     }
-  } else if (!GradMode::is_enabled()) {
-    acc.add_(grad);
-  } else {
-    acc = acc + grad;
+  }
+  if (!meta.post_accumulate_hooks.empty()) {
+    const Tensor leaf(leaf_);
+    // A copy: a hook may remove itself.
+    auto hooks = meta.post_accumulate_hooks;
+    for (auto& [id, hook] : hooks) hook(leaf);
   }
   return {};
 }

@@ -124,6 +124,19 @@ HookHandle Tensor::register_hook_impl(std::function<Tensor(const Tensor&)> hook)
   });
 }
 
+HookHandle Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  GRAFT_CHECK(requires_grad() && is_leaf(), "register_post_accumulate_grad_hook", "a leaf that requires grad",
+              requires_grad() ? "a non-leaf tensor" : "a tensor that does not require grad",
+              "post-accumulate-grad hooks run where a leaf's .grad is written; register them on parameters");
+  static std::atomic<unsigned> next_id{1};
+  const unsigned id = next_id++;
+  impl().autograd_meta().post_accumulate_hooks.emplace_back(id, std::move(hook));
+  std::weak_ptr<TensorImpl> weak = impl_;
+  return HookHandle(id, [weak, id] {
+    if (auto t = weak.lock()) std::erase_if(t->autograd_meta().post_accumulate_hooks, [id](const auto& p) { return p.first == id; });
+  });
+}
+
 void Tensor::remove_hook(unsigned id) const {
   if (is_leaf()) {
     if (impl().autograd) std::erase_if(impl().autograd->hooks, [id](const auto& p) { return p.first == id; });

@@ -10,6 +10,7 @@
 
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/generator.h"
+#include "graft/data/samplers.h"
 #include "shuffle.h"
 
 namespace graft::data {
@@ -142,6 +143,10 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
               "0 prepares batches in the loop itself; 1 or 2 background threads are usually enough");
   GRAFT_CHECK(options_.prefetch() >= 1, "DataLoader", "prefetch >= 1", std::to_string(options_.prefetch()),
               "the number of batches each worker may prepare ahead");
+  GRAFT_CHECK(options_.num_replicas() >= 1 && options_.rank() >= 0 && options_.rank() < options_.num_replicas(),
+              "DataLoader", "distributed(num_replicas >= 1, rank in [0, num_replicas))",
+              "num_replicas " + std::to_string(options_.num_replicas()) + ", rank " + std::to_string(options_.rank()),
+              "pass graft::distributed::get_world_size() and get_rank()");
   if (options_.seed()) {
     seed_ = *options_.seed();
   } else {
@@ -152,7 +157,9 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
 }
 
 int64_t DataLoader::size() const {
-  const int64_t n = dataset_->size(), bs = options_.batch_size();
+  const int64_t w = options_.num_replicas();
+  const int64_t n = w == 1 ? dataset_->size() : (options_.drop_last() ? dataset_->size() / w : (dataset_->size() + w - 1) / w);
+  const int64_t bs = options_.batch_size();
   return options_.drop_last() ? n / bs : (n + bs - 1) / bs;
 }
 
@@ -169,6 +176,9 @@ std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
     Generator g(splitmix64(seed_ ^ splitmix64(static_cast<uint64_t>(epoch))));
     detail::shuffle(order, g);
   }
+  if (options_.num_replicas() > 1)
+    return samplers::distributed_shard(order, static_cast<size_t>(options_.num_replicas()),
+                                       static_cast<size_t>(options_.rank()), options_.drop_last());
   return order;
 }
 

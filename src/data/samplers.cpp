@@ -61,4 +61,36 @@ std::optional<std::vector<size_t>> RandomSampler::next(size_t batch_size) {
   return take(&indices_, indices_.size(), index_, batch_size, "RandomSampler::next");
 }
 
+DistributedSampler::DistributedSampler(size_t size, size_t num_replicas, size_t rank, bool shuffle, uint64_t seed,
+                                       bool drop_last)
+    : size_(size), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), seed_(seed), drop_last_(drop_last) {
+  GRAFT_CHECK(num_replicas >= 1, "DistributedSampler", "num_replicas >= 1", std::to_string(num_replicas),
+              "pass graft::distributed::get_world_size()");
+  GRAFT_CHECK(rank < num_replicas, "DistributedSampler", "a rank in [0, " + std::to_string(num_replicas) + ")",
+              std::to_string(rank), "pass graft::distributed::get_rank()");
+  reset();
+}
+
+void DistributedSampler::set_epoch(size_t epoch) {
+  epoch_ = epoch;
+  reset();
+}
+
+void DistributedSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) size_ = *new_size;
+  std::vector<size_t> order(size_);
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (shuffle_ && size_ > 1) {
+    // The same permutation on every rank: it depends on (seed, epoch) only.
+    Generator g(seed_ + epoch_);
+    detail::shuffle(order, g);
+  }
+  indices_ = distributed_shard(order, num_replicas_, rank_, drop_last_);
+  index_ = 0;
+}
+
+std::optional<std::vector<size_t>> DistributedSampler::next(size_t batch_size) {
+  return take(&indices_, indices_.size(), index_, batch_size, "DistributedSampler::next");
+}
+
 }  // namespace graft::data::samplers

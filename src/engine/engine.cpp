@@ -46,6 +46,11 @@ class PassScope {
   const detail::BackwardPassInfo* prev_;
 };
 
+// queue_callback(): the callbacks of the outermost pass on this thread, run when it ends (null
+// outside a pass). Passes started inside a node (checkpointing) queue onto the outermost one, so a
+// callback sees every leaf of the user's backward() written.
+thread_local std::vector<std::function<void()>>* final_callbacks = nullptr;
+
 struct NodeHash {
   size_t operator()(const Node* n) const { return std::hash<const void*>()(n); }
 };
@@ -278,13 +283,36 @@ void run_graph_task(GraphTask& task, const char* op, const TensorList& outputs, 
   std::vector<Node*> root_nodes;
   for (auto& r : roots) root_nodes.push_back(r.first);
   discover(task, root_nodes, targets);
-  PassScope scope(&info);
-  execute(task, roots);
+  if (final_callbacks) {  // a pass inside a node of an outer pass
+    PassScope scope(&info);
+    execute(task, roots);
+    return;
+  }
+  std::vector<std::function<void()>> callbacks;
+  struct Owner {
+    ~Owner() { final_callbacks = nullptr; }
+  } owner;
+  final_callbacks = &callbacks;
+  {
+    PassScope scope(&info);
+    execute(task, roots);
+  }
+  // Callbacks may queue more; an index, since push_back may move the elements.
+  for (size_t i = 0; i < callbacks.size(); ++i) {
+    auto cb = std::move(callbacks[i]);
+    cb();
+  }
 }
 
 }  // namespace
 
 const detail::BackwardPassInfo* detail::current_backward_pass() { return current_pass; }
+
+void queue_callback(std::function<void()> callback) {
+  GRAFT_CHECK(final_callbacks != nullptr, "queue_callback", "to be called during a backward pass",
+              "a call outside backward()", "queue callbacks from a hook that runs during backward");
+  final_callbacks->push_back(std::move(callback));
+}
 
 void backward(const TensorList& outputs, const TensorList& grad_outputs, std::optional<bool> retain_graph,
               bool create_graph, const TensorList& inputs) {

@@ -67,9 +67,22 @@ bool GradAccumulator::backward(const Tensor& loss, int64_t count) {
     check_batch_norm();
   }
   const int64_t w = options_.weighting == Weighting::kBySampleCount ? count : 1;
+  // Only the group's last micro-batch communicates (GradientSync); flush() synchronises a short group.
+  const bool last = pending_ + 1 >= options_.steps;
+  struct SyncScope {
+    GradientSync* sync;
+    SyncScope(GradientSync* s, bool on) : sync(s) {
+      if (sync) sync->set_sync_enabled(on);
+    }
+    ~SyncScope() {
+      if (sync) sync->set_sync_enabled(true);
+    }
+  };
   try {
+    SyncScope scope(options_.sync, last);
     if (w == 1) loss.backward();
     else (loss * static_cast<double>(w)).backward();
+    synced_last_ = last;
   } catch (...) {
     // A backward that threw (out of memory, an in-place error, ...) may have written some of the
     // gradients and not others: the group is dropped, so that they never join a step.
@@ -85,6 +98,7 @@ bool GradAccumulator::backward(const Tensor& loss, int64_t count) {
 
 bool GradAccumulator::flush() {
   if (pending_ == 0) return false;
+  if (options_.sync && !synced_last_) options_.sync->sync_now();
   finish_group();
   return true;
 }
@@ -108,8 +122,7 @@ void GradAccumulator::finish_group() {
       }
     }
     if (options_.max_grad_norm) {
-      last_grad_norm_ =
-          nn::utils::clip_grad_norm_(params, *options_.max_grad_norm, options_.norm_type, options_.error_if_nonfinite);
+      last_grad_norm_ = optimizer_.clip_grad_norm_(*options_.max_grad_norm, options_.norm_type, options_.error_if_nonfinite);
     }
   } catch (...) {
     reset_group();

@@ -11,6 +11,7 @@
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
+#include "graft/nn/utils.h"
 #include "graft/core/memory.h"
 
 namespace graft::optim {
@@ -257,6 +258,10 @@ void Optimizer::add_parameters(const std::vector<Tensor>& parameters) {
     if (p.defined()) memory::set_category(*p.impl().storage, memory::Category::Parameters);
   auto& ps = param_groups_[0].params();
   ps.insert(ps.end(), parameters.begin(), parameters.end());
+}
+
+double Optimizer::clip_grad_norm_(double max_norm, double norm_type, bool error_if_nonfinite) {
+  return nn::utils::clip_grad_norm_(parameters(), max_norm, norm_type, error_if_nonfinite);
 }
 
 void Optimizer::zero_grad(bool set_to_none) {

@@ -210,6 +210,9 @@ struct AutogradMeta {
   std::shared_ptr<Node> grad_fn;
   std::weak_ptr<Node> grad_accumulator;  // leaves only; the node holds the leaf, not the reverse
   std::vector<std::pair<unsigned, GradHook>> hooks;  // leaves only (non-leaf hooks live on grad_fn)
+  // Tensor::register_post_accumulate_grad_hook: run with the leaf once its .grad holds this pass's
+  // sum (distributed data parallel launches its all-reduce from here).
+  std::vector<std::pair<unsigned, std::function<void(const Tensor&)>>> post_accumulate_hooks;
 };
 
 // ---- recording (used by op implementations) ----

@@ -138,6 +138,9 @@ class Tensor {
     }
   }
   HookHandle register_hook_impl(std::function<Tensor(const Tensor&)> hook) const;
+  // PyTorch 2.1's register_post_accumulate_grad_hook: hook(leaf) runs after a backward pass has
+  // added its gradient into this leaf's .grad (leaves only; the hook reads or replaces .grad).
+  HookHandle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
   void remove_hook(unsigned id) const;
   uint32_t _version() const { return impl().storage->version.load(std::memory_order_relaxed); }
 

@@ -48,6 +48,15 @@ class DataLoaderOptions {
   DataLoaderOptions& max_jobs(size_t v) { max_jobs_ = v; return *this; }
   DataLoaderOptions& enforce_ordering(bool v) { enforce_ordering_ = v; return *this; }
   DataLoaderOptions& timeout(std::chrono::milliseconds v) { timeout_ = v; return *this; }
+  // Distributed data parallel: each epoch, this rank's shard of the epoch's order, as
+  // samplers::DistributedSampler takes it (every num_replicas-th example from `rank`, padded to a
+  // multiple of num_replicas; with drop_last the tail that does not divide is dropped, as is the
+  // last short batch). Every rank must use the same seed.
+  DataLoaderOptions& distributed(int64_t num_replicas, int64_t rank) {
+    num_replicas_ = num_replicas;
+    rank_ = rank;
+    return *this;
+  }
 
   int64_t batch_size() const { return batch_size_; }
   bool shuffle() const { return shuffle_; }
@@ -59,6 +68,8 @@ class DataLoaderOptions {
   bool enforce_ordering() const { return enforce_ordering_; }
   std::optional<std::chrono::milliseconds> timeout() const { return timeout_; }
   int64_t prefetch() const { return prefetch_; }
+  int64_t num_replicas() const { return num_replicas_; }
+  int64_t rank() const { return rank_; }
 
  private:
   int64_t batch_size_ = 1;
@@ -70,6 +81,8 @@ class DataLoaderOptions {
   std::optional<size_t> max_jobs_;
   bool enforce_ordering_ = true;
   std::optional<std::chrono::milliseconds> timeout_;
+  int64_t num_replicas_ = 1;
+  int64_t rank_ = 0;
 };
 
 class DataLoader {

@@ -49,4 +49,56 @@ class RandomSampler : public Sampler<> {
   size_t index_ = 0;
 };
 
+// PyTorch's DistributedSampler: each of num_replicas ranks takes every num_replicas-th index
+// (from `rank`) of one order that all ranks share: 0 .. size-1, or, with shuffle, its permutation
+// seeded by seed + epoch (set_epoch before each epoch; every rank must use the same seed). Without
+// drop_last the order is padded with its own first indices to a multiple of num_replicas, so every
+// rank gets ceil(size / num_replicas) indices; with it, the tail is dropped (floor). The rank and
+// the world size come from the caller: graft::distributed::get_rank() / get_world_size().
+class DistributedSampler : public Sampler<> {
+ public:
+  DistributedSampler(size_t size, size_t num_replicas, size_t rank, bool shuffle = true, uint64_t seed = 0,
+                     bool drop_last = false);
+  void reset(std::optional<size_t> new_size = std::nullopt) override;
+  std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  void set_epoch(size_t epoch);
+  size_t epoch() const noexcept { return epoch_; }
+  size_t num_samples() const noexcept { return indices_.size(); }  // this rank's, per epoch
+  const std::vector<size_t>& indices() const noexcept { return indices_; }
+
+ private:
+  size_t size_, num_replicas_, rank_;
+  bool shuffle_;
+  uint64_t seed_;
+  bool drop_last_;
+  size_t epoch_ = 0;
+  std::vector<size_t> indices_;
+  size_t index_ = 0;
+};
+
+// LibTorch's names for the two kinds (torch::data::samplers::DistributedRandomSampler and
+// DistributedSequentialSampler; allow_duplicates = !drop_last). LibTorch reseeds by epoch too.
+class DistributedRandomSampler : public DistributedSampler {
+ public:
+  DistributedRandomSampler(size_t size, size_t num_replicas = 1, size_t rank = 0, bool allow_duplicates = true)
+      : DistributedSampler(size, num_replicas, rank, true, 0, !allow_duplicates) {}
+};
+class DistributedSequentialSampler : public DistributedSampler {
+ public:
+  DistributedSequentialSampler(size_t size, size_t num_replicas = 1, size_t rank = 0, bool allow_duplicates = true)
+      : DistributedSampler(size, num_replicas, rank, false, 0, !allow_duplicates) {}
+};
+
+// The shard of `order` that `rank` of num_replicas takes (DistributedSampler's rule, above).
+template <class T>
+std::vector<T> distributed_shard(const std::vector<T>& order, size_t num_replicas, size_t rank, bool drop_last) {
+  const size_t n = order.size();
+  const size_t per_rank = drop_last ? n / num_replicas : (n + num_replicas - 1) / num_replicas;
+  const size_t total = per_rank * num_replicas;
+  std::vector<T> out;
+  out.reserve(per_rank);
+  for (size_t i = rank; i < total; i += num_replicas) out.push_back(order[n ? i % n : 0]);
+  return out;
+}
+
 }  // namespace graft::data::samplers

@@ -1,6 +1,7 @@
 // The backward engine and the functional gradient API.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "graft/core/tensor.h"
@@ -17,6 +18,11 @@ void backward(const TensorList& outputs, const TensorList& grad_outputs = {},
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs = {},
                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                 bool allow_unused = false);
+
+// PyTorch's Variable._execution_engine.queue_callback: `callback` runs on this thread when the
+// backward pass running now ends, after every .grad of it is written (the outermost pass, when
+// checkpointing runs passes inside it). Only during a pass (from a hook); not run when the pass throws.
+void queue_callback(std::function<void()> callback);
 
 namespace detail {
 // What the backward pass running on this thread was asked for; null outside the engine. A node

@@ -59,6 +59,17 @@ enum class Weighting {
   kBySampleCount,  // each micro-batch by its count: the mean over all samples (tokens) of the group
 };
 
+// A gradient synchroniser (nn::parallel::DistributedDataParallel's reducer): given one, the
+// accumulator turns its communication off for every micro-batch of a group but the last, so that a
+// group communicates once (PyTorch's no_sync), and has it synchronise a group that ends early.
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  virtual void set_sync_enabled(bool enabled) = 0;  // off: backward only accumulates into .grad
+  virtual bool sync_enabled() const = 0;
+  virtual void sync_now() = 0;  // averages the accumulated gradients over the ranks now
+};
+
 // Every member has a default, so designated initializers may name any subset (in this order):
 // {.steps = 4, .weighting = Weighting::kBySampleCount, .max_grad_norm = 1.0}.
 struct GradAccumulatorOptions {
@@ -69,6 +80,8 @@ struct GradAccumulatorOptions {
   bool error_if_nonfinite = false;      // for clipping
   // Receives warnings (BatchNorm in train mode); null: written to std::cerr.
   std::function<void(const std::string&)> on_warning = nullptr;
+  // Distributed data parallel: ddp.reducer() (not owned; it must outlive the accumulator).
+  GradientSync* sync = nullptr;
 };
 
 class GradAccumulator {
@@ -108,6 +121,7 @@ class GradAccumulator {
   int64_t steps_taken_ = 0;
   bool warned_ = false;
   std::optional<double> last_grad_norm_;
+  bool synced_last_ = true;  // whether the last micro-batch's backward communicated
 };
 
 }  // namespace graft::optim

@@ -186,7 +186,10 @@ class Optimizer {
   void add_parameters(const std::vector<Tensor>& parameters);
   // set_to_none: drop each .grad (the default, as in LibTorch); otherwise zero it in place
   // (detached from any graph).
-  void zero_grad(bool set_to_none = true);
+  virtual void zero_grad(bool set_to_none = true);
+  // nn::utils::clip_grad_norm_ over parameters() (GradAccumulator clips through this): an optimiser
+  // whose gradients are sharded over ranks (ZeroRedundancyOptimizer) returns the global norm.
+  virtual double clip_grad_norm_(double max_norm, double norm_type = 2.0, bool error_if_nonfinite = false);
 
   // Every parameter, group by group.
   std::vector<Tensor> parameters() const;

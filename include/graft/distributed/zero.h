@@ -1,0 +1,82 @@
+// graft::optim::ZeroRedundancyOptimizer: ZeRO (Rajbhandari et al., 2020) on DistributedDataParallel.
+//
+//   nn::parallel::DistributedDataParallel ddp(model);
+//   optim::ZeroRedundancyOptimizer opt(
+//       ddp.parameters(), [](std::vector<Tensor> p) { return std::make_unique<optim::Adam>(p, optim::AdamOptions(1e-3)); },
+//       optim::ZeroRedundancyOptions().stage(2), &ddp.reducer());
+//   ... loss.backward(); opt.step(); opt.zero_grad();
+//
+// Note [ZeRO shards]
+// The parameters (one floating dtype) are laid end to end in the order of DDP's buckets, N elements
+// in all; rank r owns the elements [r C, (r + 1) C) with C = ceil(N / world_size) (the last rank
+// fewer), so every rank holds the same share up to rounding. The inner optimiser (made by the
+// factory) sees one parameter: this rank's shard, a flat copy of those elements, whose .grad is the
+// shard of the averaged gradient. Its state (Adam's two moments) is thus 1/N of a full optimiser's.
+// step() copies the current parameter values into the shard, steps it, and all-gathers the shards
+// so that every rank ends with the same updated parameters. Stage 1 takes the shard's gradient from
+// the all-reduced buckets after backward; stage 2 has DDP reduce-scatter each bucket straight into
+// it (Reducer::Sharding), so no rank keeps the full gradient between steps. clip_grad_norm_ and
+// GradAccumulator's rescaling act on the shard, the norm all-reduced over the ranks, so clipping
+// is the global one. Per-element optimisers only (SGD, Adam, AdamW, Adagrad, RMSprop: an update that
+// needs a whole tensor, as a per-layer trust ratio, would see pieces), one parameter group.
+// state_dict() is this rank's shard; consolidate_state_dict() gathers the full one on a rank.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "graft/distributed/ddp.h"
+#include "graft/optim/optimizer.h"
+
+namespace graft::optim {
+
+struct ZeroRedundancyOptions {
+  GRAFT_ARG(int, stage) = 1;  // 1: optimiser state sharded; 2: gradients too
+};
+
+class ZeroRedundancyOptimizer final : public Optimizer {
+ public:
+  using Factory = std::function<std::unique_ptr<Optimizer>(std::vector<Tensor>)>;
+  ZeroRedundancyOptimizer(std::vector<Tensor> params, Factory make_optimizer, ZeroRedundancyOptions options,
+                          nn::parallel::Reducer* reducer);
+  ~ZeroRedundancyOptimizer() override;
+
+  Tensor step(LossClosure closure = nullptr) override;
+  void zero_grad(bool set_to_none = true) override;
+  double clip_grad_norm_(double max_norm, double norm_type = 2.0, bool error_if_nonfinite = false) override;
+
+  // This rank's share of the N elements (C, or fewer on the last ranks).
+  int64_t shard_numel() const noexcept { return shard_.numel(); }
+  int64_t chunk() const noexcept { return chunk_; }
+  int64_t gradient_shard_bytes() const noexcept { return static_cast<int64_t>(shard_grad_.nbytes()); }
+  Optimizer& inner() noexcept { return *inner_; }
+  // The full optimiser state on rank `to` (its tensors laid out as the flat parameters), for a
+  // checkpoint that loads into one process: {"<state name>": flat tensor of N elements, ...}.
+  // Every rank must call it.
+  OrderedDict<std::string, Tensor> consolidate_state_dict(int to = 0);
+
+ private:
+  struct Layout {
+    std::vector<Tensor> params;
+    std::vector<int64_t> offsets;
+    int64_t numel = 0, chunk = 0;
+    Tensor shard;
+    std::unique_ptr<Optimizer> inner;
+  };
+  static Layout build(const std::vector<Tensor>& params, const Factory& make_optimizer,
+                      const ZeroRedundancyOptions& options, nn::parallel::Reducer* reducer);
+  ZeroRedundancyOptimizer(Layout&& layout, ZeroRedundancyOptions options, nn::parallel::Reducer* reducer);
+  void gather_gradient_shard();  // stage 1: from the buckets
+
+  std::vector<Tensor> params_;
+  std::vector<int64_t> flat_offset_;  // of each parameter in the flat order
+  nn::parallel::Reducer* reducer_;
+  ZeroRedundancyOptions options_;
+  int64_t numel_ = 0, chunk_ = 0;
+  Tensor shard_;       // leaf: this rank's elements
+  Tensor shard_grad_;  // its gradient (shard_.grad())
+  std::unique_ptr<Optimizer> inner_;
+};
+
+}  // namespace graft::optim

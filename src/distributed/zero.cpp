@@ -1,0 +1,223 @@
+// ZeroRedundancyOptimizer (Note [ZeRO shards] in graft/distributed/zero.h).
+#include "graft/distributed/zero.h"
+
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "graft/autograd/grad_mode.h"
+#include "graft/core/error.h"
+#include "graft/core/factory.h"
+#include "graft/core/memory.h"
+#include "graft/distributed/process_group.h"
+
+namespace graft::optim {
+
+namespace {
+
+// Rank r's elements of the flat order: [r chunk, r chunk + count(r)).
+int64_t share(int64_t numel, int64_t chunk, int64_t r) {
+  return std::max<int64_t>(0, std::min(numel, (r + 1) * chunk) - r * chunk);
+}
+
+std::vector<int64_t> shares(int64_t numel, int64_t chunk) {
+  std::vector<int64_t> c(static_cast<size_t>(distributed::get_world_size()));
+  for (size_t r = 0; r < c.size(); ++r) c[r] = share(numel, chunk, static_cast<int64_t>(r));
+  return c;
+}
+
+// Calls fn(flat view of the parameter's part, shard view) for every parameter overlapping the shard.
+template <class F>
+void for_each_overlap(const std::vector<Tensor>& params, const std::vector<int64_t>& offsets, int64_t lo, int64_t len,
+                      const Tensor& shard, F&& fn) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const int64_t o = offsets[i], n = params[i].numel();
+    const int64_t a = std::max(o, lo), b = std::min(o + n, lo + len);
+    if (a >= b) continue;
+    fn(params[i].view({-1}).narrow(0, a - o, b - a), shard.narrow(0, a - lo, b - a));
+  }
+}
+
+}  // namespace
+
+ZeroRedundancyOptimizer::Layout ZeroRedundancyOptimizer::build(const std::vector<Tensor>& params, const Factory& make_optimizer,
+                                                                const ZeroRedundancyOptions& options,
+                                                                nn::parallel::Reducer* reducer) {
+  const char* op = "ZeroRedundancyOptimizer";
+  GRAFT_CHECK(options.stage() == 1 || options.stage() == 2, op, "stage 1 or 2", std::to_string(options.stage()),
+              "1 shards the optimiser state, 2 the gradients too");
+  GRAFT_CHECK(reducer != nullptr, op, "the DistributedDataParallel reducer (&ddp.reducer())", "null",
+              "wrap the model in nn::parallel::DistributedDataParallel first; the shards follow its buckets");
+  GRAFT_CHECK(make_optimizer != nullptr, op, "an optimiser factory", "null",
+              "pass e.g. [](std::vector<Tensor> p) { return std::make_unique<optim::Adam>(p); }");
+  // The flat order is the buckets' (Reducer::Sharding).
+  const auto& rp = reducer->parameters();
+  std::unordered_map<const TensorImpl*, size_t> index;
+  for (size_t i = 0; i < rp.size(); ++i) index[&rp[i].impl()] = i;
+  size_t given = 0;
+  for (const Tensor& p : params)
+    if (p.requires_grad()) {
+      ++given;
+      GRAFT_CHECK(index.count(&p.impl()), op, "the parameters of the DDP model", "a tensor that is not one of them",
+                  "pass ddp.parameters()");
+    }
+  GRAFT_CHECK(given == rp.size() && !rp.empty(), op, std::to_string(rp.size()) + " parameters (the DDP model's)",
+              std::to_string(given), "pass ddp.parameters()");
+  Layout l;
+  l.params.assign(rp.size(), Tensor());
+  l.offsets.assign(rp.size(), 0);
+  const auto& buckets = reducer->buckets();
+  for (size_t b = 0; b < buckets.size(); ++b)
+    for (size_t j = 0; j < buckets[b].params.size(); ++j) {
+      const size_t p = buckets[b].params[j];
+      l.params[p] = rp[p];
+      l.offsets[p] = reducer->bucket_flat_offset(b) + buckets[b].offsets[j];
+    }
+  const DType dtype = rp[0].dtype();
+  for (const Tensor& p : rp)
+    GRAFT_CHECK(p.dtype() == dtype, op, "parameters of one dtype", std::string(dtype_name(dtype)) + " and " + dtype_name(p.dtype()),
+                "convert the model to one dtype (model->to(...))");
+  l.numel = reducer->flat_numel();
+  const int64_t world = distributed::get_world_size(), rank = distributed::get_rank();
+  l.chunk = (l.numel + world - 1) / world;
+  const int64_t mine = share(l.numel, l.chunk, rank);
+  GRAFT_CHECK(mine > 0, op, "at least one element per rank", std::to_string(l.numel) + " elements over " + std::to_string(world) + " ranks",
+              "use fewer ranks or a larger model");
+  l.shard = empty({mine}, TensorOptions().dtype(dtype));
+  {
+    NoGradGuard no_grad;
+    for_each_overlap(l.params, l.offsets, rank * l.chunk, mine, l.shard,
+                     [](const Tensor& p, const Tensor& s) { s.copy_(p); });
+  }
+  l.shard.requires_grad_(true);
+  l.inner = make_optimizer({l.shard});
+  GRAFT_CHECK(l.inner != nullptr && l.inner->param_groups().size() == 1, op, "a factory returning an optimiser of one group",
+              l.inner ? std::to_string(l.inner->param_groups().size()) + " groups" : "null",
+              "build the optimiser from the list it is given");
+  return l;
+}
+
+ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<Tensor> params, Factory make_optimizer,
+                                                 ZeroRedundancyOptions options, nn::parallel::Reducer* reducer)
+    : ZeroRedundancyOptimizer(build(params, make_optimizer, options, reducer), options, reducer) {}
+
+ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(Layout&& l, ZeroRedundancyOptions options, nn::parallel::Reducer* reducer)
+    // This optimiser's one parameter is the shard too (GradAccumulator rescales and clips it).
+    : Optimizer({OptimizerParamGroup(std::vector<Tensor>{l.shard})}, l.inner->defaults().clone()),
+      params_(std::move(l.params)),
+      flat_offset_(std::move(l.offsets)),
+      reducer_(reducer),
+      options_(options),
+      numel_(l.numel),
+      chunk_(l.chunk),
+      shard_(std::move(l.shard)),
+      inner_(std::move(l.inner)) {
+  shard_grad_ = zeros({shard_.numel()}, TensorOptions().dtype(shard_.dtype()));
+  memory::set_category(*shard_grad_.impl().storage, memory::Category::Gradients);
+  shard_.mutable_grad() = shard_grad_;
+  nn::parallel::Reducer::Sharding sharding;
+  sharding.stage = options_.stage();
+  sharding.chunk = chunk_;
+  sharding.shard_grad = shard_grad_;
+  if (options_.stage() == 1) sharding.on_synced = [this] { gather_gradient_shard(); };
+  reducer_->attach_sharding(std::move(sharding));
+}
+
+ZeroRedundancyOptimizer::~ZeroRedundancyOptimizer() = default;
+
+void ZeroRedundancyOptimizer::gather_gradient_shard() {
+  NoGradGuard no_grad;
+  const int64_t rank = distributed::get_rank();
+  shard_grad_.zero_();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& g = params_[i].grad();
+    if (!g.defined()) continue;
+    const int64_t o = flat_offset_[i], n = params_[i].numel(), lo = rank * chunk_;
+    const int64_t a = std::max(o, lo), b = std::min(o + n, lo + shard_.numel());
+    if (a >= b) continue;
+    shard_grad_.narrow(0, a - lo, b - a).copy_(g.reshape({-1}).narrow(0, a - o, b - a));
+  }
+}
+
+Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
+  Tensor loss;
+  if (closure) {
+    EnableGradGuard enable;
+    loss = closure();
+  }
+  NoGradGuard no_grad;
+  const int64_t rank = distributed::get_rank();
+  // The shard from the parameters as they are now (a load_state_dict or a manual edit included).
+  for_each_overlap(params_, flat_offset_, rank * chunk_, shard_.numel(), shard_,
+                   [](const Tensor& p, const Tensor& s) { s.copy_(p); });
+  shard_.mutable_grad() = shard_grad_;
+  inner_->param_groups()[0].options().lr(param_groups_[0].options().lr());  // schedulers set ours
+  inner_->step();
+  // Every rank's updated shard, into every parameter.
+  Tensor flat = empty({numel_}, TensorOptions().dtype(shard_.dtype()));
+  distributed::detail::all_gather_v(flat, shard_, shares(numel_, chunk_), "all_gather of the ZeRO parameter shards")->wait();
+  for (size_t i = 0; i < params_.size(); ++i)
+    params_[i].view({-1}).copy_(flat.narrow(0, flat_offset_[i], params_[i].numel()));
+  ++steps_taken_;
+  return loss;
+}
+
+void ZeroRedundancyOptimizer::zero_grad(bool set_to_none) {
+  NoGradGuard no_grad;
+  for (Tensor& p : params_) {
+    if (!p.grad().defined()) continue;
+    if (set_to_none) p.mutable_grad() = Tensor();
+    else p.mutable_grad().zero_();
+  }
+  shard_grad_.zero_();  // kept allocated: it is the reduce-scatter's destination
+  shard_.mutable_grad() = shard_grad_;
+}
+
+double ZeroRedundancyOptimizer::clip_grad_norm_(double max_norm, double norm_type, bool error_if_nonfinite) {
+  NoGradGuard no_grad;
+  GRAFT_CHECK(norm_type > 0, "clip_grad_norm_", "norm_type > 0 or infinity", std::to_string(norm_type),
+              "use 2 (Euclidean), 1 or infinity");
+  const bool inf = std::isinf(norm_type);
+  const Tensor g = shard_grad_.to(kFloat64);
+  double local = 0;
+  if (shard_grad_.numel() > 0) {
+    if (inf) local = g.abs().max().item<double>();
+    else if (norm_type == 2.0) local = (g * g).sum().item<double>();
+    else local = g.abs().pow(norm_type).sum().item<double>();
+  }
+  Tensor t = full({1}, local, TensorOptions().dtype(kFloat64));
+  distributed::detail::all_reduce(t, inf ? distributed::ReduceOp::MAX : distributed::ReduceOp::SUM,
+                                  "all_reduce of the gradient norm")
+      ->wait();
+  double total = inf ? t.item<double>() : std::pow(t.item<double>(), 1.0 / norm_type);
+  if (shard_grad_.dtype() == kFloat32) total = static_cast<double>(static_cast<float>(total));
+  GRAFT_CHECK(!error_if_nonfinite || std::isfinite(total), "clip_grad_norm_", "a finite total norm of the gradients",
+              std::to_string(total), "a gradient holds nan or inf; pass error_if_nonfinite = false to scale anyway");
+  double coef = (1.0 / (total + 1e-6)) * max_norm;
+  if (coef > 1.0) coef = 1.0;
+  if (coef < 1.0) shard_grad_.mul_(coef);
+  return total;
+}
+
+OrderedDict<std::string, Tensor> ZeroRedundancyOptimizer::consolidate_state_dict(int to) {
+  struct Collect : ParamStateVisitor {
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    std::vector<std::pair<std::string, int64_t>> counts;
+    void operator()(const char* name, int64_t& v, bool) override { counts.emplace_back(name, v); }
+    void operator()(const char* name, Tensor& v, bool) override { tensors.emplace_back(name, v); }
+  } collect;
+  if (auto* s = inner_->state_of(shard_)) s->visit(collect);
+  OrderedDict<std::string, Tensor> out;
+  const auto counts = shares(numel_, chunk_);
+  for (auto& [name, t] : collect.tensors) {
+    if (!t.defined() || t.numel() != shard_.numel()) continue;
+    Tensor full_state = empty({numel_}, TensorOptions().dtype(t.dtype()));
+    distributed::detail::all_gather_v(full_state, t.contiguous(), counts, "all_gather of ZeRO state " + name)->wait();
+    if (distributed::get_rank() == to) out.insert(name, full_state);
+  }
+  if (distributed::get_rank() == to)
+    for (auto& [name, v] : collect.counts) out.insert(name, full({1}, v, TensorOptions().dtype(kInt64)));
+  return out;
+}
+
+}  // namespace graft::optim
