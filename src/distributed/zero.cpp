@@ -199,25 +199,77 @@ double ZeroRedundancyOptimizer::clip_grad_norm_(double max_norm, double norm_typ
   return total;
 }
 
+// Note [Optimizer state dict] keys of the shard's optimiser ("state.0.exp_avg", "param_groups.0.lr")
+// become a single-process optimiser's over the model's parameters ("state.<i>.exp_avg", ...): a
+// per-element state tensor is gathered and cut into the parameters' shapes; a 0-dim one (Adam's
+// step) is the same for every parameter.
 OrderedDict<std::string, Tensor> ZeroRedundancyOptimizer::consolidate_state_dict(int to) {
-  struct Collect : ParamStateVisitor {
-    std::vector<std::pair<std::string, Tensor>> tensors;
-    std::vector<std::pair<std::string, int64_t>> counts;
-    void operator()(const char* name, int64_t& v, bool) override { counts.emplace_back(name, v); }
-    void operator()(const char* name, Tensor& v, bool) override { tensors.emplace_back(name, v); }
-  } collect;
-  if (auto* s = inner_->state_of(shard_)) s->visit(collect);
-  OrderedDict<std::string, Tensor> out;
+  const bool here = distributed::get_rank() == to;
   const auto counts = shares(numel_, chunk_);
-  for (auto& [name, t] : collect.tensors) {
-    if (!t.defined() || t.numel() != shard_.numel()) continue;
-    Tensor full_state = empty({numel_}, TensorOptions().dtype(t.dtype()));
-    distributed::detail::all_gather_v(full_state, t.contiguous(), counts, "all_gather of ZeRO state " + name)->wait();
-    if (distributed::get_rank() == to) out.insert(name, full_state);
+  const OrderedDict<std::string, Tensor> inner = inner_->state_dict();
+  OrderedDict<std::string, Tensor> out;
+  const std::string state_prefix = "state.0.", group_prefix = "param_groups.0.";
+  for (const auto& item : inner) {
+    const std::string& key = item.key();
+    if (key.rfind(state_prefix, 0) == 0) {
+      const std::string name = key.substr(state_prefix.size());
+      const Tensor& t = item.value();
+      if (t.dim() == 1 && t.numel() == shard_.numel()) {
+        Tensor flat = empty({numel_}, TensorOptions().dtype(t.dtype()));
+        distributed::detail::all_gather_v(flat, t.contiguous(), counts, "all_gather of ZeRO state " + name)->wait();
+        if (here)
+          for (size_t i = 0; i < params_.size(); ++i)
+            out.insert("state." + std::to_string(i) + "." + name,
+                       flat.narrow(0, flat_offset_[i], params_[i].numel()).reshape(params_[i].sizes()).clone());
+      } else if (here) {
+        for (size_t i = 0; i < params_.size(); ++i) out.insert("state." + std::to_string(i) + "." + name, t.clone());
+      }
+    } else if (here && key.rfind(group_prefix, 0) == 0) {
+      if (key == group_prefix + "params") {
+        out.insert(key, arange(static_cast<int64_t>(params_.size()), TensorOptions().dtype(kInt64)));
+      } else {
+        out.insert(key, item.value().clone());
+      }
+    }
   }
-  if (distributed::get_rank() == to)
-    for (auto& [name, v] : collect.counts) out.insert(name, full({1}, v, TensorOptions().dtype(kInt64)));
   return out;
+}
+
+void ZeroRedundancyOptimizer::load_consolidated_state_dict(const OrderedDict<std::string, Tensor>& full) {
+  const char* op = "ZeroRedundancyOptimizer.load_consolidated_state_dict";
+  const int64_t lo = distributed::get_rank() * chunk_;
+  OrderedDict<std::string, Tensor> inner;
+  const std::string first = "state.0.";
+  for (const auto& item : full) {
+    const std::string& key = item.key();
+    if (key.rfind(first, 0) == 0) {
+      const std::string name = key.substr(first.size());
+      const Tensor& t0 = item.value();
+      if (t0.numel() == params_[0].numel() && t0.dim() > 0) {
+        // This rank's elements of every parameter's state tensor.
+        Tensor shard = zeros({shard_.numel()}, TensorOptions().dtype(t0.dtype()));
+        for (size_t i = 0; i < params_.size(); ++i) {
+          const std::string k = "state." + std::to_string(i) + "." + name;
+          GRAFT_CHECK(full.contains(k), op, "a state dict of a single-process optimiser over the model", "no " + k,
+                      "pass what consolidate_state_dict() (or a plain optimiser's state_dict()) returned");
+          const Tensor& t = full[k];
+          GRAFT_CHECK(t.numel() == params_[i].numel(), op, "state " + k + " of " + std::to_string(params_[i].numel()) + " elements",
+                      std::to_string(t.numel()), "the checkpoint is of another model");
+          const int64_t o = flat_offset_[i], n = params_[i].numel();
+          const int64_t a = std::max(o, lo), b = std::min(o + n, lo + shard_.numel());
+          if (a < b) shard.narrow(0, a - lo, b - a).copy_(t.reshape({-1}).narrow(0, a - o, b - a));
+        }
+        inner.insert("state.0." + name, shard);
+      } else {
+        inner.insert("state.0." + name, t0.clone());
+      }
+    } else if (key == "param_groups.0.params") {
+      inner.insert(key, zeros({1}, TensorOptions().dtype(kInt64)));
+    } else if (key.rfind("param_groups.0.", 0) == 0) {
+      inner.insert(key, item.value());
+    }
+  }
+  inner_->load_state_dict(inner);
 }
 
 }  // namespace graft::optim

@@ -226,6 +226,13 @@ double rel_diff(const Tensor& a, const Tensor& b) {
   return (a - b).abs().max().item<double>() / (scale > 0 ? scale : 1.0);
 }
 
+// A second DistributedDataParallel of `net`, kept alive for the test (one ZeRO per reducer).
+nn::parallel::Reducer& fresh_ddp_reducer(const std::shared_ptr<Net>& net) {
+  static std::vector<std::unique_ptr<DistributedDataParallel<std::shared_ptr<Net>>>> keep;
+  keep.push_back(std::make_unique<DistributedDataParallel<std::shared_ptr<Net>>>(net));
+  return keep.back()->reducer();
+}
+
 void run_case(const Case& c) {
   const int64_t W = world(), R = rank(), b = 4, steps = 30, G = W * b * c.micro;
   manual_seed(7);
@@ -282,6 +289,29 @@ void run_case(const Case& c) {
     EXPECT_LE(rel_diff(item.value(), ref_params[item.key()]), 1e-12) << item.key();
   if (c.unused) {
     EXPECT_FALSE(mine->extra->weight.grad().defined());  // used on no rank: left alone
+  }
+  if (!zero) return;
+  // The sharded state, consolidated on rank 0, is the single-process optimiser's.
+  const auto want = ref_opt->state_dict();
+  const auto got = zero->consolidate_state_dict(0);
+  if (R == 0) {
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& item : want) {
+      ASSERT_TRUE(got.contains(item.key())) << item.key();
+      EXPECT_LE(rel_diff(got[item.key()].to(kFloat64), item.value().to(kFloat64)), 1e-12) << item.key();
+    }
+  } else {
+    EXPECT_EQ(got.size(), 0u);
+  }
+  // A single-process state dict loads into the N shards (each rank takes its elements).
+  auto again = std::make_unique<optim::ZeroRedundancyOptimizer>(
+      ddp.parameters(), [&](std::vector<Tensor> p) { return make_opt(c.opt, std::move(p)); },
+      optim::ZeroRedundancyOptions().stage(1), &fresh_ddp_reducer(mine));
+  again->load_consolidated_state_dict(want);
+  const auto round_trip = again->consolidate_state_dict(0);
+  if (R == 0) {
+    for (const auto& item : want)
+      EXPECT_EQ(rel_diff(round_trip[item.key()].to(kFloat64), item.value().to(kFloat64)), 0.0) << item.key();
   }
 }
 

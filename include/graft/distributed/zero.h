@@ -51,10 +51,13 @@ class ZeroRedundancyOptimizer final : public Optimizer {
   int64_t chunk() const noexcept { return chunk_; }
   int64_t gradient_shard_bytes() const noexcept { return static_cast<int64_t>(shard_grad_.nbytes()); }
   Optimizer& inner() noexcept { return *inner_; }
-  // The full optimiser state on rank `to` (its tensors laid out as the flat parameters), for a
-  // checkpoint that loads into one process: {"<state name>": flat tensor of N elements, ...}.
-  // Every rank must call it.
+  // The state dict a single-process optimiser of the inner kind over the model's parameters would
+  // have (Note [Optimizer state dict]), on rank `to` (empty elsewhere), for a checkpoint that loads
+  // into one process or into any number of ranks. Every rank must call it.
   OrderedDict<std::string, Tensor> consolidate_state_dict(int to = 0);
+  // Loads such a state dict (from a single process, or consolidated at another world size): each
+  // rank takes its shard.
+  void load_consolidated_state_dict(const OrderedDict<std::string, Tensor>& state_dict);
 
  private:
   struct Layout {
