@@ -2,6 +2,7 @@
 // a small GPT or an LSTM on text (Debian's fortunes, or any file); `graft sample` continues a text.
 #include <CLI/CLI.hpp>
 #include <graft/core/error.h>
+#include <graft/distributed/process_group.h>
 
 #include <cstdio>
 #include <iostream>
@@ -107,6 +108,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_flag("--json", cfg.json, "end with one line of JSON: test_accuracy, train_loss, epochs, seconds, "
                                       "peak_memory_bytes, ...");
+  train->add_option("--zero", cfg.zero,
+                    "under mpirun: 1 shards the optimizer state over the ranks, 2 the gradients too (ZeRO); 0: off")
+      ->check(CLI::IsMember({0, 1, 2}))
+      ->capture_default_str();
   train->add_option("--progress", cfg.progress,
                     "auto (a live bar on a terminal, one line per epoch otherwise), bar, lines or none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
@@ -177,6 +182,7 @@ int main(int argc, char** argv) {
       graft::cli::write_report(report_log, report_out);
       std::cout << "wrote " << report_out << '\n';
     }
+    graft::distributed::destroy_process_group();  // graft train under mpirun: MPI_Finalize
   } catch (const graft::Error& e) {
     std::cerr << "graft: " << e.what() << '\n';
     return 1;

@@ -34,6 +34,23 @@ namespace {
 
 namespace nn = graft::nn;
 namespace F = graft::nn::functional;
+namespace dist = graft::distributed;
+
+// Note [graft train under mpirun]
+// Started by mpirun, each rank trains the same model (DistributedDataParallel broadcasts rank 0's
+// weights and averages the gradients) on its shard of every epoch (DataLoaderOptions::distributed:
+// every world_size-th example of the epoch's shuffled order), so the global batch is world_size x
+// --batch-size. --zero 1 shards the optimiser state, --zero 2 the gradients too
+// (ZeroRedundancyOptimizer). The epoch figures are the ranks' sums; rank 0 alone prints, logs,
+// reports and writes the checkpoint, which holds the whole optimiser state as one process has it
+// (ZeRO consolidates it first), so a run resumes in one process or at another world size; the
+// per-batch schedules then continue at the same epoch. Compute threads default to the cores
+// divided among the ranks of the machine.
+struct Parallel {
+  int world = 1, rank = 0;
+  std::unique_ptr<nn::parallel::DistributedDataParallel<nn::Sequential>> ddp;
+  optim::ZeroRedundancyOptimizer* zero = nullptr;
+};
 namespace optim = graft::optim;
 
 bool one_of(const std::string& v, std::initializer_list<const char*> allowed) {
@@ -390,10 +407,14 @@ void set_generator_state(const io::TensorDict& d, const std::string& file) {
 }
 
 void save_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimizer& opt, const Schedule& sched,
-              int64_t epochs_done) {
-  io::Metadata meta = {{"format", "graft-train/1"}, {"epochs_done", std::to_string(epochs_done)}};
+              int64_t epochs_done, const Parallel& par) {
+  // Every rank takes part in consolidating a sharded state; rank 0 writes (Note [graft train under mpirun]).
+  auto optim_state = par.zero ? par.zero->consolidate_state_dict(0) : opt.state_dict();
+  if (par.rank != 0) return;
+  io::Metadata meta = {{"format", "graft-train/1"}, {"epochs_done", std::to_string(epochs_done)},
+                       {"world_size", std::to_string(par.world)}};
   for (const auto& [k, v] : run_flags(cfg)) meta["flag." + k] = v;
-  io::CheckpointParts parts = {{"model.", model->state_dict()}, {"optim.", opt.state_dict()}, {"rng.", generator_state()}};
+  io::CheckpointParts parts = {{"model.", model->state_dict()}, {"optim.", std::move(optim_state)}, {"rng.", generator_state()}};
   const auto sched_state = sched.state_dict();
   if (!sched_state.is_empty()) parts.emplace_back("sched.", sched_state);
   io::save_checkpoint(cfg.save, parts, meta);
@@ -437,7 +458,7 @@ namespace {
 
 // Loads a checkpoint into the run and returns the number of epochs it had finished.
 int64_t resume_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimizer& opt, Schedule& sched,
-                   int64_t batches_per_epoch) {
+                   int64_t batches_per_epoch, const Parallel& par) {
   const io::Checkpoint ck = load_run_checkpoint(cfg.resume, "graft train --resume").checkpoint;
   GRAFT_CHECK(ck.meta("flag.model") == cfg.model, "graft train --resume",
               "--model " + ck.meta("flag.model") + " (as in " + cfg.resume + ")", "--model " + cfg.model,
@@ -448,9 +469,17 @@ int64_t resume_run(const TrainConfig& cfg, nn::Sequential& model, optim::Optimiz
                 "--" + k + " " + v, "resume with the flags of the run that wrote the checkpoint");
   }
   model->load_state_dict(ck.part("model."));
-  opt.load_state_dict(ck.part("optim."));
+  if (par.zero) par.zero->load_consolidated_state_dict(ck.part("optim."));
+  else opt.load_state_dict(ck.part("optim."));
   const int64_t done = parse_count(ck.meta("epochs_done"), "epochs_done", cfg.resume, 0, cfg.epochs);
-  sched.load_state_dict(ck.part("sched.", /*required=*/false));
+  const std::string saved_world = ck.metadata.count("world_size") ? ck.metadata.at("world_size") : "1";
+  if (saved_world != std::to_string(par.world) && sched.per_batch) {
+    // Another world size: another number of batches per epoch. The schedule goes on from the
+    // same epoch (its state counts the old batches).
+    for (int64_t i = 0; i < done * batches_per_epoch; ++i) sched.after_batch();
+  } else {
+    sched.load_state_dict(ck.part("sched.", /*required=*/false));
+  }
   sched.check_resumed(done, batches_per_epoch, cfg.resume);
   set_generator_state(ck.part("rng."), cfg.resume);
   return done;
@@ -708,7 +737,7 @@ bool drops_last_example(const TrainConfig& cfg, int64_t n) {
   return cfg.batch_norm && cfg.model == "mlp" && n > 1 && n % batch_size(cfg) == 1;
 }
 
-data::DataLoader make_loader(const TrainConfig& cfg, const Data& d) {
+data::DataLoader make_loader(const TrainConfig& cfg, const Data& d, const Parallel& par) {
   const int64_t n = d.train->size();
   GRAFT_CHECK(!(cfg.batch_norm && cfg.model == "mlp" && n == 1), "graft train --batch-norm",
               "at least 2 training examples (batch norm needs more than one value per channel)", "1 example",
@@ -718,19 +747,24 @@ data::DataLoader make_loader(const TrainConfig& cfg, const Data& d) {
                               .shuffle(true)
                               .seed(cfg.seed)
                               .drop_last(drops_last_example(cfg, n))
-                              .num_workers(cfg.workers));
+                              .num_workers(cfg.workers)
+                              .distributed(par.world, par.rank));
 }
 
 // Resumes from --resume (returning the epochs it had finished), or announces a new run (0).
 int64_t resume_or_announce(const TrainConfig& cfg, const Data& d, nn::Sequential& model, optim::Optimizer& opt,
-                           Schedule& sched, int64_t batches_per_epoch, Progress& progress) {
+                           Schedule& sched, int64_t batches_per_epoch, Progress& progress, const Parallel& par) {
   if (!cfg.resume.empty()) {
-    const int64_t first_epoch = resume_run(cfg, model, opt, sched, batches_per_epoch);
+    const int64_t first_epoch = resume_run(cfg, model, opt, sched, batches_per_epoch, par);
     progress.message("resumed from " + cfg.resume + " after epoch " + std::to_string(first_epoch));
     return first_epoch;
   }
   progress.message("graft train: " + cfg.model + " on " + d.what + ", " + std::to_string(parameter_count(model)) +
-                   " parameters, " + cfg.optimizer + ", " + std::to_string(get_num_threads()) + " threads");
+                   " parameters, " + cfg.optimizer + ", " + std::to_string(get_num_threads()) + " threads" +
+                   (par.world > 1 ? " per rank, " + std::to_string(par.world) + " ranks (global batch " +
+                                        std::to_string(par.world * batch_size(cfg)) + ")" +
+                                        (par.zero ? ", ZeRO stage " + std::to_string(cfg.zero) : "")
+                                  : std::string()));
   if (drops_last_example(cfg, d.train->size()))
     progress.message("batch norm cannot train on a last batch of 1 example: each epoch leaves one example out");
   return 0;
@@ -765,8 +799,9 @@ struct EpochSums {
 class Run {
  public:
   Run(const TrainConfig& cfg, const Data& d, nn::Sequential& model, optim::Optimizer& opt, data::DataLoader& loader,
-      Schedule& sched, Progress& progress, RunLog& log, TrainResult& result)
-      : cfg_(cfg),
+      Schedule& sched, Progress& progress, RunLog& log, TrainResult& result, Parallel& par)
+      : par_(par),
+        cfg_(cfg),
         d_(d),
         model_(model),
         opt_(opt),
@@ -817,6 +852,8 @@ class Run {
 
   static constexpr int64_t kTimelineSteps = 3;  // steps of allocation events in the timeline
 
+  Parallel& par_;
+
   const TrainConfig& cfg_;
   const Data& d_;
   nn::Sequential& model_;
@@ -841,7 +878,7 @@ EpochSums Run::train_epoch(int64_t epoch) {
   for (auto& batch : loader_) {
     const int64_t step = epoch * loader_.size() + batches;  // 0-based, counted over the whole run
     memory::set_step(step);
-    const Tensor logits = model_->forward(batch.data);
+    const Tensor logits = par_.ddp ? (*par_.ddp)(batch.data) : model_->forward(batch.data);
     const Tensor target = batch.target.reshape({-1});  // text: one target per position (Note [Text task])
     const Tensor loss = F::cross_entropy(logits, target);
     opt_.zero_grad();
@@ -879,7 +916,16 @@ EpochSums Run::train_epoch(int64_t epoch) {
 
 // After an epoch's steps: its peaks, the evaluation, the schedule's epoch step, the checkpoint, the
 // progress line and the log's records.
-void Run::end_epoch(int64_t epoch, const EpochSums& sums, std::chrono::steady_clock::time_point e0) {
+void Run::end_epoch(int64_t epoch, const EpochSums& rank_sums, std::chrono::steady_clock::time_point e0) {
+  EpochSums sums = rank_sums;
+  if (par_.world > 1) {  // the epoch over every rank's shard
+    Tensor t = tensor<double>({sums.loss_sum, static_cast<double>(sums.seen), static_cast<double>(sums.correct)},
+                              TensorOptions().dtype(kFloat64));
+    dist::all_reduce(t);
+    sums.loss_sum = t.data_ptr<double>()[0];
+    sums.seen = static_cast<int64_t>(t.data_ptr<double>()[1]);
+    sums.correct = static_cast<int64_t>(t.data_ptr<double>()[2]);
+  }
   result_.peak_train_memory_bytes = std::max(result_.peak_train_memory_bytes, memory::stats().peak_allocated_bytes);
   overall_peak_ = std::max(overall_peak_, memory::stats().peak_allocated_bytes);
   EpochRecord r;
@@ -892,7 +938,7 @@ void Run::end_epoch(int64_t epoch, const EpochSums& sums, std::chrono::steady_cl
   r.test_loss = ev.loss;
   r.test_accuracy = ev.accuracy;
   sched_.after_epoch(r.train_loss);
-  if (!cfg_.save.empty()) save_run(cfg_, model_, opt_, sched_, epoch + 1);
+  if (!cfg_.save.empty()) save_run(cfg_, model_, opt_, sched_, epoch + 1, par_);
   overall_peak_ = std::max(overall_peak_, memory::stats().peak_allocated_bytes);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
   progress_.end_epoch(epoch_line(cfg_, r));
@@ -996,6 +1042,14 @@ void Run::finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_cl
     std::istringstream table(memory::memory_summary());  // where the bytes went (Note [Memory categories])
     for (std::string line; std::getline(table, line);) progress_.message(line);
   }
+  if (par_.world > 1) {  // each rank's share (ZeRO: the optimiser state, and the gradients at stage 2)
+    const memory::Stats st = memory::stats();
+    auto cat = [&](memory::Category c) { return memory::format_bytes(st[c].current_bytes); };
+    const std::string mine = "rank " + std::to_string(par_.rank) + ": parameters " + cat(memory::Category::Parameters) +
+                             ", gradients " + cat(memory::Category::Gradients) + ", optimizer state " +
+                             cat(memory::Category::OptimizerState) + ", peak " + memory::format_bytes(st.peak_allocated_bytes);
+    for (const std::string& line : dist::detail::all_gather_strings(mine)) progress_.message(line);
+  }
   if (log_.enabled()) {
     nlohmann::json res = nlohmann::json::parse(result_json(cfg_, result));
     res["type"] = "result";
@@ -1013,11 +1067,28 @@ void Run::finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_cl
 
 }  // namespace
 
-TrainResult train(const TrainConfig& config, std::ostream& out) {
-  const TrainConfig cfg = with_defaults(config);
+TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
+  TrainConfig cfg = with_defaults(config);
   validate(cfg);
   const auto t0 = std::chrono::steady_clock::now();
-  set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  // Note [graft train under mpirun]
+  if (!dist::is_initialized()) dist::init_process_group();
+  Parallel par;
+  par.world = dist::get_world_size();
+  par.rank = dist::get_rank();
+  std::ostream silent(nullptr);
+  std::ostream& out = par.rank == 0 ? rank0_out : silent;
+  if (par.rank != 0) {  // rank 0 speaks for the run
+    cfg.log.clear();
+    cfg.report.clear();
+    cfg.json = false;
+    cfg.progress = "none";
+  }
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (par.world > 1)
+    if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+      threads = std::max(1, threads / std::max(1, std::atoi(local)));
+  set_num_threads(cfg.threads > 0 ? cfg.threads : threads);
   manual_seed(cfg.seed);
 
   // Data, then the model and its optimiser and schedule; the reported peak counts from the loading on.
@@ -1026,19 +1097,30 @@ TrainResult train(const TrainConfig& config, std::ostream& out) {
   nn::Sequential model = make_model(cfg, d);
   initialise(model, cfg.init);
   if (cfg.checkpoint_attention) checkpoint_attention(*model.ptr());
-  auto opt = make_optimizer(cfg, model->parameters());
-  data::DataLoader loader = make_loader(cfg, d);
+  std::unique_ptr<optim::Optimizer> opt;
+  if (par.world > 1 || cfg.zero > 0) {  // --zero in one process: one shard, the whole state
+    par.ddp = std::make_unique<nn::parallel::DistributedDataParallel<nn::Sequential>>(model);
+    if (cfg.zero > 0) {
+      auto zero = std::make_unique<optim::ZeroRedundancyOptimizer>(
+          par.ddp->parameters(), [&](std::vector<Tensor> p) { return make_optimizer(cfg, p); },
+          optim::ZeroRedundancyOptions().stage(cfg.zero), &par.ddp->reducer());
+      par.zero = zero.get();
+      opt = std::move(zero);
+    }
+  }
+  if (!opt) opt = make_optimizer(cfg, model->parameters());
+  data::DataLoader loader = make_loader(cfg, d, par);
   Schedule sched = make_schedule(cfg, *opt, loader.size());
 
   // Resume, or start; the log and what watches the run.
   Progress progress(out, Progress::style_for(cfg.progress, out));
-  const int64_t first_epoch = resume_or_announce(cfg, d, model, *opt, sched, loader.size(), progress);
+  const int64_t first_epoch = resume_or_announce(cfg, d, model, *opt, sched, loader.size(), progress, par);
   TrainResult result;
   result.parameters = parameter_count(model);
   RunLog log(cfg, !cfg.resume.empty());
   if (cfg.resume.empty()) log.add(run_record(cfg, result.parameters));
   const int64_t last_epoch = cfg.stop_after > 0 ? std::min(cfg.epochs, first_epoch + cfg.stop_after) : cfg.epochs;
-  Run run(cfg, d, model, *opt, loader, sched, progress, log, result);
+  Run run(cfg, d, model, *opt, loader, sched, progress, log, result, par);
   run.watch(first_epoch);
 
   run.epochs(first_epoch, last_epoch);

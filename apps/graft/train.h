@@ -59,6 +59,7 @@ struct TrainConfig {
   std::string report;       // HTML report written at the end (graft report's page)
   int64_t monitor_every = 1;  // gradient-health sampling period in steps, with --log or --report
   std::string progress = "auto";  // auto | bar | lines | none
+  int zero = 0;  // under mpirun: 1 shards the optimiser state over the ranks, 2 the gradients too
 };
 
 struct EpochRecord {

@@ -151,7 +151,9 @@ Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
   for_each_overlap(params_, flat_offset_, rank * chunk_, shard_.numel(), shard_,
                    [](const Tensor& p, const Tensor& s) { s.copy_(p); });
   shard_.mutable_grad() = shard_grad_;
-  inner_->param_groups()[0].options().lr(param_groups_[0].options().lr());  // schedulers set ours
+  // Schedulers set this optimiser's options (lr; OneCycleLR also momentum or betas): the inner one
+  // steps with them.
+  inner_->param_groups()[0].set_options(param_groups_[0].options().clone());
   inner_->step();
   // Every rank's updated shard, into every parameter.
   Tensor flat = empty({numel_}, TensorOptions().dtype(shard_.dtype()));
@@ -224,14 +226,16 @@ OrderedDict<std::string, Tensor> ZeroRedundancyOptimizer::consolidate_state_dict
       } else if (here) {
         for (size_t i = 0; i < params_.size(); ++i) out.insert("state." + std::to_string(i) + "." + name, t.clone());
       }
-    } else if (here && key.rfind(group_prefix, 0) == 0) {
-      if (key == group_prefix + "params") {
-        out.insert(key, arange(static_cast<int64_t>(params_.size()), TensorOptions().dtype(kInt64)));
-      } else {
-        out.insert(key, item.value().clone());
-      }
     }
   }
+  // The group's options are this optimiser's: the inner one gets them only at the next step (a
+  // scheduler has changed the lr since), and initial_lr lives here.
+  if (here)
+    for (const auto& item : Optimizer::state_dict())
+      if (item.key().rfind(group_prefix, 0) == 0)
+        out.insert(item.key(), item.key() == group_prefix + "params"
+                                   ? arange(static_cast<int64_t>(params_.size()), TensorOptions().dtype(kInt64))
+                                   : item.value().clone());
   return out;
 }
 
@@ -270,6 +274,9 @@ void ZeroRedundancyOptimizer::load_consolidated_state_dict(const OrderedDict<std
     }
   }
   inner_->load_state_dict(inner);
+  // The saved options (lr, initial_lr) are this optimiser's, which the schedule reads.
+  param_groups_[0].set_options(inner_->param_groups()[0].options().clone());
+  param_groups_[0].initial_lr() = inner_->param_groups()[0].initial_lr();
 }
 
 }  // namespace graft::optim
