@@ -50,6 +50,7 @@ struct Parallel {
   int world = 1, rank = 0;
   std::unique_ptr<nn::parallel::DistributedDataParallel<nn::Sequential>> ddp;
   optim::ZeroRedundancyOptimizer* zero = nullptr;
+  bool monitored = false;  // --log or --report: rank 0 runs the gradient monitor
 };
 namespace optim = graft::optim;
 
@@ -883,7 +884,13 @@ EpochSums Run::train_epoch(int64_t epoch) {
     const Tensor loss = F::cross_entropy(logits, target);
     opt_.zero_grad();
     loss.backward();
+    // ZeRO stage 2 keeps only shards of the gradients: a sampled step gathers them for the monitor,
+    // whose figures are then the global (averaged) gradients, as with DDP.
+    // (Every rank gathers: only rank 0 has the monitor.)
+    const bool gather = par_.monitored && par_.zero && cfg_.zero == 2 && step % std::max<int64_t>(1, cfg_.monitor_every) == 0;
+    if (gather) par_.zero->gather_gradients();
     if (monitor_) monitor_->after_backward(step);
+    if (gather) par_.zero->release_gathered_gradients();
     opt_.step();
     if (monitor_) {
       monitor_->after_step();
@@ -1076,6 +1083,7 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
   Parallel par;
   par.world = dist::get_world_size();
   par.rank = dist::get_rank();
+  par.monitored = !cfg.log.empty() || !cfg.report.empty();
   std::ostream silent(nullptr);
   std::ostream& out = par.rank == 0 ? rank0_out : silent;
   if (par.rank != 0) {  // rank 0 speaks for the run

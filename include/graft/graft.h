@@ -50,6 +50,7 @@
 #include "graft/diagnostics/memory_plan.h"
 #include "graft/distributed/ddp.h"
 #include "graft/distributed/process_group.h"
+#include "graft/distributed/sync_batch_norm.h"
 #include "graft/distributed/zero.h"
 #include "graft/io/file.h"
 #include "graft/io/safetensors.h"

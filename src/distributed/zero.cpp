@@ -164,6 +164,21 @@ Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
   return loss;
 }
 
+void ZeroRedundancyOptimizer::gather_gradients() {
+  NoGradGuard no_grad;
+  Tensor flat = empty({numel_}, TensorOptions().dtype(shard_grad_.dtype()));
+  memory::set_category(*flat.impl().storage, memory::Category::Gradients);
+  distributed::detail::all_gather_v(flat, shard_grad_, shares(numel_, chunk_), "all_gather of the ZeRO gradient shards")
+      ->wait();
+  for (size_t i = 0; i < params_.size(); ++i)
+    params_[i].mutable_grad() = flat.narrow(0, flat_offset_[i], params_[i].numel()).view(params_[i].sizes());
+}
+
+void ZeroRedundancyOptimizer::release_gathered_gradients() {
+  if (options_.stage() != 2) return;
+  for (Tensor& p : params_) p.mutable_grad() = Tensor();
+}
+
 void ZeroRedundancyOptimizer::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
   for (Tensor& p : params_) {

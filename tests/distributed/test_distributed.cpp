@@ -327,6 +327,49 @@ TEST(ZeroRedundancyOptimizer, Stage1EqualsOneProcess) { run_case({.opt = Opt::kA
 TEST(ZeroRedundancyOptimizer, Stage2EqualsOneProcess) { run_case({.opt = Opt::kAdam, .micro = 4, .zero = 2}); }
 TEST(ZeroRedundancyOptimizer, Stage2WithClippingAndSGD) { run_case({.opt = Opt::kSGD, .clip = 0.05, .zero = 2}); }
 
+// Note [SyncBatchNorm]: N ranks x batch b with SyncBatchNorm take the steps one process takes with
+// BatchNorm on batch N b: outputs, parameters and running statistics.
+TEST(SyncBatchNorm, EqualsBatchNormOnTheGlobalBatch) {
+  const int64_t W = world(), R = rank(), b = 4, steps = 30, G = W * b;
+  manual_seed(7);
+  const Tensor X = randn({G * steps, 6}, TensorOptions().dtype(kFloat64));
+  const Tensor Y = randn({G * steps, 3}, TensorOptions().dtype(kFloat64));
+  auto make = [](uint64_t seed) {
+    manual_seed(seed);
+    nn::Sequential s(nn::Linear(6, 16), nn::BatchNorm1d(16), nn::Tanh(), nn::Linear(16, 3));
+    s->to(kFloat64);
+    return s;
+  };
+  nn::Sequential ref = make(5);
+  nn::Sequential mine(std::dynamic_pointer_cast<nn::SequentialImpl>(
+      nn::SyncBatchNormImpl::convert_sync_batchnorm(make(5 + static_cast<uint64_t>(R)).ptr())));
+  ASSERT_NE(dynamic_cast<nn::SyncBatchNormImpl*>(mine->ptr(1).get()), nullptr);
+  DistributedDataParallel<nn::Sequential> ddp(mine);  // broadcasts rank 0's weights and statistics
+  optim::SGD ref_opt(ref->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  optim::SGD opt(ddp.parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  for (int64_t step = 0; step < steps; ++step) {
+    ref_opt.zero_grad();
+    const Tensor ref_out = ref->forward(X.narrow(0, step * G, G));
+    nn::functional::mse_loss(ref_out, Y.narrow(0, step * G, G)).backward();
+    ref_opt.step();
+    opt.zero_grad();
+    const Tensor out = ddp(X.narrow(0, step * G + R * b, b));
+    nn::functional::mse_loss(out, Y.narrow(0, step * G + R * b, b)).backward();
+    opt.step();
+    EXPECT_LE(rel_diff(out, ref_out.narrow(0, R * b, b)), 1e-12) << "step " << step;
+  }
+  auto ref_state = ref->named_parameters();
+  for (auto& item : mine->named_parameters()) EXPECT_LE(rel_diff(item.value(), ref_state[item.key()]), 1e-12) << item.key();
+  auto ref_buffers = ref->named_buffers();
+  for (auto& item : mine->named_buffers()) {
+    if (item.value().dtype() == kInt64) {
+      EXPECT_EQ(item.value().item<int64_t>(), ref_buffers[item.key()].item<int64_t>()) << item.key();
+    } else {
+      EXPECT_LE(rel_diff(item.value(), ref_buffers[item.key()]), 1e-12) << item.key();
+    }
+  }
+}
+
 TEST(DistributedDataParallel, UnusedParameterWithoutFindUnusedIsAnErrorNamingIt) {
   auto net = make_net(1, /*unused=*/true);
   DistributedDataParallel<std::shared_ptr<Net>> ddp(net);

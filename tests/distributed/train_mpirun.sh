@@ -24,6 +24,11 @@ last_json() { grep '^{' | tail -1; }
 "$mpiexec" --oversubscribe -np 2 "$graft" "${common[@]}" --batch-size 64 --zero 1 --resume ck.safetensors | last_json >resumed.json
 "$graft" "${common[@]}" --batch-size 64 --resume ck.safetensors | last_json >resumed_np1.json
 
+# The gradient monitor's figures are the global ones with ZeRO 2 too (it gathers the shards).
+short=(train --train-limit 1000 --epochs 1 --seed 3 --progress none --threads 1 --batch-size 64 --monitor-every 4)
+"$mpiexec" --oversubscribe -np 2 "$graft" "${short[@]}" --log ddp_log.jsonl >/dev/null
+"$mpiexec" --oversubscribe -np 2 "$graft" "${short[@]}" --zero 2 --log zero2_log.jsonl >/dev/null
+
 python3 - <<'PY'
 import json
 def load(name):
@@ -46,5 +51,19 @@ print(f"resumed in 1 process: epochs {r['epochs']}, test_accuracy {r['test_accur
 if r["epochs"] != 2 or not r["test_accuracy"] > 0.5:
     ok = False
     print("  the run resumed in one process did not train on")
+def grads(name):
+    out = {}
+    with open(name) as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("type") == "grad":
+                out[r["step"]] = {k: v["grad_norm"] for k, v in r["params"].items()}
+    return out
+a, b = grads("ddp_log.jsonl"), grads("zero2_log.jsonl")
+worst = max(abs(a[s][k] - b[s][k]) / abs(a[s][k]) for s in a for k in a[s])
+print(f"gradient monitor, ZeRO 2 against DDP: {len(a)} sampled steps, largest relative difference {worst:.2e}")
+if not a or set(a) != set(b) or worst > 1e-5:
+    ok = False
+    print("  the monitor's gradient norms differ under ZeRO 2")
 raise SystemExit(0 if ok else 1)
 PY

@@ -51,6 +51,12 @@ class ZeroRedundancyOptimizer final : public Optimizer {
   int64_t chunk() const noexcept { return chunk_; }
   int64_t gradient_shard_bytes() const noexcept { return static_cast<int64_t>(shard_grad_.nbytes()); }
   Optimizer& inner() noexcept { return *inner_; }
+  // Stage 2: every parameter's .grad from the ranks' shards (an all-gather; every rank must call it),
+  // for what needs whole gradients now and then, as a gradient monitor's sampled steps; the
+  // gradients are views of one flat buffer until release_gathered_gradients() (or zero_grad()).
+  void gather_gradients();
+  void release_gathered_gradients();
+
   // The state dict a single-process optimiser of the inner kind over the model's parameters would
   // have (Note [Optimizer state dict]), on rank `to` (empty elsewhere), for a checkpoint that loads
   // into one process or into any number of ranks. Every rank must call it.
