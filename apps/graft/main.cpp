@@ -153,6 +153,12 @@ int main(int argc, char** argv) {
   plan->add_option("--checkpoint-segments", plan_cfg.checkpoint_segments,
                    "plan the forward through checkpoint_sequential with this many segments (0: none)")
       ->capture_default_str();
+  plan->add_option("--world-size", plan_cfg.world_size,
+                   "ranks of an mpirun run (--batch-size per rank): also print each rank's memory")
+      ->capture_default_str();
+  plan->add_option("--zero", plan_cfg.zero, "the run's ZeRO stage (0, 1 or 2)")
+      ->check(CLI::IsMember({0, 1, 2}))
+      ->capture_default_str();
   plan->add_flag("--json", plan_cfg.json, "end with one line of JSON: predicted_peak_bytes, at_peak, category_peak, ...");
 
   std::string report_log, report_out = "report.html";

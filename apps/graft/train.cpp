@@ -1169,6 +1169,9 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
   validate(cfg);
   // Bounded so that the effective batch (batch x accumulate) cannot overflow (issue 14, item 11).
   constexpr int64_t kMaxAccumulate = int64_t{1} << 16, kMaxSegments = 1024;
+  GRAFT_CHECK(pc.world_size >= 1 && pc.world_size <= (int64_t{1} << 20) && pc.zero >= 0 && pc.zero <= 2, "graft plan",
+              "--world-size in [1, 2^20] and --zero 0, 1 or 2",
+              std::to_string(pc.world_size) + " and " + std::to_string(pc.zero), "--world-size counts the ranks of the run");
   GRAFT_CHECK(pc.accumulate >= 1 && pc.accumulate <= kMaxAccumulate && pc.checkpoint_segments >= 0 &&
                   pc.checkpoint_segments <= kMaxSegments,
               "graft plan", "--accumulate in [1, " + std::to_string(kMaxAccumulate) + "] and --checkpoint-segments in [0, " +
@@ -1240,6 +1243,32 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
     j["budget_bytes"] = r.budget_bytes;
     j["max_batch_size"] = r.max_batch_size;
     j["segments_to_fit"] = r.segments_to_fit;
+  }
+  if (pc.world_size > 1 || pc.zero > 0) {
+    // Each rank of a data-parallel run (Note [graft train under mpirun]): the same step at the
+    // per-rank batch; ZeRO keeps 1/N of the optimiser state, adds the shard's copies of the
+    // parameters and of their gradient, and at stage 2 keeps only that shard of the gradients
+    // between steps (during backward the buckets still hold them whole).
+    const int64_t n = pc.world_size;
+    auto share = [n](int64_t bytes) { return (bytes + n - 1) / n; };
+    auto at = [&](memory::Category c) { return p.at_peak[static_cast<size_t>(c)]; };
+    auto own = [&](memory::Category c) { return p.category_peak[static_cast<size_t>(c)]; };
+    const int64_t params = own(memory::Category::Parameters), grads = own(memory::Category::Gradients);
+    const int64_t state = own(memory::Category::OptimizerState);
+    int64_t peak = r.predicted_peak_bytes;
+    if (pc.zero > 0) peak += share(at(memory::Category::OptimizerState)) - at(memory::Category::OptimizerState) + 2 * share(params);
+    const int64_t steady_params = params + (pc.zero > 0 ? share(params) : 0);
+    const int64_t steady_grads = pc.zero == 2 ? share(params) : grads + (pc.zero == 1 ? share(params) : 0);
+    const int64_t steady_state = pc.zero > 0 ? share(state) : state;
+    out << "per rank, " << n << " ranks (global batch " << n * batch << ")"
+        << (pc.zero > 0 ? ", ZeRO stage " + std::to_string(pc.zero) : std::string()) << ": peak "
+        << memory::format_bytes(peak) << "; between steps: parameters " << memory::format_bytes(steady_params)
+        << ", gradients " << memory::format_bytes(steady_grads) << ", optimizer state "
+        << memory::format_bytes(steady_state) << "\n";
+    j["world_size"] = n;
+    j["zero"] = pc.zero;
+    j["per_rank_peak_bytes"] = peak;
+    j["per_rank_between_steps"] = {{"parameters", steady_params}, {"gradients", steady_grads}, {"optimizer_state", steady_state}};
   }
   j["model"] = cfg.model;
   j["accumulate"] = pc.accumulate;

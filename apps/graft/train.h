@@ -118,6 +118,8 @@ struct PlanConfig {
   std::string budget;             // "2GiB": also find the largest batch (and checkpoint segments) that fit
   int64_t accumulate = 1;         // micro-batches per optimiser step (optim::GradAccumulator)
   int64_t checkpoint_segments = 0;  // plan the forward through checkpoint_sequential with this many segments
+  int64_t world_size = 1;           // ranks of a data-parallel run (--batch-size is per rank)
+  int zero = 0;                     // ZeRO stage of that run
   bool json = false;
 };
 

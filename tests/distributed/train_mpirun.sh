@@ -25,9 +25,15 @@ last_json() { grep '^{' | tail -1; }
 "$graft" "${common[@]}" --batch-size 64 --resume ck.safetensors | last_json >resumed_np1.json
 
 # The gradient monitor's figures are the global ones with ZeRO 2 too (it gathers the shards).
-short=(train --train-limit 1000 --epochs 1 --seed 3 --progress none --threads 1 --batch-size 64 --monitor-every 4)
-"$mpiexec" --oversubscribe -np 2 "$graft" "${short[@]}" --log ddp_log.jsonl >/dev/null
-"$mpiexec" --oversubscribe -np 2 "$graft" "${short[@]}" --zero 2 --log zero2_log.jsonl >/dev/null
+short=(train --train-limit 1000 --epochs 1 --seed 3 --threads 1 --batch-size 64 --monitor-every 4)
+"$mpiexec" --oversubscribe -np 2 "$graft" "${short[@]}" --progress none --log ddp_log.jsonl >/dev/null
+"$mpiexec" --oversubscribe -np 2 "$graft" "${short[@]}" --zero 2 --progress none --log zero2_log.jsonl >/dev/null
+
+# graft plan --world-size N --zero k predicts each rank's memory between steps.
+for z in 1 2; do
+  "$graft" plan --train-limit 1000 --batch-size 64 --world-size 2 --zero "$z" --json | grep '^{' >"plan$z.json"
+  "$mpiexec" --oversubscribe -np 2 "$graft" "${short[@]}" --zero "$z" --progress lines | grep '^rank 0:' >"ranks$z.txt"
+done
 
 python3 - <<'PY'
 import json
@@ -65,5 +71,19 @@ print(f"gradient monitor, ZeRO 2 against DDP: {len(a)} sampled steps, largest re
 if not a or set(a) != set(b) or worst > 1e-5:
     ok = False
     print("  the monitor's gradient norms differ under ZeRO 2")
+import re
+def mib(text):
+    v, unit = text.split()
+    return float(v) * {"B": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1, "GiB": 1024}[unit]
+for z in (1, 2):
+    plan = load(f"plan{z}.json")["per_rank_between_steps"]
+    line = open(f"ranks{z}.txt").read()
+    m = re.search(r"parameters ([\d.]+ \w+), gradients ([\d.]+ \w+), optimizer state ([\d.]+ \w+)", line)
+    got = dict(zip(["parameters", "gradients", "optimizer_state"], (mib(g) for g in m.groups())))
+    print(f"ZeRO {z}, rank 0 between steps: measured {got}, planned", {k: round(v / 2**20, 2) for k, v in plan.items()})
+    for k, v in got.items():
+        if abs(v - plan[k] / 2**20) > 0.01:
+            ok = False
+            print(f"  {k}: graft plan predicts {plan[k] / 2**20:.2f} MiB, the run had {v:.2f} MiB")
 raise SystemExit(0 if ok else 1)
 PY
