@@ -14,6 +14,7 @@ of the bandwidth term; then the memory per rank with ZeRO stage 0, 1 and 2 for t
 
 Usage: mpirun -np 2 build-bench/bench/graft_ddp_step --mode=allreduce | python3 bench/comm_model.py
 """
+import math
 import re
 import sys
 
@@ -69,20 +70,26 @@ def main():
     P = 100_000_000
     grad_bytes = 4 * P
     beta_net = 12.5e9
-    print("100M parameters (400 MB of float32 gradients), ring all-reduce per step, 100 Gb/s:")
-    print("| ranks | alpha | bucket cap | buckets | latency term ms | bandwidth term ms | total ms |")
+    print("100M parameters (400 MB of float32 gradients), all-reduce per step, 100 Gb/s:")
+    print("| ranks | alpha | ring, 25 MiB buckets (17) ms | ring, bucket cap chosen | its buckets | ring with it ms | "
+          "recursive halving + doubling, 25 MiB ms |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for N in (8, 64, 512):
         for alpha in (5e-6, 25e-6):
             bw = 2 * (N - 1) / N * grad_bytes / beta_net
-            # The largest bucket count whose latency term is at most a tenth of the bandwidth term,
-            # but no bucket above 25 MiB's default unless latency forces it.
+            default = buckets_for(grad_bytes, 1 * MiB, 25 * MiB)
+            ring_default = len(default) * 2 * (N - 1) * alpha + bw
+            # The most buckets whose latency term stays under a tenth of the bandwidth term (more
+            # buckets overlap more of backward), but none above what latency forces.
             max_buckets = max(1, int(0.1 * bw / (2 * (N - 1) * alpha)))
             cap = max(25 * MiB, grad_bytes / max_buckets)
             sizes = buckets_for(grad_bytes, 1 * MiB, cap)
-            lat = len(sizes) * 2 * (N - 1) * alpha
-            print(f"| {N} | {alpha * 1e6:.0f} us | {cap / MiB:.0f} MiB | {len(sizes)} | {lat * 1e3:.1f} | {bw * 1e3:.1f} | "
-                  f"{(lat + bw) * 1e3:.1f} |")
+            ring_chosen = len(sizes) * 2 * (N - 1) * alpha + bw
+            # Rabenseifner (reduce-scatter by recursive halving, all-gather by doubling): the same
+            # bytes, 2 log2(N) latency steps.
+            rab = len(default) * 2 * math.log2(N) * alpha + bw
+            print(f"| {N} | {alpha * 1e6:.0f} us | {ring_default * 1e3:.1f} | {cap / MiB:.0f} MiB | {len(sizes)} | "
+                  f"{ring_chosen * 1e3:.1f} | {rab * 1e3:.1f} |")
     print()
     N = 64
     print(f"Memory per rank, 100M parameters, Adam, float32, {N} ranks (MB; between steps):")

@@ -1,7 +1,7 @@
 // Data-parallel training steps on MPI (BENCHMARKS.md, "Distributed data parallel"): one source in
 // LibTorch's spelling, built twice (bench/CMakeLists.txt):
-//   torch_ddp_step: LibTorch 1.13 as its own distributed example (pytorch/examples,
-//                   cpp/distributed/dist-mnist.cpp) trains: after backward, one blocking all-reduce
+//   torch_ddp_step: LibTorch 1.13 as its own distributed example trains
+//                   (https://github.com/pytorch/examples/blob/main/cpp/distributed/dist-mnist.cpp): after backward, one blocking all-reduce
 //                   per parameter, through MPI directly (Debian's LibTorch has no MPI backend), then
 //                   the gradient divided by the world size;
 //   graft_ddp_step: ported, with graft's DistributedDataParallel (bucketed all-reduces that overlap
@@ -99,7 +99,7 @@ class Trainer {
     torch::Tensor loss = F::cross_entropy(logits, y_);
     loss.backward();
 #ifndef GRAFT_PORTED
-    // dist-mnist.cpp's loop: every gradient, one blocking all-reduce after the other.
+    // The dist-mnist example's loop: every gradient, one blocking all-reduce after the other.
     if (g_world > 1)
       for (torch::Tensor& p : params_) {
         torch::Tensor g = p.grad();

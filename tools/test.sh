@@ -51,7 +51,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DG
 cmake --build build-asan -j"$jobs"
 stage "sanitizer tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  GRAFT_ALLOCATOR=system ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "install|accuracy"
+  GRAFT_ALLOCATOR=system ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE "install|accuracy|long"
 
 # The file readers under libFuzzer + ASan/UBSan: any crash, sanitizer report, leak or exception other
 # than graft::Error fails the run (the input is saved as build-fuzz/crash-*).

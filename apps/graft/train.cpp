@@ -1078,7 +1078,7 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
   TrainConfig cfg = with_defaults(config);
   validate(cfg);
   const auto t0 = std::chrono::steady_clock::now();
-  // Note [graft train under mpirun]
+  // Under mpirun: see Note [graft train under mpirun] above.
   if (!dist::is_initialized()) dist::init_process_group();
   Parallel par;
   par.world = dist::get_world_size();

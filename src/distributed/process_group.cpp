@@ -247,8 +247,8 @@ class MpiGroup final : public Group {
 
   // Polls until every request completes, or fails at the deadline (Note [Communication thread]).
   void poll(MPI_Request* requests, int n, const Job& job) {
-    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-    int spins = 0;
+    const auto started = std::chrono::steady_clock::now();
+    const auto deadline = started + options_.timeout;
     for (;;) {
       int done = 0;
       check(MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE), job);
@@ -262,12 +262,13 @@ class MpiGroup final : public Group {
                         "rank must issue the same collectives in the same order. The process group is broken "
                         "and must be destroyed");
       }
-      // Progress happens only inside MPI calls: spin briefly, then yield the core (two ranks and
-      // their compute threads share few cores), polling at most every 100 microseconds.
-      if (++spins < 64) {
+      // Progress happens only inside MPI calls (the shared-memory transport copies the data from
+      // within MPI_Test): poll without sleeping for the first 200 ms, yielding the core to any
+      // thread that wants it, then every 100 microseconds (a peer that is late, or gone).
+      if (std::chrono::steady_clock::now() - started < std::chrono::milliseconds(200)) {
         std::this_thread::yield();
       } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(spins < 256 ? 10 : 100));
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
     }
   }
@@ -280,6 +281,10 @@ class MpiGroup final : public Group {
                                             "): " + std::string(text, static_cast<size_t>(len)));
   }
   void wait_one(MPI_Request request, const Job& job) { poll(&request, 1, job); }
+  // Whether every rank is known to be at this collective: the collective check (which waits for them
+  // all, under the timeout) has just passed. The data then moves with MPI's blocking collective,
+  // whose algorithms are faster than the non-blocking ones (Note [Communication thread]).
+  bool rendezvous() const { return options_.check_collectives; }
 
  private:
   static std::string format_seconds(double s) {
@@ -505,11 +510,17 @@ WorkPtr all_reduce(const Tensor& t, ReduceOp op, std::string label) {
       "all_reduce", kAllReduce, signature(kAllReduce, n, t.dtype(), static_cast<int64_t>(op)), std::move(label),
       [t, op, n](auto& m, const Job& job) {
 #if GRAFT_WITH_MPI
-        MPI_Request req;
-        m.check(MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), mpi_count("all_reduce", n), mpi_type(t.dtype()), mpi_op(op),
-                               m.comm_, &req),
-                job);
-        m.wait_one(req, job);
+        if (m.rendezvous()) {
+          m.check(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), mpi_count("all_reduce", n), mpi_type(t.dtype()), mpi_op(op),
+                                m.comm_),
+                  job);
+        } else {
+          MPI_Request req;
+          m.check(MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), mpi_count("all_reduce", n), mpi_type(t.dtype()),
+                                 mpi_op(op), m.comm_, &req),
+                  job);
+          m.wait_one(req, job);
+        }
         if (op == ReduceOp::AVG) divide(t.data_ptr(), t.dtype(), n, m.size());
 #endif
       },
@@ -524,9 +535,13 @@ WorkPtr broadcast(const Tensor& t, int src, std::string label) {
       "broadcast", kBroadcast, signature(kBroadcast, n, t.dtype(), src), std::move(label),
       [t, src, n](auto& m, const Job& job) {
 #if GRAFT_WITH_MPI
-        MPI_Request req;
-        m.check(MPI_Ibcast(t.data_ptr(), mpi_count("broadcast", n), mpi_type(t.dtype()), src, m.comm_, &req), job);
-        m.wait_one(req, job);
+        if (m.rendezvous()) {
+          m.check(MPI_Bcast(t.data_ptr(), mpi_count("broadcast", n), mpi_type(t.dtype()), src, m.comm_), job);
+        } else {
+          MPI_Request req;
+          m.check(MPI_Ibcast(t.data_ptr(), mpi_count("broadcast", n), mpi_type(t.dtype()), src, m.comm_, &req), job);
+          m.wait_one(req, job);
+        }
 #endif
       },
       [] {});
@@ -554,11 +569,17 @@ WorkPtr reduce_scatter_v(const Tensor& output, const Tensor& input, std::vector<
 #if GRAFT_WITH_MPI
         std::vector<int> c(counts.size());
         for (size_t i = 0; i < counts.size(); ++i) c[i] = mpi_count("reduce_scatter", counts[i]);
-        MPI_Request req;
-        m.check(MPI_Ireduce_scatter(input.data_ptr(), output.data_ptr(), c.data(), mpi_type(input.dtype()), mpi_op(op),
-                                    m.comm_, &req),
-                job);
-        m.wait_one(req, job);
+        if (m.rendezvous()) {
+          m.check(MPI_Reduce_scatter(input.data_ptr(), output.data_ptr(), c.data(), mpi_type(input.dtype()), mpi_op(op),
+                                     m.comm_),
+                  job);
+        } else {
+          MPI_Request req;
+          m.check(MPI_Ireduce_scatter(input.data_ptr(), output.data_ptr(), c.data(), mpi_type(input.dtype()),
+                                      mpi_op(op), m.comm_, &req),
+                  job);
+          m.wait_one(req, job);
+        }
         if (op == ReduceOp::AVG) divide(output.data_ptr(), output.dtype(), output.numel(), m.size());
 #endif
       },
@@ -589,11 +610,17 @@ WorkPtr all_gather_v(const Tensor& output, const Tensor& input, std::vector<int6
           c[i] = mpi_count("all_gather", counts[i]);
           d[i] = mpi_count("all_gather", disp[i]);
         }
-        MPI_Request req;
-        m.check(MPI_Iallgatherv(input.data_ptr(), c[static_cast<size_t>(m.rank())], mpi_type(input.dtype()),
-                                output.data_ptr(), c.data(), d.data(), mpi_type(input.dtype()), m.comm_, &req),
-                job);
-        m.wait_one(req, job);
+        if (m.rendezvous()) {
+          m.check(MPI_Allgatherv(input.data_ptr(), c[static_cast<size_t>(m.rank())], mpi_type(input.dtype()),
+                                 output.data_ptr(), c.data(), d.data(), mpi_type(input.dtype()), m.comm_),
+                  job);
+        } else {
+          MPI_Request req;
+          m.check(MPI_Iallgatherv(input.data_ptr(), c[static_cast<size_t>(m.rank())], mpi_type(input.dtype()),
+                                  output.data_ptr(), c.data(), d.data(), mpi_type(input.dtype()), m.comm_, &req),
+                  job);
+          m.wait_one(req, job);
+        }
 #endif
       },
       [output, input] { std::memcpy(output.data_ptr(), input.data_ptr(), output.nbytes()); });

@@ -16,7 +16,12 @@
 // with a graft::Error naming the operation, this rank and the tensor, and the group is then broken
 // (MPI cannot cancel a collective): every later Work fails at once with the first error, and the
 // group is torn down without MPI_Finalize. A rank that dies (or throws and leaves) thus makes the
-// others fail at their next collective within the timeout, instead of hanging.
+// others fail at their next collective within the timeout, instead of hanging. With the collective
+// check on (the default, Note [Collective checks]), the wait under the timeout is the check's, where
+// every rank meets; the data then moves with MPI's blocking collective, which for large messages is
+// up to twice as fast as the non-blocking one (libnbc's algorithms; BENCHMARKS.md, "Distributed data
+// parallel"). A rank that dies in the middle of that transfer is then caught by mpirun, which ends
+// the job; without the check, the data collective itself is polled against the timeout.
 //
 // Note [Collective checks]
 // Ranks that issue different collectives, or the same one on different sizes or dtypes, make an
