@@ -11,6 +11,7 @@
 //   mpirun -np 2 {torch,graft}_ddp_step --mode=time --model=mlp|cnn [--steps=30] [--warmup=5]
 //   {torch,graft}_ddp_step --mode=time --model=mlp --rows=64     (one process, a batch of 64)
 //   mpirun -np 2 {torch,graft}_ddp_step --mode=allreduce         (all-reduce time by size)
+//   mpirun -np 2 graft_ddp_step --mode=time --model=mlp --bucket_mb=0.25   (smaller DDP buckets)
 #include <torch/torch.h>
 
 #include <mpi.h>
@@ -73,7 +74,8 @@ double now_ms() {
 
 class Trainer {
  public:
-  Trainer(const Problem& p, int64_t rows) : net_(build(p.model)) {
+  // bucket_mb > 0: DDP's bucket caps (first and later) instead of PyTorch's 1 and 25 MiB (graft only).
+  Trainer(const Problem& p, int64_t rows, double bucket_mb) : net_(build(p.model)) {
     load_params(net_, p);
     // This rank's rows of the problem's batch.
     const int64_t total = p.input_shape[0];
@@ -82,11 +84,32 @@ class Trainer {
     torch::Tensor y = torch::from_blob(const_cast<int64_t*>(p.labels.data()), {total}, torch::kInt64);
     x_ = x.narrow(0, first, rows).clone();
     y_ = y.narrow(0, first, rows).clone();
-#ifdef GRAFT_PORTED
-    if (g_world > 1) ddp_ = std::make_unique<torch::nn::parallel::DistributedDataParallel<nn::Sequential>>(net_);
+#ifndef GRAFT_PORTED
+    (void)bucket_mb;
+#else
+    if (g_world > 1)
+      ddp_ = std::make_unique<torch::nn::parallel::DistributedDataParallel<nn::Sequential>>(
+          net_, torch::nn::parallel::DistributedDataParallelOptions()
+                    .bucket_cap_mb(bucket_mb > 0 ? bucket_mb : 25.0)
+                    .first_bucket_cap_mb(bucket_mb > 0 ? bucket_mb : 1.0));
 #endif
     params_ = net_->parameters();
     opt_ = std::make_unique<torch::optim::SGD>(params_, torch::optim::SGDOptions(kLr).momentum(kMomentum));
+  }
+
+  // graft's reducer: the last step's all-reduce time, and how long the end of backward waited for it.
+  void last_reduction(double& comm_ms, double& wait_ms, size_t& buckets) const {
+#ifdef GRAFT_PORTED
+    if (ddp_) {
+      comm_ms = ddp_->reducer().last_communication_seconds() * 1e3;
+      wait_ms = ddp_->reducer().last_wait_seconds() * 1e3;
+      buckets = ddp_->reducer().buckets().size();
+    }
+#else
+    (void)comm_ms;
+    (void)wait_ms;
+    (void)buckets;
+#endif
   }
 
   float step() {
@@ -126,7 +149,7 @@ int time_steps(const bench::Args& a) {
   const Model m = model == "mlp" ? Model::Mlp : Model::Cnn;
   const Problem p = make_problem(m);
   const int64_t rows = bench::arg_int(a, "rows", static_cast<int>(p.input_shape[0] / g_world));
-  Trainer t(p, rows);
+  Trainer t(p, rows, std::stod(bench::arg_str(a, "bucket_mb", "0")));
   const int warmup = bench::arg_int(a, "warmup", 5), steps = bench::arg_int(a, "steps", 30);
   float loss = 0;
   for (int i = 0; i < warmup; ++i) loss = t.step();
@@ -136,9 +159,14 @@ int time_steps(const bench::Args& a) {
     loss = t.step();
     ms.push_back(now_ms() - t0);
   }
+  double comm_ms = 0, wait_ms = 0;
+  size_t buckets = 0;
+  t.last_reduction(comm_ms, wait_ms, buckets);
   if (g_rank == 0)
-    std::printf("RESULT mode=time library=%s model=%s world=%d rows_per_rank=%lld ms=%.4f loss=%.6f\n", bench::kLibrary,
-                model.c_str(), g_world, static_cast<long long>(rows), bench::median(ms), loss);
+    std::printf("RESULT mode=time library=%s model=%s world=%d rows_per_rank=%lld ms=%.4f loss=%.6f buckets=%zu "
+                "comm_ms=%.3f wait_ms=%.3f\n",
+                bench::kLibrary, model.c_str(), g_world, static_cast<long long>(rows), bench::median(ms), loss, buckets,
+                comm_ms, wait_ms);
   return 0;
 }
 

@@ -246,7 +246,11 @@ class MpiGroup final : public Group {
   // ---- on the communication thread ----
 
   // Polls until every request completes, or fails at the deadline (Note [Communication thread]).
-  void poll(MPI_Request* requests, int n, const Job& job) {
+  // spin: how long to poll without sleeping. The collective check waits for the other ranks (still
+  // computing, say): it spins only briefly, so that it does not take a core from their work (two
+  // ranks on two cores); a data transfer, whose copies happen inside MPI_Test, spins long.
+  void poll(MPI_Request* requests, int n, const Job& job,
+            std::chrono::microseconds spin = std::chrono::milliseconds(200)) {
     const auto started = std::chrono::steady_clock::now();
     const auto deadline = started + options_.timeout;
     for (;;) {
@@ -263,12 +267,12 @@ class MpiGroup final : public Group {
                         "and must be destroyed");
       }
       // Progress happens only inside MPI calls (the shared-memory transport copies the data from
-      // within MPI_Test): poll without sleeping for the first 200 ms, yielding the core to any
-      // thread that wants it, then every 100 microseconds (a peer that is late, or gone).
-      if (std::chrono::steady_clock::now() - started < std::chrono::milliseconds(200)) {
+      // within MPI_Test): poll without sleeping for `spin`, yielding the core to any thread that
+      // wants it, then every 50 microseconds (a peer that is late, or gone).
+      if (std::chrono::steady_clock::now() - started < spin) {
         std::this_thread::yield();
       } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
     }
   }
@@ -369,7 +373,7 @@ class MpiGroup final : public Group {
     std::vector<int64_t> all(static_cast<size_t>(k) * static_cast<size_t>(size_));
     MPI_Request req;
     check(MPI_Iallgather(sig.data(), k, MPI_INT64_T, all.data(), k, MPI_INT64_T, comm_, &req), job);
-    wait_one(req, job);
+    poll(&req, 1, job, std::chrono::microseconds(50));
     bool same = true;
     for (int r = 1; r < size_ && same; ++r)
       same = std::equal(all.begin(), all.begin() + k, all.begin() + static_cast<std::ptrdiff_t>(r) * k);
