@@ -290,3 +290,5 @@ TEST(Report, InputsThatAreNotARunLog) {
 
 }  // namespace
 }  // namespace graft::test
+
+#undef REQUIRE_CHROMIUM  // file-local (Note [Unity test builds])

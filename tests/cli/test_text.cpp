@@ -21,7 +21,7 @@ namespace {
 
 using cli::TrainConfig;
 
-void write_text(const std::string& path, const std::string& text) {
+void write_text_file(const std::string& path, const std::string& text) {
   write_bytes(path, std::vector<uint8_t>(text.begin(), text.end()));
 }
 
@@ -56,7 +56,7 @@ TEST(Text, HeldOutIsEveryTenthBlockAndWindowsAreShiftedByOneByte) {
   // 50,000 bytes: blocks of 4096; a byte's value encodes its position, so every byte is checkable.
   std::string text(50000, '\0');
   for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>((i * 7 + i / 256) % 256);
-  write_text(dir / "t.txt", text);
+  write_text_file(dir / "t.txt", text);
   const cli::TextCorpus c = cli::load_text(dir / "t.txt", 16);
   std::string train, held;
   for (size_t b = 0; b * 4096 < text.size(); ++b) (b % 10 == 9 ? held : train) += text.substr(b * 4096, 4096);
@@ -79,9 +79,9 @@ TEST(Text, HeldOutIsEveryTenthBlockAndWindowsAreShiftedByOneByte) {
     }
   // A directory reads its regular files in name order; hidden files are left out.
   TempDir two;
-  write_text(two / "2", std::string(300, 'y'));
-  write_text(two / "1", std::string(300, 'x'));
-  write_text(two / ".h", std::string(300, 'h'));
+  write_text_file(two / "2", std::string(300, 'y'));
+  write_text_file(two / "1", std::string(300, 'x'));
+  write_text_file(two / ".h", std::string(300, 'h'));
   const cli::TextCorpus cd = cli::load_text(two.path(), 8);
   EXPECT_EQ(cd.files, 2);
   EXPECT_EQ(cd.train, std::string(300, 'x') + std::string(240, 'y'))
@@ -91,7 +91,7 @@ TEST(Text, HeldOutIsEveryTenthBlockAndWindowsAreShiftedByOneByte) {
 
 TEST(Text, GptAndLstmLearnAPeriodicTextAndSampleContinuesIt) {
   TempDir dir;
-  write_text(dir / "fox.txt", periodic_text(12000));
+  write_text_file(dir / "fox.txt", periodic_text(12000));
   for (const char* model : {"gpt", "lstm"}) {
     TrainConfig c = small_text_config(dir / "fox.txt", model);
     // 8 epochs of 21 steps. One LSTM layer: two learn this slowly in so few steps (so does PyTorch's
@@ -139,7 +139,7 @@ TEST(Text, GptAndLstmLearnAPeriodicTextAndSampleContinuesIt) {
 // bit (dropout on, so the generator state matters).
 TEST(Text, ResumeContinuesTheSameRunBitForBit) {
   TempDir dir;
-  write_text(dir / "fox.txt", periodic_text(6000));
+  write_text_file(dir / "fox.txt", periodic_text(6000));
   TrainConfig c = small_text_config(dir / "fox.txt", "gpt");
   c.dropout = 0.1;
   c.epochs = 2;
@@ -176,7 +176,7 @@ TEST(Text, ResumeContinuesTheSameRunBitForBit) {
 // the attention cores lowers the saved activations and leaves the training bit for bit the same.
 TEST(Text, PlanPredictsTheStepAndAttentionRecomputationSavesMemory) {
   TempDir dir;
-  write_text(dir / "fox.txt", periodic_text(12000));
+  write_text_file(dir / "fox.txt", periodic_text(12000));
   cli::PlanConfig pc;
   pc.train = small_text_config(dir / "fox.txt", "gpt");
   pc.train.epochs = 1;
@@ -207,7 +207,7 @@ TEST(Text, PlanPredictsTheStepAndAttentionRecomputationSavesMemory) {
 TEST(Text, BadTextInputAndFlagsAreClearErrors) {
   TempDir dir;
   std::ostringstream sink;
-  write_text(dir / "short.txt", "too short");
+  write_text_file(dir / "short.txt", "too short");
   TrainConfig c = small_text_config(dir / "short.txt", "gpt");
   EXPECT_TRUE(throws_error([&] { cli::train(c, sink); }, {"--data", "--context 32", "330 bytes", "9 bytes"}));
   c.data = dir / "missing.txt";
@@ -221,7 +221,7 @@ TEST(Text, BadTextInputAndFlagsAreClearErrors) {
   c.data = empty_dir.path();
   EXPECT_TRUE(throws_error([&] { cli::train(c, sink); }, {"--data", "at least one regular file"}));
 
-  write_text(dir / "fox.txt", periodic_text(4000));
+  write_text_file(dir / "fox.txt", periodic_text(4000));
   c = small_text_config(dir / "fox.txt", "gpt");
   c.heads = 3;
   EXPECT_TRUE(throws_error([&] { cli::train(c, sink); }, {"--heads", "divides --width 32", "3"}));

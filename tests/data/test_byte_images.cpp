@@ -27,7 +27,8 @@ std::vector<uint8_t> idx_u8(const std::vector<uint32_t>& sizes, const std::vecto
 }
 
 // n images of h x w, pixel (k, i) = (k * 37 + i * 11) % 256 (every value 0..255 occurs), labels k % 10.
-std::vector<uint8_t> write_set(const TempDir& dir, const std::string& prefix, uint32_t n, uint32_t h, uint32_t w) {
+std::vector<uint8_t> write_image_set(const TempDir& dir, const std::string& prefix, uint32_t n, uint32_t h,
+                                     uint32_t w) {
   std::vector<uint8_t> pixels, labels;
   for (uint32_t k = 0; k < n; ++k) {
     for (uint32_t i = 0; i < h * w; ++i) pixels.push_back(static_cast<uint8_t>((k * 37 + i * 11) % 256));
@@ -42,7 +43,7 @@ int64_t data_bytes() { return memory::stats()[Category::Data].current_bytes; }
 
 TEST(ByteImages, TheDataSetIsCountedUnderDataToTheByte) {
   TempDir dir;
-  write_set(dir, "train", 50, 7, 6);
+  write_image_set(dir, "train", 50, 7, 6);
   const int64_t before = data_bytes(), other_before = memory::stats()[Category::Other].current_bytes;
   {
     const ByteImageDataset set = data::read_mnist_bytes(dir.path());
@@ -70,7 +71,7 @@ TEST(ByteImages, TheDataSetIsCountedUnderDataToTheByte) {
 
 TEST(ByteImages, BatchesAreTheOldWholeSetNormalisationComputedInDouble) {
   TempDir dir;
-  const std::vector<uint8_t> px = write_set(dir, "train", 30, 5, 4);
+  const std::vector<uint8_t> px = write_image_set(dir, "train", 30, 5, 4);
   const size_t n = px.size();
   // The training images' mean and unbiased standard deviation on the [0, 1] scale, by hand.
   double sum = 0;

@@ -159,7 +159,8 @@ TEST(LibTorchData, RandomLoaderVisitsEveryExampleOncePerEpoch) {
   }
 }
 
-std::vector<uint8_t> idx_file(uint8_t dims, const std::vector<uint32_t>& sizes, const std::vector<uint8_t>& payload) {
+std::vector<uint8_t> ubyte_idx_file(uint8_t dims, const std::vector<uint32_t>& sizes,
+                                    const std::vector<uint8_t>& payload) {
   std::vector<uint8_t> b = {0, 0, 0x08, dims};
   for (uint32_t s : sizes)
     for (int i = 3; i >= 0; --i) b.push_back(static_cast<uint8_t>(s >> (8 * i)));
@@ -174,8 +175,8 @@ void write_mnist(const TempDir& dir, const std::string& prefix, uint32_t n) {
     for (uint32_t i = 0; i < 28 * 28; ++i) pixels.push_back(static_cast<uint8_t>((k + i) % 256));
     labels.push_back(static_cast<uint8_t>((k * 3) % 10));
   }
-  write_bytes(dir / (prefix + "-images-idx3-ubyte"), idx_file(3, {n, 28, 28}, pixels));
-  write_bytes(dir / (prefix + "-labels-idx1-ubyte"), idx_file(1, {n}, labels));
+  write_bytes(dir / (prefix + "-images-idx3-ubyte"), ubyte_idx_file(3, {n, 28, 28}, pixels));
+  write_bytes(dir / (prefix + "-labels-idx1-ubyte"), ubyte_idx_file(1, {n}, labels));
 }
 
 TEST(LibTorchData, MNISTReadsIdxFiles) {

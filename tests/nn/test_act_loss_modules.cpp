@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "../support/nn_util.h"
 #include "../support/test_util.h"
 #include "graft/graft.h"
 
@@ -12,12 +13,6 @@ namespace graft::test {
 namespace {
 
 namespace F = nn::functional;
-
-std::string printed(const nn::Module& m) {
-  std::ostringstream os;
-  os << m;
-  return os.str();
-}
 
 Tensor sample() { return make({-4.0, -3.0, -1.0, 0.0, 0.5, 3.0, 6.0, 7.5}, {2, 4}); }
 
@@ -57,11 +52,11 @@ TEST(ActivationModules, ForwardEqualsTheFunctionals) {
 TEST(ActivationModules, NamesAndPrinting) {
   EXPECT_EQ(nn::SELU()->name(), "SELU");
   EXPECT_EQ(nn::Hardswish()->name(), "Hardswish");
-  EXPECT_EQ(printed(*nn::Hardtanh()), "Hardtanh(min_val=-1.0, max_val=1.0)");
-  EXPECT_EQ(printed(*nn::GLU()), "GLU(dim=-1)");
-  EXPECT_EQ(printed(*nn::Softmin(1)), "Softmin(dim=1)");
-  EXPECT_EQ(printed(*nn::ReLU6(true)), "ReLU6(inplace=True)");
-  EXPECT_EQ(printed(*nn::Mish()), "Mish()");
+  EXPECT_EQ(repr(*nn::Hardtanh()), "Hardtanh(min_val=-1.0, max_val=1.0)");
+  EXPECT_EQ(repr(*nn::GLU()), "GLU(dim=-1)");
+  EXPECT_EQ(repr(*nn::Softmin(1)), "Softmin(dim=1)");
+  EXPECT_EQ(repr(*nn::ReLU6(true)), "ReLU6(inplace=True)");
+  EXPECT_EQ(repr(*nn::Mish()), "Mish()");
   EXPECT_TRUE(throws_error([] { nn::Hardtanh(nn::HardtanhOptions().min_val(1).max_val(0)); },
                            {"Hardtanh", "max_val > min_val"}));
 }
@@ -124,8 +119,8 @@ TEST(LossModules, ForwardEqualsTheFunctionals) {
   EXPECT_TRUE(all_close(nn::CosineSimilarity()(a, b), F::cosine_similarity(a, b)));
   EXPECT_TRUE(all_close(nn::PairwiseDistance(nn::PairwiseDistanceOptions().p(1))(a, b),
                         F::pairwise_distance(a, b, F::PairwiseDistanceFuncOptions().p(1))));
-  EXPECT_EQ(printed(*nn::PairwiseDistance()), "PairwiseDistance(p=2.0, eps=1e-06)");
-  EXPECT_EQ(printed(*nn::CosineSimilarity()), "CosineSimilarity(dim=1, eps=1e-08)");
+  EXPECT_EQ(repr(*nn::PairwiseDistance()), "PairwiseDistance(p=2.0, eps=1e-06)");
+  EXPECT_EQ(repr(*nn::CosineSimilarity()), "CosineSimilarity(dim=1, eps=1e-08)");
   // CrossEntropyLoss with class weights and label smoothing together, as a buffer
   const Tensor w = make({0.5, 2.0, 1.0}, {3});
   nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().weight(w).label_smoothing(0.1));

@@ -394,8 +394,8 @@ TEST(ParameterContainers, CloneCopiesValues) {
 
 // ---- Cloneable ----
 
-struct NetImpl : nn::Cloneable<NetImpl> {
-  explicit NetImpl(int64_t width) : width(width) { reset(); }
+struct CloneNetImpl : nn::Cloneable<CloneNetImpl> {
+  explicit CloneNetImpl(int64_t width) : width(width) { reset(); }
   void reset() override {
     fc = register_module("fc", nn::Linear(width, 2));
     bn = register_module("bn", nn::BatchNorm1d(2));
@@ -410,7 +410,7 @@ struct NetImpl : nn::Cloneable<NetImpl> {
   nn::ParameterList params{nullptr};
   Tensor scale;
 };
-GRAFT_MODULE(Net);
+GRAFT_MODULE(CloneNet);
 
 template <class M>
 void expect_independent_equal_copy(const std::shared_ptr<nn::Module>& original,
@@ -450,14 +450,14 @@ TEST(Cloneable, BuiltInModulesCloneDeeply) {
 }
 
 TEST(Cloneable, UserModuleClonesChildrenAndMembers) {
-  Net net(3);
+  CloneNet net(3);
   {
     NoGradGuard g;
     net->fc->weight.fill_(0.5);
     net->named_buffers()["steps"].fill_(7);
   }
   net->eval();
-  auto copy = std::dynamic_pointer_cast<NetImpl>(net->clone());
+  auto copy = std::dynamic_pointer_cast<CloneNetImpl>(net->clone());
   ASSERT_NE(copy, nullptr);
   EXPECT_FALSE(copy->is_training());
   EXPECT_EQ(copy->width, 3);
@@ -466,7 +466,7 @@ TEST(Cloneable, UserModuleClonesChildrenAndMembers) {
   EXPECT_NE(copy->fc.get(), net->fc.get());
   EXPECT_TRUE(graft::equal(copy->fc->weight, net->fc->weight));
   EXPECT_EQ(copy->named_buffers()["steps"].item<int64_t>(), 7);
-  expect_independent_equal_copy<NetImpl>(net.ptr(), copy);
+  expect_independent_equal_copy<CloneNetImpl>(net.ptr(), copy);
   Tensor x = randn({5, 3});
   EXPECT_FALSE(graft::allclose(copy->forward(x), net->forward(x)));  // the copy's parameters were moved by +1
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/nn_util.h"
 #include "../support/test_util.h"
 #include "graft/graft.h"
 
@@ -16,23 +17,6 @@ namespace {
 
 namespace nn = graft::nn;
 namespace F = graft::nn::functional;
-
-std::vector<std::string> keys(const nn::Module& m) {
-  std::vector<std::string> k;
-  for (const auto& item : m.state_dict()) k.push_back(item.key());
-  return k;
-}
-
-std::string repr(const nn::Module& m) {
-  std::ostringstream os;
-  os << m;
-  return os.str();
-}
-
-Tensor rnd(IntArrayRef shape, uint64_t seed, DType dt = kFloat32) {
-  Generator g(seed);
-  return (rand(shape, kFloat64, &g) * 4 - 2).to(dt);
-}
 
 // Per-channel mean and unbiased variance of x (N, C, *), in double.
 void channel_stats(const Tensor& x, std::vector<double>& mean, std::vector<double>& uvar) {

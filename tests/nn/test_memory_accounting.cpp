@@ -16,7 +16,7 @@ namespace {
 
 using memory::Category;
 
-int64_t cat(Category c) { return memory::stats()[c].current_bytes; }
+int64_t category_bytes(Category c) { return memory::stats()[c].current_bytes; }
 
 // The bytes of the distinct storages behind `ts` (a view and its base count once).
 int64_t storage_bytes(std::initializer_list<Tensor> ts) {
@@ -35,11 +35,11 @@ int64_t sum_of_categories(const memory::Stats& st) {
 
 struct Baseline {
   memory::Stats st = memory::stats();
-  int64_t operator()(Category c) const { return cat(c) - st[c].current_bytes; }
+  int64_t operator()(Category c) const { return category_bytes(c) - st[c].current_bytes; }
 };
 
 // A 20 -> 30 -> 5 MLP in float32; the tensors of one forward are kept so the test can sum them.
-struct Mlp {
+struct LinearMlp {
   nn::Linear l1{nn::LinearOptions(20, 30)};
   nn::Linear l2{nn::LinearOptions(30, 5)};
   int64_t param_bytes() const { return (20 * 30 + 30 + 30 * 5 + 5) * 4; }
@@ -53,7 +53,7 @@ struct Mlp {
 
 TEST(MemoryCategories, EveryByteIsCountedOnceAndMovesWithItsRole) {
   const Baseline base;
-  Mlp m;
+  LinearMlp m;
   EXPECT_EQ(base(Category::Parameters), m.param_bytes());
   optim::SGD opt(m.parameters(), optim::SGDOptions(0.1).momentum(0.9));
 
@@ -86,7 +86,7 @@ TEST(MemoryCategories, EveryByteIsCountedOnceAndMovesWithItsRole) {
 }
 
 TEST(MemoryCategories, NoGradAndInferenceModeSaveNothing) {
-  Mlp m;
+  LinearMlp m;
   Tensor x = randn({64, 20});
   const Baseline base;
   {
@@ -322,9 +322,9 @@ TEST(GraphLeaks, AnEvaluationLoopWithoutNoGradPinsItsSavedTensorsAndTheDetectorS
   // The saved bytes of one step's graph, measured on its own.
   int64_t per_step = 0;
   {
-    const int64_t before = cat(Category::SavedActivations);
+    const int64_t before = category_bytes(Category::SavedActivations);
     Tensor l = model->forward(randn({16, 32})).sum();
-    per_step = cat(Category::SavedActivations) - before;
+    per_step = category_bytes(Category::SavedActivations) - before;
   }
   ASSERT_EQ(per_step, (16 * 32 + 16 * 64) * 4);  // the input and the tanh output
   detector.step();  // the measurement was step 0; the loop starts at step 1
@@ -387,9 +387,9 @@ TEST(SavedTensorHooks, BFloat16HalvesSavedActivationsWithinTheRoundingBound) {
   Tensor x = randn({256, 64});
   Tensor g_out = randn({256, 32});
 
-  const int64_t before = cat(Category::SavedActivations);
+  const int64_t before = category_bytes(Category::SavedActivations);
   Tensor y32 = lin(x);
-  const int64_t saved32 = cat(Category::SavedActivations) - before;
+  const int64_t saved32 = category_bytes(Category::SavedActivations) - before;
   EXPECT_EQ(saved32, 256 * 64 * 4);  // the input (the weight is a parameter)
   y32.backward(g_out);
   const Tensor gw32 = lin->weight.grad().clone();
@@ -400,7 +400,7 @@ TEST(SavedTensorHooks, BFloat16HalvesSavedActivationsWithinTheRoundingBound) {
     autograd::SaveInBFloat16 bf16;
     y16 = lin(x);
   }
-  EXPECT_EQ(cat(Category::SavedActivations) - before, saved32 / 2);
+  EXPECT_EQ(category_bytes(Category::SavedActivations) - before, saved32 / 2);
   y16.backward(g_out);
   const Tensor gw16 = lin->weight.grad();
   // dW = g_out^T x with x rounded to bfloat16 (relative error <= 2^-9 per element), so
@@ -423,9 +423,9 @@ TEST(SavedTensorHooks, OnDiskMovesSavedActivationsOutOfTensorMemoryAndGradientsA
     }
     return gs;
   };
-  const int64_t before = cat(Category::SavedActivations);
+  const int64_t before = category_bytes(Category::SavedActivations);
   Tensor l0 = model->forward(x).pow(2).sum();
-  EXPECT_GT(cat(Category::SavedActivations) - before, 512 * 128 * 4);
+  EXPECT_GT(category_bytes(Category::SavedActivations) - before, 512 * 128 * 4);
   l0.backward();
   const auto g0 = grads();
 
@@ -434,7 +434,7 @@ TEST(SavedTensorHooks, OnDiskMovesSavedActivationsOutOfTensorMemoryAndGradientsA
     autograd::SaveOnDisk disk("/tmp", /*min_bytes=*/4096);
     l1 = model->forward(x).pow(2).sum();
   }
-  EXPECT_EQ(cat(Category::SavedActivations) - before, 0);  // every saved activation is a mapped file
+  EXPECT_EQ(category_bytes(Category::SavedActivations) - before, 0);  // every saved activation is a mapped file
   l1.backward();
   const auto g1 = grads();
   ASSERT_EQ(g0.size(), g1.size());
@@ -454,7 +454,7 @@ TEST(EngineMemory, BackwardOfAChainStaysAtTheTheoreticalMinimum) {
   for (int64_t i = 0; i < kDepth; ++i) y = tanh(y);
   Tensor loss = y.sum();
   y = Tensor();  // the graph alone holds the chain now
-  EXPECT_EQ(cat(Category::SavedActivations) - 0 >= kDepth * B, true);
+  EXPECT_EQ(category_bytes(Category::SavedActivations) - 0 >= kDepth * B, true);
   memory::reset_peak_stats();
   const int64_t before = memory::stats().allocated_bytes;
   loss.backward();
@@ -462,7 +462,7 @@ TEST(EngineMemory, BackwardOfAChainStaysAtTheTheoreticalMinimum) {
   // Minimum: the saved outputs (already counted in `before`) + incoming and outgoing gradient; the
   // kernel computing g * (1 - y^2) needs no other temporary.
   EXPECT_LE(peak - before, 2 * B);
-  EXPECT_EQ(cat(Category::SavedActivations), 0);
+  EXPECT_EQ(category_bytes(Category::SavedActivations), 0);
   EXPECT_EQ(memory::stats().allocated_bytes - before, B - kDepth * B);  // x.grad remains
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/nn_util.h"
 #include "../support/test_util.h"
 #include "graft/graft.h"
 
@@ -16,19 +17,7 @@ namespace {
 
 namespace F = nn::functional;
 
-std::vector<std::string> keys(const nn::Module& m) {
-  std::vector<std::string> k;
-  for (const auto& item : m.state_dict()) k.push_back(item.key());
-  return k;
-}
-
-std::string repr(const nn::Module& m) {
-  std::ostringstream os;
-  os << m;
-  return os.str();
-}
-
-Tensor rnd(IntArrayRef shape, uint64_t seed) { return uniform_sample(shape, seed, -2, 2).to(kFloat32); }
+Tensor rnd_f32(IntArrayRef shape, uint64_t seed) { return uniform_sample(shape, seed, -2, 2).to(kFloat32); }
 
 TEST(GroupNormModule, ParametersReprAndForward) {
   nn::GroupNorm gn(nn::GroupNormOptions(2, 4).eps(1e-3));
@@ -36,7 +25,7 @@ TEST(GroupNormModule, ParametersReprAndForward) {
   EXPECT_TRUE(all_close(gn->weight, {1, 1, 1, 1}, {4}, 0, 0));
   EXPECT_TRUE(all_close(gn->bias, {0, 0, 0, 0}, {4}, 0, 0));
   EXPECT_EQ(repr(*gn), "GroupNorm(2, 4, eps=0.001, affine=True)");
-  const Tensor x = rnd({2, 4, 3}, 1);
+  const Tensor x = rnd_f32({2, 4, 3}, 1);
   EXPECT_TRUE(all_close(gn(x), F::group_norm(x, F::GroupNormFuncOptions(2).eps(1e-3)), 0, 0));
   gn->eval();  // no running statistics: eval is the same
   EXPECT_TRUE(all_close(gn(x), F::group_norm(x, F::GroupNormFuncOptions(2).eps(1e-3)), 0, 0));
@@ -51,7 +40,7 @@ TEST(InstanceNormModule, DefaultsHaveNoStateAndUseInstanceStatistics) {
   EXPECT_FALSE(in->options.affine());
   EXPECT_FALSE(in->options.track_running_stats());
   EXPECT_EQ(repr(*in), "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)");
-  const Tensor x = rnd({2, 3, 2, 2}, 2);
+  const Tensor x = rnd_f32({2, 3, 2, 2}, 2);
   const Tensor expected = F::instance_norm(x);
   EXPECT_TRUE(all_close(in(x), expected, 0, 0));
   in->eval();
@@ -66,7 +55,7 @@ TEST(InstanceNormModule, RunningStatsTrainAndEval) {
   EXPECT_EQ(keys(*in), (std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}));
   EXPECT_EQ(in->parameters().size(), 2u);
   EXPECT_TRUE(all_close(in->running_var, {1, 1}, {2}, 0, 0));
-  const Tensor x = rnd({3, 2, 5}, 3);
+  const Tensor x = rnd_f32({3, 2, 5}, 3);
   Tensor rm = zeros({2}), rv = ones({2});
   const Tensor y = in(x);
   const Tensor ref = F::instance_norm(
@@ -83,7 +72,7 @@ TEST(InstanceNormModule, RunningStatsTrainAndEval) {
 }
 
 TEST(UpsampleModule, OptionsReprAndForward) {
-  const Tensor x = rnd({1, 2, 3, 4}, 4);
+  const Tensor x = rnd_f32({1, 2, 3, 4}, 4);
   nn::Upsample up(nn::UpsampleOptions().scale_factor(std::vector<double>{2, 2}));
   EXPECT_EQ(repr(*up), "Upsample(scale_factor=(2.0, 2.0), mode='nearest')");
   EXPECT_TRUE(all_close(up(x), upsample_nearest2d(x, {6, 8}, 2.0, 2.0), 0, 0));
@@ -94,7 +83,7 @@ TEST(UpsampleModule, OptionsReprAndForward) {
 }
 
 TEST(PadModules, OptionsReprAndForward) {
-  const Tensor x = rnd({1, 2, 3, 4}, 5);
+  const Tensor x = rnd_f32({1, 2, 3, 4}, 5);
   const Tensor x1 = x.view({2, 3, 4});
   nn::ReflectionPad2d rp(nn::ReflectionPad2dOptions({1, 2, 2, 0}));
   EXPECT_EQ(repr(*rp), "ReflectionPad2d((1, 2, 2, 0))");
@@ -119,7 +108,7 @@ TEST(PadModules, OptionsReprAndForward) {
 }
 
 TEST(PixelShuffleModules, RoundTrip) {
-  const Tensor x = rnd({2, 8, 2, 3}, 6);
+  const Tensor x = rnd_f32({2, 8, 2, 3}, 6);
   nn::PixelShuffle ps(2);
   nn::PixelUnshuffle pu(nn::PixelUnshuffleOptions(2));
   EXPECT_EQ(repr(*ps), "PixelShuffle(upscale_factor=2)");

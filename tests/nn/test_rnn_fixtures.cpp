@@ -11,8 +11,6 @@
 namespace graft::test {
 namespace {
 
-using namespace graft::nn;
-
 int64_t num(const FixtureCase& c, const std::string& k, int64_t fallback) {
   return c.params.count(k) ? static_cast<int64_t>(c.number(k)) : fallback;
 }
@@ -37,15 +35,18 @@ struct Outputs {
   Tensor out, h_n, c_n;
 };
 
-Outputs run_layer(const FixtureCase& c, Module& m, const std::map<std::string, Tensor>& in) {
+Outputs run_layer(const FixtureCase& c, nn::Module& m, const std::map<std::string, Tensor>& in) {
   const Tensor x = in.at("x"), h0 = get(in, "h0"), c0 = get(in, "c0");
   const bool packed = flag(c, "packed"), batch_first = flag(c, "batch_first");
-  utils::rnn::PackedSequence px;
+  nn::utils::rnn::PackedSequence px;
   if (packed)
-    px = utils::rnn::pack_padded_sequence(x, c.tensor("in.lengths").to(kInt64), batch_first, flag(c, "enforce_sorted", true));
-  auto unpack = [&](const utils::rnn::PackedSequence& p) { return std::get<0>(utils::rnn::pad_packed_sequence(p, batch_first)); };
+    px = nn::utils::rnn::pack_padded_sequence(x, c.tensor("in.lengths").to(kInt64), batch_first,
+                                              flag(c, "enforce_sorted", true));
+  auto unpack = [&](const nn::utils::rnn::PackedSequence& p) {
+    return std::get<0>(nn::utils::rnn::pad_packed_sequence(p, batch_first));
+  };
   if (c.kind == "lstm") {
-    auto& lstm = dynamic_cast<LSTMImpl&>(m);
+    auto& lstm = dynamic_cast<nn::LSTMImpl&>(m);
     std::optional<std::tuple<Tensor, Tensor>> hx;
     if (h0.defined()) hx = std::make_tuple(h0, c0);
     if (packed) {
@@ -63,35 +64,35 @@ Outputs run_layer(const FixtureCase& c, Module& m, const std::map<std::string, T
     auto [out, hn] = layer.forward(x, h0);
     return {out, hn, {}};
   };
-  if (c.kind == "gru") return run(dynamic_cast<GRUImpl&>(m));
-  return run(dynamic_cast<RNNImpl&>(m));
+  if (c.kind == "gru") return run(dynamic_cast<nn::GRUImpl&>(m));
+  return run(dynamic_cast<nn::RNNImpl&>(m));
 }
 
-std::shared_ptr<Module> build(const FixtureCase& c) {
+std::shared_ptr<nn::Module> build(const FixtureCase& c) {
   const int64_t I = num(c, "input_size", 0), H = num(c, "hidden_size", 0);
-  if (c.kind == "rnn") return RNN(layer_options<RNNOptions>(c).nonlinearity(nonlinearity(c))).ptr();
-  if (c.kind == "lstm") return LSTM(layer_options<LSTMOptions>(c)).ptr();
-  if (c.kind == "gru") return GRU(layer_options<GRUOptions>(c)).ptr();
-  if (c.kind == "rnn_cell") return RNNCell(RNNCellOptions(I, H).nonlinearity(nonlinearity(c))).ptr();
-  if (c.kind == "lstm_cell") return LSTMCell(I, H).ptr();
-  if (c.kind == "gru_cell") return GRUCell(I, H).ptr();
+  if (c.kind == "rnn") return nn::RNN(layer_options<nn::RNNOptions>(c).nonlinearity(nonlinearity(c))).ptr();
+  if (c.kind == "lstm") return nn::LSTM(layer_options<nn::LSTMOptions>(c)).ptr();
+  if (c.kind == "gru") return nn::GRU(layer_options<nn::GRUOptions>(c)).ptr();
+  if (c.kind == "rnn_cell") return nn::RNNCell(nn::RNNCellOptions(I, H).nonlinearity(nonlinearity(c))).ptr();
+  if (c.kind == "lstm_cell") return nn::LSTMCell(I, H).ptr();
+  if (c.kind == "gru_cell") return nn::GRUCell(I, H).ptr();
   throw std::runtime_error("unknown kind " + c.kind);
 }
 
-Outputs run_cell(const FixtureCase& c, Module& m, const std::map<std::string, Tensor>& in) {
+Outputs run_cell(const FixtureCase& c, nn::Module& m, const std::map<std::string, Tensor>& in) {
   const Tensor x = in.at("x"), h0 = get(in, "h0"), c0 = get(in, "c0");
   if (c.kind == "lstm_cell") {
     std::optional<std::tuple<Tensor, Tensor>> hx;
     if (h0.defined()) hx = std::make_tuple(h0, c0);
-    auto [h, cc] = dynamic_cast<LSTMCellImpl&>(m).forward(x, hx);
+    auto [h, cc] = dynamic_cast<nn::LSTMCellImpl&>(m).forward(x, hx);
     return {h, {}, cc};
   }
-  if (c.kind == "gru_cell") return {dynamic_cast<GRUCellImpl&>(m).forward(x, h0), {}, {}};
-  return {dynamic_cast<RNNCellImpl&>(m).forward(x, h0), {}, {}};
+  if (c.kind == "gru_cell") return {dynamic_cast<nn::GRUCellImpl&>(m).forward(x, h0), {}, {}};
+  return {dynamic_cast<nn::RNNCellImpl&>(m).forward(x, h0), {}, {}};
 }
 
 void run_case(const FixtureCase& c) {
-  std::shared_ptr<Module> m = build(c);
+  std::shared_ptr<nn::Module> m = build(c);
   m->to(kFloat64);
   copy_parameters(*m, c);
   std::map<std::string, Tensor> in;
@@ -116,25 +117,27 @@ void run_case(const FixtureCase& c) {
 }
 
 // The models of gen_rnn_fixtures.py's trajectories, with PyTorch's parameter names.
-struct TinyLSTMImpl : Module {
+struct TinyLSTMImpl : nn::Module {
   TinyLSTMImpl() {
-    lstm = register_module("lstm", LSTM(LSTMOptions(3, 4).num_layers(2)));
-    head = register_module("head", Linear(4, 2));
+    lstm = register_module("lstm", nn::LSTM(nn::LSTMOptions(3, 4).num_layers(2)));
+    head = register_module("head", nn::Linear(4, 2));
   }
   Tensor forward(const Tensor& x) { return head->forward(std::get<0>(lstm->forward(x))); }
-  LSTM lstm = nullptr;
-  Linear head = nullptr;
+  nn::LSTM lstm = nullptr;
+  nn::Linear head = nullptr;
 };
-struct TinyTransformerImpl : Module {
+struct TinyTransformerImpl : nn::Module {
   TinyTransformerImpl() {
-    layer = register_module("layer", TransformerEncoderLayer(TransformerEncoderLayerOptions(4, 2).dim_feedforward(8).dropout(0.0)));
-    head = register_module("head", Linear(4, 2));
+    layer = register_module(
+        "layer", nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(4, 2).dim_feedforward(8).dropout(0.0)));
+    head = register_module("head", nn::Linear(4, 2));
   }
   Tensor forward(const Tensor& x) {
-    return head->forward(layer->forward(x, TransformerImpl::generate_square_subsequent_mask(x.size(0)).to(kFloat64)));
+    return head->forward(
+        layer->forward(x, nn::TransformerImpl::generate_square_subsequent_mask(x.size(0)).to(kFloat64)));
   }
-  TransformerEncoderLayer layer = nullptr;
-  Linear head = nullptr;
+  nn::TransformerEncoderLayer layer = nullptr;
+  nn::Linear head = nullptr;
 };
 
 template <class M>

@@ -15,15 +15,10 @@ namespace {
 
 namespace F = nn::functional;
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
-
 using Fn1 = std::function<double(double)>;
 
-OpRecord unary(std::string name, std::string variant, std::function<Tensor(const Tensor&)> f, Fn1 ref,
-               std::function<std::vector<TensorList>()> samples, std::vector<ErrorCase> errors) {
+OpRecord unary_record(std::string name, std::string variant, std::function<Tensor(const Tensor&)> f, Fn1 ref,
+                      std::function<std::vector<TensorList>()> samples, std::vector<ErrorCase> errors) {
   return OpRecord{.name = std::move(name),
                   .variant = std::move(variant),
                   .fn = [f](const TensorList& a) { return f(a[0]); },
@@ -37,10 +32,6 @@ std::vector<TensorList> off_kinks() {
   return {{make({-4.6, -2.4, -0.7, 0.4, 2.2, 4.1}, {2, 3})},
           {make({-3.4, 2.8, 1.3, -1.9}, {4, 1})},
           {make({-0.25, 6.5, 5.2, -8.0}, {4})}};
-}
-
-ErrorCase int_input(std::function<Tensor(const Tensor&)> f, const char* op) {
-  return {[f] { f(tensor({1, 2})); }, {op, "int64", "floating-point"}};
 }
 
 double selu_ref(double x) {
@@ -74,36 +65,38 @@ Tensor glu_ref(const Tensor& x, int64_t dim) {
 
 GRAFT_OP_RECORDS(activations) {
   std::vector<OpRecord> recs;
-  recs.push_back(unary("selu", "", [](auto& x) { return F::selu(x); }, selu_ref,
-                       [] {
-                         auto s = off_kinks();
-                         s.push_back({make({-30.0, 800.0}, {2})});  // exp(800) overflows: the gradient must not
-                         return s;
-                       },
-                       {int_input([](auto& x) { return selu(x); }, "selu")}));
-  recs.push_back(unary("mish", "", [](auto& x) { return F::mish(x); },
-                       [](double x) { return x * std::tanh(std::log1p(std::exp(x))); },
-                       [] {
-                         auto s = off_kinks();
-                         s.push_back({make({-40.0, 30.0}, {2})});
-                         return s;
-                       },
-                       {int_input([](auto& x) { return mish(x); }, "mish")}));
-  recs.push_back(unary("hardswish", "", [](auto& x) { return F::hardswish(x); },
-                       [](double x) { return x * relu6_ref(x + 3.0) / 6.0; }, off_kinks,
-                       {int_input([](auto& x) { return hardswish(x); }, "hardswish")}));
-  recs.push_back(unary("hardsigmoid", "", [](auto& x) { return F::hardsigmoid(x); },
-                       [](double x) { return relu6_ref(x + 3.0) / 6.0; }, off_kinks,
-                       {int_input([](auto& x) { return hardsigmoid(x); }, "hardsigmoid")}));
-  recs.push_back(unary("hardtanh", "default", [](auto& x) { return F::hardtanh(x); },
-                       [](double x) { return std::min(std::max(x, -1.0), 1.0); }, off_kinks,
-                       {{[] { hardtanh(tensor({true})); }, {"hardtanh", "bool"}},
-                        {[] { hardtanh(zeros({2}), 2.0, 1.0); }, {"hardtanh", "min_val <= max_val"}}}));
-  recs.push_back(unary("hardtanh", "bounds",
-                       [](auto& x) { return F::hardtanh(x, F::HardtanhFuncOptions().min_val(-2.0).max_val(0.5)); },
-                       [](double x) { return std::min(std::max(x, -2.0), 0.5); }, off_kinks, {}));
-  recs.push_back(unary("relu6", "", [](auto& x) { return F::relu6(x); }, relu6_ref, off_kinks,
-                       {{[] { relu6(tensor({true})); }, {"relu6", "bool"}}}));
+  recs.push_back(unary_record(
+      "selu", "", [](auto& x) { return F::selu(x); }, selu_ref,
+      [] {
+        auto s = off_kinks();
+        s.push_back({make({-30.0, 800.0}, {2})});  // exp(800) overflows: the gradient must not
+        return s;
+      },
+      {int_input([](auto& x) { return selu(x); }, "selu")}));
+  recs.push_back(unary_record(
+      "mish", "", [](auto& x) { return F::mish(x); }, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); },
+      [] {
+        auto s = off_kinks();
+        s.push_back({make({-40.0, 30.0}, {2})});
+        return s;
+      },
+      {int_input([](auto& x) { return mish(x); }, "mish")}));
+  recs.push_back(unary_record(
+      "hardswish", "", [](auto& x) { return F::hardswish(x); }, [](double x) { return x * relu6_ref(x + 3.0) / 6.0; },
+      off_kinks, {int_input([](auto& x) { return hardswish(x); }, "hardswish")}));
+  recs.push_back(unary_record(
+      "hardsigmoid", "", [](auto& x) { return F::hardsigmoid(x); }, [](double x) { return relu6_ref(x + 3.0) / 6.0; },
+      off_kinks, {int_input([](auto& x) { return hardsigmoid(x); }, "hardsigmoid")}));
+  recs.push_back(unary_record(
+      "hardtanh", "default", [](auto& x) { return F::hardtanh(x); },
+      [](double x) { return std::min(std::max(x, -1.0), 1.0); }, off_kinks,
+      {{[] { hardtanh(tensor({true})); }, {"hardtanh", "bool"}},
+       {[] { hardtanh(zeros({2}), 2.0, 1.0); }, {"hardtanh", "min_val <= max_val"}}}));
+  recs.push_back(unary_record(
+      "hardtanh", "bounds", [](auto& x) { return F::hardtanh(x, F::HardtanhFuncOptions().min_val(-2.0).max_val(0.5)); },
+      [](double x) { return std::min(std::max(x, -2.0), 0.5); }, off_kinks, {}));
+  recs.push_back(unary_record("relu6", "", [](auto& x) { return F::relu6(x); }, relu6_ref, off_kinks,
+                              {{[] { relu6(tensor({true})); }, {"relu6", "bool"}}}));
   for (int64_t dim : {1, 0}) {
     recs.push_back({.name = "glu", .variant = "dim" + std::to_string(dim),
                     .fn = [dim](const TensorList& a) { return F::glu(a[0], F::GLUFuncOptions(dim)); },

@@ -5,11 +5,6 @@
 namespace graft::test {
 namespace {
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
-
 // Broadcasting samples for binary ops: same shape, row vector, column vector, 0-dim.
 std::vector<TensorList> binary_samples(double lo = -2, double hi = 2) {
   return {{r({2, 3}, 1, lo, hi), r({2, 3}, 2, lo, hi)},
@@ -17,11 +12,6 @@ std::vector<TensorList> binary_samples(double lo = -2, double hi = 2) {
           {r({2, 1}, 5, lo, hi), r({1, 4}, 6, lo, hi)},
           {r({4}, 7, lo, hi), r({}, 8, lo, hi)}};
 }
-
-ErrorCase shape_mismatch(std::function<Tensor(const Tensor&, const Tensor&)> f, const char* op) {
-  return {[f] { f(zeros({2, 3}), zeros({4})); }, {op, "[2, 3]", "[4]", "broadcast"}};
-}
-
 
 }  // namespace
 

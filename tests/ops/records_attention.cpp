@@ -41,14 +41,12 @@ Tensor ref_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 double no_mask(int64_t, int64_t, int64_t) { return 0; }
 
 // A fixed bool mask over (L, S) = (3, 4) with row 2 fully masked.
 const std::vector<double> kBoolMask = {1, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0};
 
-std::vector<ErrorCase> errors() {
+std::vector<ErrorCase> sdpa_errors() {
   const auto q = [] { return zeros({2, 3, 4}); };
   return {
       {[q] { scaled_dot_product_attention(zeros({2, 3, 4}, kInt64), q(), q()); }, {"scaled_dot_product_attention", "int64", "floating-point"}},
@@ -63,37 +61,51 @@ std::vector<ErrorCase> errors() {
   };
 }
 
-OpRecord record(std::string variant, SampleSpecs specs, std::function<Tensor(const TensorList&)> fn,
-                std::function<double(int64_t, int64_t, int64_t)> mask, std::optional<double> scale = std::nullopt) {
-  return {.name = "scaled_dot_product_attention", .variant = std::move(variant), .fn = std::move(fn),
-          .reference = [mask, scale](const TensorList& a) {
-            return ref_attention(a[0], a[1], a[2], mask, scale ? *scale : 1.0 / std::sqrt(static_cast<double>(a[0].size(-1))));
-          },
-          .samples = lazy_samples(std::move(specs)), .atol32 = 1e-5, .rtol32 = 1e-4, .errors = errors()};
+OpRecord sdpa_record(std::string variant, SampleSpecs specs, std::function<Tensor(const TensorList&)> fn,
+                     std::function<double(int64_t, int64_t, int64_t)> mask,
+                     std::optional<double> scale = std::nullopt) {
+  return {.name = "scaled_dot_product_attention",
+          .variant = std::move(variant),
+          .fn = std::move(fn),
+          .reference =
+              [mask, scale](const TensorList& a) {
+                return ref_attention(a[0], a[1], a[2], mask,
+                                     scale ? *scale : 1.0 / std::sqrt(static_cast<double>(a[0].size(-1))));
+              },
+          .samples = lazy_samples(std::move(specs)),
+          .atol32 = 1e-5,
+          .rtol32 = 1e-4,
+          .errors = sdpa_errors()};
 }
 
 }  // namespace
 
 GRAFT_OP_RECORDS(attention) {
   std::vector<OpRecord> recs;
-  recs.push_back(record("unbatched", {{{{3, 4}, 1, -1, 1}, {{5, 4}, 2, -1, 1}, {{5, 2}, 3, -1, 1}}},
-                        [](const TensorList& a) { return scaled_dot_product_attention(a[0], a[1], a[2]); }, no_mask));
-  recs.push_back(record("heads", {{{{2, 2, 3, 4}, 4, -1, 1}, {{2, 2, 5, 4}, 5, -1, 1}, {{2, 2, 5, 3}, 6, -1, 1}}},
-                        [](const TensorList& a) { return scaled_dot_product_attention(a[0], a[1], a[2]); }, no_mask));
-  recs.push_back(record("causal", {{{{2, 4, 3}, 7, -1, 1}, {{2, 5, 3}, 8, -1, 1}, {{2, 5, 2}, 9, -1, 1}}},
-                        [](const TensorList& a) { return scaled_dot_product_attention(a[0], a[1], a[2], {}, 0, true); },
-                        [](int64_t, int64_t i, int64_t j) { return j > i ? -kInf : 0.0; }));
-  recs.push_back(record("bool_mask_empty_row", {{{{2, 3, 4}, 10, -1, 1}, {{2, 4, 4}, 11, -1, 1}, {{2, 4, 2}, 12, -1, 1}}},
-                        [](const TensorList& a) {
-                          return scaled_dot_product_attention(a[0], a[1], a[2], make(kBoolMask, {3, 4}).gt(0.5));
-                        },
-                        [](int64_t, int64_t i, int64_t j) { return kBoolMask[static_cast<size_t>(i * 4 + j)] > 0.5 ? 0.0 : -kInf; }));
-  recs.push_back(record("scale_large_logits", {{{{1, 3, 4}, 13, 20, 30}, {{1, 6, 4}, 14, -30, 30}, {{1, 6, 3}, 15, -1, 1}}},
-                        [](const TensorList& a) { return scaled_dot_product_attention(a[0], a[1], a[2], {}, 0, false, 2.0); },
-                        no_mask, 2.0));
+  recs.push_back(sdpa_record(
+      "unbatched", {{{{3, 4}, 1, -1, 1}, {{5, 4}, 2, -1, 1}, {{5, 2}, 3, -1, 1}}},
+      [](const TensorList& a) { return scaled_dot_product_attention(a[0], a[1], a[2]); }, no_mask));
+  recs.push_back(sdpa_record(
+      "heads", {{{{2, 2, 3, 4}, 4, -1, 1}, {{2, 2, 5, 4}, 5, -1, 1}, {{2, 2, 5, 3}, 6, -1, 1}}},
+      [](const TensorList& a) { return scaled_dot_product_attention(a[0], a[1], a[2]); }, no_mask));
+  recs.push_back(sdpa_record(
+      "causal", {{{{2, 4, 3}, 7, -1, 1}, {{2, 5, 3}, 8, -1, 1}, {{2, 5, 2}, 9, -1, 1}}},
+      [](const TensorList& a) { return scaled_dot_product_attention(a[0], a[1], a[2], {}, 0, true); },
+      [](int64_t, int64_t i, int64_t j) { return j > i ? -kInf : 0.0; }));
+  recs.push_back(sdpa_record(
+      "bool_mask_empty_row", {{{{2, 3, 4}, 10, -1, 1}, {{2, 4, 4}, 11, -1, 1}, {{2, 4, 2}, 12, -1, 1}}},
+      [](const TensorList& a) {
+        return scaled_dot_product_attention(a[0], a[1], a[2], make(kBoolMask, {3, 4}).gt(0.5));
+      },
+      [](int64_t, int64_t i, int64_t j) { return kBoolMask[static_cast<size_t>(i * 4 + j)] > 0.5 ? 0.0 : -kInf; }));
+  recs.push_back(sdpa_record(
+      "scale_large_logits", {{{{1, 3, 4}, 13, 20, 30}, {{1, 6, 4}, 14, -30, 30}, {{1, 6, 3}, 15, -1, 1}}},
+      [](const TensorList& a) { return scaled_dot_product_attention(a[0], a[1], a[2], {}, 0, false, 2.0); }, no_mask,
+      2.0));
   // A float mask as a fourth, differentiable input: the plain path, with the mask's gradient.
-  OpRecord fm = record("float_mask", {{{{2, 3, 4}, 16, -1, 1}, {{2, 4, 4}, 17, -1, 1}, {{2, 4, 2}, 18, -1, 1}, {{3, 4}, 19, -2, 2}}},
-                       [](const TensorList& a) { return scaled_dot_product_attention(a[0], a[1], a[2], a[3]); }, no_mask);
+  OpRecord fm = sdpa_record(
+      "float_mask", {{{{2, 3, 4}, 16, -1, 1}, {{2, 4, 4}, 17, -1, 1}, {{2, 4, 2}, 18, -1, 1}, {{3, 4}, 19, -2, 2}}},
+      [](const TensorList& a) { return scaled_dot_product_attention(a[0], a[1], a[2], a[3]); }, no_mask);
   fm.reference = [](const TensorList& a) {
     const std::vector<double> m = values(a[3]);
     return ref_attention(a[0], a[1], a[2], [m](int64_t, int64_t i, int64_t j) { return m[static_cast<size_t>(i * 4 + j)]; },

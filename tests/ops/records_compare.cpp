@@ -10,11 +10,6 @@
 namespace graft::test {
 namespace {
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
-
 Tensor mask_of(const std::vector<double>& v, IntArrayRef shape) { return make(v, shape, kBool); }
 
 // Comparison samples: ties (equal values) in every sample, broadcasting, 0-dim, int64 and mixed.

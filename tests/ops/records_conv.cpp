@@ -13,12 +13,12 @@ namespace {
 namespace F = graft::nn::functional;
 
 // This file's sample range is [-1, 1) unless a record says otherwise.
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -1, double hi = 1) { return uniform_sample(shape, seed, lo, hi); }
-SampleSpec S(std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1) {
+Tensor conv_r(IntArrayRef shape, uint64_t seed, double lo = -1, double hi = 1) {
+  return uniform_sample(shape, seed, lo, hi);
+}
+SampleSpec conv_S(std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1) {
   return {std::move(shape), seed, lo, hi};
 }
-using Specs = SampleSpecs;
-std::function<std::vector<TensorList>()> lazy(Specs specs) { return lazy_samples(std::move(specs)); }
 
 struct ConvArgs {
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
@@ -56,17 +56,20 @@ Tensor ref_conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvA
   return make(out, {N, O, oH, oW});
 }
 
-F::Conv2dFuncOptions opts(const ConvArgs& a) {
+F::Conv2dFuncOptions conv2d_opts(const ConvArgs& a) {
   return F::Conv2dFuncOptions().stride({a.sh, a.sw}).padding({a.ph, a.pw}).dilation({a.dh, a.dw}).groups(a.groups);
 }
 
 // samples: {x, w, b} (bias) or {x, w} (no bias)
 OpRecord conv_record(std::string variant, ConvArgs a, Specs samples, bool with_errors = false) {
-  OpRecord rec{.name = "conv2d", .variant = std::move(variant),
-               .fn = [a](const TensorList& t) { return F::conv2d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), opts(a)); },
-               .reference = [a](const TensorList& t) { return ref_conv2d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a); },
-               .samples = lazy(std::move(samples)),
-               .atol32 = 1e-5, .rtol32 = 1e-4};
+  OpRecord rec{
+      .name = "conv2d",
+      .variant = std::move(variant),
+      .fn = [a](const TensorList& t) { return F::conv2d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), conv2d_opts(a)); },
+      .reference = [a](const TensorList& t) { return ref_conv2d(t[0], t[1], t.size() > 2 ? t[2] : Tensor(), a); },
+      .samples = lazy(std::move(samples)),
+      .atol32 = 1e-5,
+      .rtol32 = 1e-4};
   if (!with_errors) return rec;
   const auto o = F::Conv2dFuncOptions();
   rec.errors = {
@@ -183,18 +186,19 @@ OpRecord conv_transpose_record(std::string variant, ConvArgs a, int64_t oph, int
 
 GRAFT_OP_RECORDS(conv_transpose) {
   std::vector<OpRecord> recs;
-  recs.push_back(conv_transpose_record("basic", {}, 0, 0, {{S({2, 3, 3, 3}, 41), S({3, 2, 3, 3}, 42), S({2}, 43)}},
-                                       true));
+  recs.push_back(conv_transpose_record("basic", {}, 0, 0,
+                                       {{conv_S({2, 3, 3, 3}, 41), conv_S({3, 2, 3, 3}, 42), conv_S({2}, 43)}}, true));
   // DCGAN's layers: stride 2, padding 1, kernel 4 (doubles the size), and an odd size with output_padding.
   recs.push_back(conv_transpose_record("stride2_padding1_k4", {.sh = 2, .sw = 2, .ph = 1, .pw = 1}, 0, 0,
-                                       {{S({1, 2, 3, 3}, 44), S({2, 3, 4, 4}, 45), S({3}, 46)}}));
+                                       {{conv_S({1, 2, 3, 3}, 44), conv_S({2, 3, 4, 4}, 45), conv_S({3}, 46)}}));
   recs.push_back(conv_transpose_record("output_padding", {.sh = 2, .sw = 3, .ph = 1, .pw = 0}, 1, 2,
-                                       {{S({2, 2, 3, 2}, 47), S({2, 2, 3, 2}, 48), S({2}, 49)}}));
-  recs.push_back(conv_transpose_record("dilation_groups", {.ph = 1, .pw = 1, .dh = 2, .dw = 1, .groups = 2},
-                                       0, 0, {{S({1, 4, 3, 3}, 50), S({4, 1, 2, 3}, 51), S({2}, 52)}}));
+                                       {{conv_S({2, 2, 3, 2}, 47), conv_S({2, 2, 3, 2}, 48), conv_S({2}, 49)}}));
+  recs.push_back(conv_transpose_record("dilation_groups", {.ph = 1, .pw = 1, .dh = 2, .dw = 1, .groups = 2}, 0, 0,
+                                       {{conv_S({1, 4, 3, 3}, 50), conv_S({4, 1, 2, 3}, 51), conv_S({2}, 52)}}));
   recs.push_back(conv_transpose_record("no_bias_unbatched", {.sh = 2, .sw = 1}, 0, 0,
-                                       {{S({2, 3, 2}, 53), S({2, 3, 2, 2}, 54)}}));
-  recs.push_back(conv_transpose_record("1x1", {}, 0, 0, {{S({2, 3, 2, 2}, 55), S({3, 4, 1, 1}, 56), S({4}, 57)}}));
+                                       {{conv_S({2, 3, 2}, 53), conv_S({2, 3, 2, 2}, 54)}}));
+  recs.push_back(
+      conv_transpose_record("1x1", {}, 0, 0, {{conv_S({2, 3, 2, 2}, 55), conv_S({3, 4, 1, 1}, 56), conv_S({4}, 57)}}));
   return recs;
 }
 
@@ -214,7 +218,7 @@ TEST(ConvTranspose2d, ModuleShapesNameAndInitialisation) {
   EXPECT_LE(up2->weight.abs().max().item<double>(), bound);
   EXPECT_LE(up2->bias.abs().max().item<double>(), bound);
   EXPECT_GT(up2->weight.abs().max().item<double>(), 0.8 * bound);  // 512 draws reach near the bound
-  const Tensor y = up2->forward(r({1, 8, 3, 3}, 60).to(kFloat32).requires_grad_());
+  const Tensor y = up2->forward(conv_r({1, 8, 3, 3}, 60).to(kFloat32).requires_grad_());
   EXPECT_EQ(y.grad_fn()->name(), "ConvolutionBackward0");
   EXPECT_EQ(up2->extra_repr(), "8, 4, kernel_size=(4, 4), stride=(2, 2), padding=(1, 1)");
 }
@@ -223,31 +227,32 @@ TEST(ConvTranspose2d, ModuleShapesNameAndInitialisation) {
 
 GRAFT_OP_RECORDS(conv) {
   std::vector<OpRecord> recs;
-  recs.push_back(conv_record("basic", {}, {{S({2, 3, 4, 4}, 1), S({2, 3, 3, 3}, 2), S({2}, 3)}}, true));
+  recs.push_back(conv_record("basic", {}, {{conv_S({2, 3, 4, 4}, 1), conv_S({2, 3, 3, 3}, 2), conv_S({2}, 3)}}, true));
   recs.push_back(conv_record("stride_padding", {.sh = 2, .sw = 1, .ph = 1, .pw = 2},
-                             {{S({1, 2, 5, 4}, 4), S({3, 2, 3, 2}, 5), S({3}, 6)}}));
+                             {{conv_S({1, 2, 5, 4}, 4), conv_S({3, 2, 3, 2}, 5), conv_S({3}, 6)}}));
   recs.push_back(conv_record("stride_uncovered_rows", {.sh = 2, .sw = 3},
-                             {{S({2, 1, 6, 7}, 7), S({2, 1, 3, 2}, 8), S({2}, 9)}}));
+                             {{conv_S({2, 1, 6, 7}, 7), conv_S({2, 1, 3, 2}, 8), conv_S({2}, 9)}}));
   recs.push_back(conv_record("dilation", {.ph = 1, .pw = 0, .dh = 2, .dw = 1},
-                             {{S({1, 2, 5, 4}, 10), S({2, 2, 2, 3}, 11), S({2}, 12)}}));
+                             {{conv_S({1, 2, 5, 4}, 10), conv_S({2, 2, 2, 3}, 11), conv_S({2}, 12)}}));
   recs.push_back(conv_record("groups", {.ph = 1, .pw = 1, .groups = 2},
-                             {{S({2, 4, 3, 3}, 13), S({4, 2, 2, 2}, 14), S({4}, 15)}}));
+                             {{conv_S({2, 4, 3, 3}, 13), conv_S({4, 2, 2, 2}, 14), conv_S({4}, 15)}}));
   recs.push_back(conv_record("depthwise_no_bias", {.sh = 2, .sw = 2, .ph = 1, .pw = 1, .groups = 3},
-                             {{S({1, 3, 4, 4}, 16), S({3, 1, 3, 3}, 17)}}));
-  recs.push_back(conv_record("no_bias", {}, {{S({2, 2, 3, 4}, 18), S({3, 2, 2, 2}, 19)}}));
-  recs.push_back(conv_record("1x1", {}, {{S({2, 3, 3, 2}, 20), S({4, 3, 1, 1}, 21), S({4}, 22)}}));
+                             {{conv_S({1, 3, 4, 4}, 16), conv_S({3, 1, 3, 3}, 17)}}));
+  recs.push_back(conv_record("no_bias", {}, {{conv_S({2, 2, 3, 4}, 18), conv_S({3, 2, 2, 2}, 19)}}));
+  recs.push_back(conv_record("1x1", {}, {{conv_S({2, 3, 3, 2}, 20), conv_S({4, 3, 1, 1}, 21), conv_S({4}, 22)}}));
   recs.push_back(conv_record("1x1_strided", {.sh = 2, .sw = 2, .ph = 1, .pw = 1},
-                             {{S({1, 2, 3, 3}, 23), S({2, 2, 1, 1}, 24)}}));
-  recs.push_back(conv_record("unbatched", {.ph = 1, .pw = 1}, {{S({2, 3, 3}, 25), S({3, 2, 2, 3}, 26), S({3}, 27)}}));
+                             {{conv_S({1, 2, 3, 3}, 23), conv_S({2, 2, 1, 1}, 24)}}));
+  recs.push_back(conv_record("unbatched", {.ph = 1, .pw = 1},
+                             {{conv_S({2, 3, 3}, 25), conv_S({3, 2, 2, 3}, 26), conv_S({3}, 27)}}));
   recs.push_back(conv_record("kernel_fills_padded_input", {.ph = 1, .pw = 1},
-                             {{S({1, 1, 2, 3}, 28), S({1, 1, 4, 5}, 29), S({1}, 30)}}));
+                             {{conv_S({1, 1, 2, 3}, 28), conv_S({1, 1, 4, 5}, 29), conv_S({1}, 30)}}));
   return recs;
 }
 
 namespace {
 
 TEST(Conv2d, GradFnNamesAndDoubleBackward) {
-  const Tensor x = r({1, 2, 4, 4}, 101).requires_grad_(), w = r({3, 2, 3, 3}, 102).requires_grad_();
+  const Tensor x = conv_r({1, 2, 4, 4}, 101).requires_grad_(), w = conv_r({3, 2, 3, 3}, 102).requires_grad_();
   const Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions().padding(1));
   EXPECT_EQ(y.grad_fn()->name(), "ConvolutionBackward0");
   const TensorList g = autograd::grad({y.pow(2).sum()}, {x, w}, {}, std::nullopt, /*create_graph=*/true);
@@ -258,16 +263,17 @@ TEST(Conv2d, GradFnNamesAndDoubleBackward) {
 TEST(Conv2d, LargerCaseMatchesReferenceInBothDtypes) {
   // Big enough for OpenBLAS's blocked kernels: 2 x 8 x 20 x 18 input, 16 x 4 x 3 x 3 weight, groups 2.
   const ConvArgs a{.sh = 1, .sw = 2, .ph = 1, .pw = 1, .dh = 1, .dw = 1, .groups = 2};
-  const Tensor x = r({2, 8, 20, 18}, 111), w = r({16, 4, 3, 3}, 112), b = r({16}, 113);
+  const Tensor x = conv_r({2, 8, 20, 18}, 111), w = conv_r({16, 4, 3, 3}, 112), b = conv_r({16}, 113);
   const Tensor expected = ref_conv2d(x, w, b, a);
-  EXPECT_TRUE(all_close(F::conv2d(x, w, b, opts(a)), expected, 1e-11, 1e-11));
-  EXPECT_TRUE(all_close(F::conv2d(x.to(kFloat32), w.to(kFloat32), b.to(kFloat32), opts(a)), expected, 1e-4, 1e-4));
+  EXPECT_TRUE(all_close(F::conv2d(x, w, b, conv2d_opts(a)), expected, 1e-11, 1e-11));
+  EXPECT_TRUE(
+      all_close(F::conv2d(x.to(kFloat32), w.to(kFloat32), b.to(kFloat32), conv2d_opts(a)), expected, 1e-4, 1e-4));
 }
 
 TEST(Conv2d, GradientsMatchReferenceSums) {
   // sum(conv(x, w)) has d/dw[o, c, i, j] = sum of the x values tap (i, j) reads, and d/db = N * oH * oW.
-  const Tensor x = r({2, 1, 4, 3}, 121).requires_grad_(), w = r({1, 1, 2, 2}, 122).requires_grad_(),
-               b = r({1}, 123).requires_grad_();
+  const Tensor x = conv_r({2, 1, 4, 3}, 121).requires_grad_(), w = conv_r({1, 1, 2, 2}, 122).requires_grad_(),
+               b = conv_r({1}, 123).requires_grad_();
   F::conv2d(x, w, b).sum().backward();
   const auto vx = values(x), vw = values(w);
   std::vector<double> gw(4, 0.0), gx(24, 0.0);
@@ -286,7 +292,7 @@ TEST(Conv2d, GradientsMatchReferenceSums) {
 }
 
 TEST(Conv2d, OptionsBiasAndEmptyBatch) {
-  const Tensor x = r({1, 2, 3, 3}, 131), w = r({2, 2, 2, 2}, 132), b = r({2}, 133);
+  const Tensor x = conv_r({1, 2, 3, 3}, 131), w = conv_r({2, 2, 2, 2}, 132), b = conv_r({2}, 133);
   EXPECT_TRUE(all_close(F::conv2d(x, w, F::Conv2dFuncOptions().bias(b)), F::conv2d(x, w, b), 0, 0));
   const Tensor y = F::conv2d(zeros({0, 2, 3, 3}, kFloat64), w, b);
   EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{0, 2, 2, 2}));

@@ -13,9 +13,8 @@ namespace {
 namespace F = graft::nn::functional;
 
 // This file's sample range is [-1, 1).
-Tensor r(IntArrayRef shape, uint64_t seed) { return uniform_sample(shape, seed, -1, 1); }
-SampleSpec S(std::vector<int64_t> shape, uint64_t seed) { return {std::move(shape), seed, -1, 1}; }
-using Specs = SampleSpecs;
+Tensor nd_r(IntArrayRef shape, uint64_t seed) { return uniform_sample(shape, seed, -1, 1); }
+SampleSpec nd_S(std::vector<int64_t> shape, uint64_t seed) { return {std::move(shape), seed, -1, 1}; }
 
 // One value per spatial dim (D of them).
 struct NdArgs {
@@ -154,7 +153,7 @@ const NdArgs k3{{1, 1, 1}, {0, 0, 0}, {1, 1, 1}};
 
 GRAFT_OP_RECORDS(conv_nd) {
   std::vector<OpRecord> recs;
-  recs.push_back(conv1d_record("basic", k1, {{S({2, 3, 7}, 1), S({4, 3, 3}, 2), S({4}, 3)}}));
+  recs.push_back(conv1d_record("basic", k1, {{nd_S({2, 3, 7}, 1), nd_S({4, 3, 3}, 2), nd_S({4}, 3)}}));
   recs.back().errors = {
       {[] {
          F::conv1d(zeros({3}), zeros({2, 3, 1}));
@@ -213,13 +212,13 @@ GRAFT_OP_RECORDS(conv_nd) {
        },
        {"ExpandingArray", "2 values"}},
   };
-  recs.push_back(
-      conv1d_record("stride_padding_dilation", {{2}, {2}, {2}}, {{S({2, 2, 9}, 4), S({3, 2, 3}, 5), S({3}, 6)}}));
-  recs.push_back(conv1d_record("groups", {{1}, {1}, {1}, 2}, {{S({1, 4, 6}, 7), S({6, 2, 3}, 8), S({6}, 9)}}));
-  recs.push_back(conv1d_record("unbatched_no_bias", {{2}, {0}, {1}}, {{S({3, 6}, 10), S({2, 3, 2}, 11)}}));
-  recs.push_back(conv1d_record("1x1", k1, {{S({2, 3, 4}, 12), S({2, 3, 1}, 13), S({2}, 14)}}));
+  recs.push_back(conv1d_record("stride_padding_dilation", {{2}, {2}, {2}},
+                               {{nd_S({2, 2, 9}, 4), nd_S({3, 2, 3}, 5), nd_S({3}, 6)}}));
+  recs.push_back(conv1d_record("groups", {{1}, {1}, {1}, 2}, {{nd_S({1, 4, 6}, 7), nd_S({6, 2, 3}, 8), nd_S({6}, 9)}}));
+  recs.push_back(conv1d_record("unbatched_no_bias", {{2}, {0}, {1}}, {{nd_S({3, 6}, 10), nd_S({2, 3, 2}, 11)}}));
+  recs.push_back(conv1d_record("1x1", k1, {{nd_S({2, 3, 4}, 12), nd_S({2, 3, 1}, 13), nd_S({2}, 14)}}));
 
-  recs.push_back(conv3d_record("basic", k3, {{S({2, 2, 4, 4, 3}, 21), S({3, 2, 2, 3, 2}, 22), S({3}, 23)}}));
+  recs.push_back(conv3d_record("basic", k3, {{nd_S({2, 2, 4, 4, 3}, 21), nd_S({3, 2, 2, 3, 2}, 22), nd_S({3}, 23)}}));
   recs.back().errors = {
       {[] {
          F::conv3d(zeros({3, 4, 4}), zeros({2, 3, 1, 1, 1}));
@@ -259,13 +258,13 @@ GRAFT_OP_RECORDS(conv_nd) {
        {"conv3d", "stride of 1 or 3 values", "2 values"}},
   };
   recs.push_back(conv3d_record("stride_padding_dilation", {{2, 1, 2}, {1, 0, 1}, {1, 2, 1}},
-                               {{S({1, 2, 5, 6, 5}, 24), S({2, 2, 3, 2, 2}, 25), S({2}, 26)}}));
+                               {{nd_S({1, 2, 5, 6, 5}, 24), nd_S({2, 2, 3, 2, 2}, 25), nd_S({2}, 26)}}));
   recs.push_back(conv3d_record("groups", {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 2},
-                               {{S({1, 4, 3, 3, 2}, 27), S({4, 2, 2, 2, 2}, 28), S({4}, 29)}}));
-  recs.push_back(conv3d_record("unbatched_no_bias", k3, {{S({2, 3, 3, 4}, 30), S({2, 2, 1, 2, 2}, 31)}}));
-  recs.push_back(conv3d_record("1x1x1", k3, {{S({2, 3, 2, 2, 3}, 32), S({2, 3, 1, 1, 1}, 33), S({2}, 34)}}));
+                               {{nd_S({1, 4, 3, 3, 2}, 27), nd_S({4, 2, 2, 2, 2}, 28), nd_S({4}, 29)}}));
+  recs.push_back(conv3d_record("unbatched_no_bias", k3, {{nd_S({2, 3, 3, 4}, 30), nd_S({2, 2, 1, 2, 2}, 31)}}));
+  recs.push_back(conv3d_record("1x1x1", k3, {{nd_S({2, 3, 2, 2, 3}, 32), nd_S({2, 3, 1, 1, 1}, 33), nd_S({2}, 34)}}));
 
-  recs.push_back(conv_transpose1d_record("basic", k1, 0, {{S({2, 3, 4}, 41), S({3, 2, 3}, 42), S({2}, 43)}}));
+  recs.push_back(conv_transpose1d_record("basic", k1, 0, {{nd_S({2, 3, 4}, 41), nd_S({3, 2, 3}, 42), nd_S({2}, 43)}}));
   recs.back().errors = {
       {[] {
          F::conv_transpose1d(zeros({3}), zeros({3, 2, 1}));
@@ -298,17 +297,18 @@ GRAFT_OP_RECORDS(conv_nd) {
        {"conv_transpose1d", "one dtype"}},
   };
   recs.push_back(conv_transpose1d_record("stride_padding_output_padding_dilation", {{2}, {1}, {2}}, 1,
-                                         {{S({2, 2, 4}, 44), S({2, 3, 3}, 45), S({3}, 46)}}));
+                                         {{nd_S({2, 2, 4}, 44), nd_S({2, 3, 3}, 45), nd_S({3}, 46)}}));
+  recs.push_back(conv_transpose1d_record("groups", {{1}, {1}, {1}, 2}, 0,
+                                         {{nd_S({1, 4, 3}, 47), nd_S({4, 1, 2}, 48), nd_S({2}, 49)}}));
   recs.push_back(
-      conv_transpose1d_record("groups", {{1}, {1}, {1}, 2}, 0, {{S({1, 4, 3}, 47), S({4, 1, 2}, 48), S({2}, 49)}}));
-  recs.push_back(conv_transpose1d_record("unbatched_no_bias", {{3}, {0}, {1}}, 2, {{S({2, 3}, 50), S({2, 2, 2}, 51)}}));
+      conv_transpose1d_record("unbatched_no_bias", {{3}, {0}, {1}}, 2, {{nd_S({2, 3}, 50), nd_S({2, 2, 2}, 51)}}));
   return recs;
 }
 
 namespace {
 
 TEST(ConvNd, GradFnAndForwardOpNames) {
-  const Tensor x1 = r({1, 2, 6}, 61).requires_grad_(), w1 = r({3, 2, 3}, 62).requires_grad_();
+  const Tensor x1 = nd_r({1, 2, 6}, 61).requires_grad_(), w1 = nd_r({3, 2, 3}, 62).requires_grad_();
   const Tensor y1 = F::conv1d(x1, w1);
   EXPECT_EQ(y1.grad_fn()->name(), "SqueezeBackward1");  // as PyTorch: conv1d runs on the 2-D path
   // Its input: the 2-D convolution's node, recorded as conv1d's.
@@ -317,7 +317,7 @@ TEST(ConvNd, GradFnAndForwardOpNames) {
   EXPECT_EQ(conv1->name(), "ConvolutionBackward0");
   EXPECT_EQ(std::string(conv1->forward_op_name()), "conv1d");
 
-  const Tensor x3 = r({1, 2, 3, 3, 3}, 63).requires_grad_(), w3 = r({2, 2, 2, 2, 2}, 64).requires_grad_();
+  const Tensor x3 = nd_r({1, 2, 3, 3, 3}, 63).requires_grad_(), w3 = nd_r({2, 2, 2, 2, 2}, 64).requires_grad_();
   const Tensor y3 = F::conv3d(x3, w3, F::Conv3dFuncOptions().padding(1));
   EXPECT_EQ(y3.grad_fn()->name(), "ConvolutionBackward0");
   EXPECT_EQ(std::string(y3.grad_fn()->forward_op_name()), "conv3d");
@@ -326,7 +326,7 @@ TEST(ConvNd, GradFnAndForwardOpNames) {
   EXPECT_EQ(g[0].grad_fn()->name(), "ConvolutionBackwardBackward0");
   EXPECT_EQ(g[1].grad_fn()->name(), "ConvolutionBackwardBackward0");
 
-  const Tensor xt = r({1, 2, 4}, 65).requires_grad_(), wt = r({2, 3, 3}, 66).requires_grad_();
+  const Tensor xt = nd_r({1, 2, 4}, 65).requires_grad_(), wt = nd_r({2, 3, 3}, 66).requires_grad_();
   const auto convt = F::conv_transpose1d(xt, wt).grad_fn()->next_edges.at(0).fn;
   ASSERT_TRUE(convt);
   EXPECT_EQ(std::string(convt->forward_op_name()), "conv_transpose1d");
@@ -336,7 +336,7 @@ TEST(ConvNd, LargerConv3dMatchesReferenceAtEveryThreadCount) {
   // Big enough for the blocked BLAS kernels and several samples per thread: 6 x 4 x 7 x 8 x 9 input,
   // 8 x 2 x 3 x 3 x 3 weight, groups 2, stride (1, 2, 1), padding 1, dilation (2, 1, 1).
   const NdArgs a{{1, 2, 1}, {1, 1, 1}, {2, 1, 1}, 2};
-  const Tensor x = r({6, 4, 7, 8, 9}, 71), w = r({8, 2, 3, 3, 3}, 72), b = r({8}, 73);
+  const Tensor x = nd_r({6, 4, 7, 8, 9}, 71), w = nd_r({8, 2, 3, 3, 3}, 72), b = nd_r({8}, 73);
   const Tensor expected = ref_conv_nd(x, w, b, a);
   const int threads = get_num_threads();
   Tensor first_y, first_gx, first_gw;
@@ -361,12 +361,12 @@ TEST(ConvNd, LargerConv3dMatchesReferenceAtEveryThreadCount) {
 }
 
 TEST(ConvNd, Conv1dIsConv2dOnAHeightOfOne) {
-  const Tensor x = r({2, 3, 8}, 81), w = r({4, 3, 3}, 82), b = r({4}, 83);
+  const Tensor x = nd_r({2, 3, 8}, 81), w = nd_r({4, 3, 3}, 82), b = nd_r({4}, 83);
   const Tensor y = F::conv1d(x, w, F::Conv1dFuncOptions().bias(b).stride(2).padding(1));
   const Tensor y2 = F::conv2d(x.unsqueeze(2), w.unsqueeze(2), b, F::Conv2dFuncOptions().stride({1, 2}).padding({0, 1}));
   EXPECT_TRUE(all_close(y, y2.squeeze(2), 0, 0));
   EXPECT_EQ(F::conv1d(zeros({0, 3, 8}, kFloat64), w).sizes().vec(), (std::vector<int64_t>{0, 4, 6}));
-  EXPECT_EQ(F::conv3d(zeros({0, 3, 2, 2, 2}, kFloat64), r({1, 3, 1, 1, 1}, 84)).sizes().vec(),
+  EXPECT_EQ(F::conv3d(zeros({0, 3, 2, 2, 2}, kFloat64), nd_r({1, 3, 1, 1, 1}, 84)).sizes().vec(),
             (std::vector<int64_t>{0, 1, 2, 2, 2}));
 }
 

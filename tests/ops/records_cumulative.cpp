@@ -9,11 +9,6 @@
 namespace graft::test {
 namespace {
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
-
 // Running sum / product of x along dim (a plain loop over the row-major values).
 Tensor scan_ref(const Tensor& x, int64_t dim, bool product) {
   const auto v = values(x);

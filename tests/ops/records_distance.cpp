@@ -17,13 +17,6 @@ namespace {
 
 namespace F = nn::functional;
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
-
-const Reduction kReductions[] = {kNone, kMean, kSum};
-std::string rname(Reduction red) { return reduction_name(red); }
 std::string p_name(double p) {
   std::string s = "p";
   s += std::isinf(p) ? std::string("inf") : std::to_string(static_cast<int>(p));

@@ -38,7 +38,7 @@ Tensor ref_dropout(const Tensor& x, double p, bool train, int64_t channel_dims) 
   return make(v, x.sizes());
 }
 
-std::vector<ErrorCase> errors(const std::string& op, std::function<Tensor(const Tensor&, double)> f) {
+std::vector<ErrorCase> dropout_errors(const std::string& op, std::function<Tensor(const Tensor&, double)> f) {
   return {{[f] { f(zeros({2, 3, 2, 2}), 1.5); }, {op, "probability p in [0, 1]", "1.5"}},
           {[f] { f(zeros({2, 3, 2, 2}), -0.1); }, {op, "probability p in [0, 1]"}},
           {[f] { f(make({1, 2, 3, 4}, {1, 1, 2, 2}, kInt64), 0.5); }, {op, "floating-point", "int64"}}};
@@ -53,28 +53,38 @@ GRAFT_OP_RECORDS(dropout) {
     for (bool train : {true, false}) {
       std::string variant = p == 0.0 ? "p0" : "p0.5";
       variant += train ? "_train" : "_eval";
-      recs.push_back({.name = "dropout", .variant = variant,
-                      .fn = [p, train](const TensorList& a) { manual_seed(kSeed); return dropout(a[0], p, train); },
-                      .reference = [p, train](const TensorList& a) { return ref_dropout(a[0], p, train, 0); },
-                      .samples = lazy_samples(images),
-                      .errors = errors("dropout", [](const Tensor& x, double q) { return dropout(x, q, true); })});
-      recs.push_back({.name = "feature_dropout", .variant = variant,
-                      .fn = [p, train](const TensorList& a) {
-                        manual_seed(kSeed);
-                        return feature_dropout(a[0], p, train);
-                      },
+      recs.push_back(
+          {.name = "dropout",
+           .variant = variant,
+           .fn =
+               [p, train](const TensorList& a) {
+                 manual_seed(kSeed);
+                 return dropout(a[0], p, train);
+               },
+           .reference = [p, train](const TensorList& a) { return ref_dropout(a[0], p, train, 0); },
+           .samples = lazy_samples(images),
+           .errors = dropout_errors("dropout", [](const Tensor& x, double q) { return dropout(x, q, true); })});
+      recs.push_back({.name = "feature_dropout",
+                      .variant = variant,
+                      .fn =
+                          [p, train](const TensorList& a) {
+                            manual_seed(kSeed);
+                            return feature_dropout(a[0], p, train);
+                          },
                       .reference = [p, train](const TensorList& a) { return ref_dropout(a[0], p, train, 2); },
                       .samples = lazy_samples(images),
-                      .errors = errors("feature_dropout",
-                                       [](const Tensor& x, double q) { return feature_dropout(x, q, true); })});
-      recs.push_back({.name = "dropout2d", .variant = variant,
-                      .fn = [p, train](const TensorList& a) {
-                        manual_seed(kSeed);
-                        return F::dropout2d(a[0], F::Dropout2dFuncOptions().p(p).training(train));
-                      },
+                      .errors = dropout_errors("feature_dropout",
+                                               [](const Tensor& x, double q) { return feature_dropout(x, q, true); })});
+      recs.push_back({.name = "dropout2d",
+                      .variant = variant,
+                      .fn =
+                          [p, train](const TensorList& a) {
+                            manual_seed(kSeed);
+                            return F::dropout2d(a[0], F::Dropout2dFuncOptions().p(p).training(train));
+                          },
                       .reference = [p, train](const TensorList& a) { return ref_dropout(a[0], p, train, 2); },
                       .samples = lazy_samples(images),
-                      .errors = errors("dropout2d", [](const Tensor& x, double q) {
+                      .errors = dropout_errors("dropout2d", [](const Tensor& x, double q) {
                         return F::dropout2d(x, F::Dropout2dFuncOptions().p(q));
                       })});
     }

@@ -9,10 +9,6 @@ namespace {
 namespace F = nn::functional;
 using Idx = std::vector<int64_t>;
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
 Tensor ids(const std::vector<double>& v, IntArrayRef shape) { return make(v, shape, kInt64); }
 
 int64_t count(const Idx& s) {

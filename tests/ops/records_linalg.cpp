@@ -10,11 +10,6 @@ namespace {
 
 namespace F = graft::nn::functional;
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
-
 // Row-major offset of a multi-index into a (possibly broadcast, left-padded) shape.
 int64_t bcast_offset(const std::vector<int64_t>& idx, const std::vector<int64_t>& shape) {
   const size_t pad = idx.size() - shape.size();

@@ -16,19 +16,13 @@ namespace {
 
 namespace F = nn::functional;
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
 Tensor idx(const std::vector<double>& v, IntArrayRef shape) { return make(v, shape, kInt64); }
-
-const Reduction kReductions[] = {kNone, kMean, kSum};
 
 // A scalar (0-dim) float64 tensor.
 Tensor scalar64(double v) { return make({v}, {}); }
 
 // Reduction of per-element losses `v` of shape `shape` (a plain loop).
-Tensor ref_reduce(const std::vector<double>& v, IntArrayRef shape, Reduction red) {
+Tensor ref_apply_reduction(const std::vector<double>& v, IntArrayRef shape, Reduction red) {
   if (red == kNone) return make(v, shape);
   double s = 0;
   for (double x : v) s += x;
@@ -126,13 +120,13 @@ Tensor ref_class_prob(const std::vector<double>& logp, const ClassGeom& g, const
       }
       out.push_back(l);
     }
-  return ref_reduce(out, g.out_shape, red);
+  return ref_apply_reduction(out, g.out_shape, red);
 }
 
 // ---- the elementwise losses: per-element reference over broadcast inputs, then the reduction ----
 Tensor ref_elementwise(const TensorList& in, Reduction red, const std::function<double(const std::vector<double>&)>& f) {
   const Tensor per = ref_map(in, f);
-  return ref_reduce(values(per), per.sizes(), red);
+  return ref_apply_reduction(values(per), per.sizes(), red);
 }
 
 double bce_term(double x, double t) {
@@ -155,8 +149,6 @@ Tensor away_from_kinks(const Tensor& input, uint64_t seed) {
   for (size_t i = 0; i < v.size(); ++i) v[i] += offsets[static_cast<size_t>(pick[i])];
   return make(v, input.sizes());
 }
-
-std::string rname(Reduction red) { return reduction_name(red); }
 
 }  // namespace
 

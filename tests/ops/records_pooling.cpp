@@ -12,13 +12,7 @@ namespace {
 
 namespace F = graft::nn::functional;
 
-// This file's sample range is [-2, 2) unless a record says otherwise.
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) { return uniform_sample(shape, seed, lo, hi); }
-SampleSpec S(std::vector<int64_t> shape, uint64_t seed, double lo = -2, double hi = 2) {
-  return {std::move(shape), seed, lo, hi};
-}
-using Specs = SampleSpecs;
-std::function<std::vector<TensorList>()> lazy(Specs specs) { return lazy_samples(std::move(specs)); }
+// Samples: r and S (tests/support/op_table.h), in [-2, 2) unless a record says otherwise.
 
 struct PoolArgs {
   int64_t kh, kw, sh, sw, ph = 0, pw = 0, dh = 1, dw = 1;

@@ -12,10 +12,7 @@ namespace {
 
 namespace F = graft::nn::functional;
 
-// This file's sample range is [-2, 2).
-Tensor r(IntArrayRef shape, uint64_t seed) { return uniform_sample(shape, seed, -2, 2); }
-SampleSpec S(std::vector<int64_t> shape, uint64_t seed) { return {std::move(shape), seed, -2, 2}; }
-using Specs = SampleSpecs;
+// Samples: r and S (tests/support/op_table.h), in [-2, 2).
 
 struct Pool1dArgs {
   int64_t k, s, p = 0, d = 1;
@@ -25,7 +22,7 @@ struct Pool1dArgs {
 
 // Windows start at o * s - p and span d * (k - 1) + 1 values; in ceil mode a last partial window
 // counts if it starts inside the input or its left padding.
-int64_t n_windows(int64_t in, const Pool1dArgs& a) {
+int64_t n_windows_1d(int64_t in, const Pool1dArgs& a) {
   const double span = static_cast<double>(in + 2 * a.p - a.d * (a.k - 1) - 1) / static_cast<double>(a.s);
   int64_t out = static_cast<int64_t>(a.ceil ? std::ceil(span) : std::floor(span)) + 1;
   if (a.ceil && (out - 1) * a.s >= in + a.p) --out;
@@ -48,7 +45,7 @@ Tensor ref_rows(const Tensor& x, int64_t oL, Fn&& window) {
 }
 
 Tensor ref_max_pool1d(const Tensor& x, const Pool1dArgs& a) {
-  return ref_rows(x, n_windows(x.size(-1), a), [&](const std::vector<double>& v, int64_t L, int64_t o) {
+  return ref_rows(x, n_windows_1d(x.size(-1), a), [&](const std::vector<double>& v, int64_t L, int64_t o) {
     double m = -std::numeric_limits<double>::infinity();
     for (int64_t t = 0; t < a.k; ++t) {
       const int64_t i = o * a.s - a.p + t * a.d;
@@ -59,7 +56,7 @@ Tensor ref_max_pool1d(const Tensor& x, const Pool1dArgs& a) {
 }
 
 Tensor ref_avg_pool1d(const Tensor& x, const Pool1dArgs& a) {
-  return ref_rows(x, n_windows(x.size(-1), a), [&](const std::vector<double>& v, int64_t L, int64_t o) {
+  return ref_rows(x, n_windows_1d(x.size(-1), a), [&](const std::vector<double>& v, int64_t L, int64_t o) {
     double s = 0;
     int64_t with_pad = 0, inside = 0;
     for (int64_t t = 0; t < a.k; ++t) {

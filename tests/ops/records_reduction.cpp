@@ -12,14 +12,8 @@
 namespace graft::test {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr IntArrayRef kScalarShape{};  // the shape of a 0-dim tensor
-
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
 
 // ---- reference: reductions as plain loops in double ----
 // The slices of x over `dims` (all dims when empty; negative dims count from the end), each in
@@ -64,8 +58,8 @@ Slices slices_of(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
   return s;
 }
 
-Tensor ref_reduce(const Tensor& x, std::vector<int64_t> dims, bool keepdim,
-                  const std::function<double(const std::vector<double>&)>& f) {
+Tensor ref_reduce_dims(const Tensor& x, std::vector<int64_t> dims, bool keepdim,
+                       const std::function<double(const std::vector<double>&)>& f) {
   Slices s = slices_of(x, std::move(dims), keepdim);
   std::vector<double> out;
   for (const auto& row : s.rows) out.push_back(f(row));
@@ -110,7 +104,7 @@ double ref_lse(const std::vector<double>& v) {
 }
 
 // Signed values with |x| in [0.5, 1.5]: no zeros, products stay moderate.
-Tensor away_from_zero(IntArrayRef shape, uint64_t seed) {
+Tensor r_away_from_zero(IntArrayRef shape, uint64_t seed) {
   Tensor t = r(shape, seed, -1, 1);
   std::vector<double> v = values(t);
   for (double& a : v) a = a < 0 ? a - 0.5 : a + 0.5;
@@ -121,10 +115,12 @@ Tensor away_from_zero(IntArrayRef shape, uint64_t seed) {
 OpRecord reduction_record(std::string name, std::string variant, std::vector<int64_t> dims, bool keepdim,
                           std::function<Tensor(const Tensor&)> f, std::function<double(const std::vector<double>&)> ref,
                           std::function<std::vector<TensorList>()> samples) {
-  return OpRecord{.name = std::move(name), .variant = std::move(variant),
-                  .fn = [f](const TensorList& a) { return f(a[0]); },
-                  .reference = [dims, keepdim, ref](const TensorList& a) { return ref_reduce(a[0], dims, keepdim, ref); },
-                  .samples = std::move(samples)};
+  return OpRecord{
+      .name = std::move(name),
+      .variant = std::move(variant),
+      .fn = [f](const TensorList& a) { return f(a[0]); },
+      .reference = [dims, keepdim, ref](const TensorList& a) { return ref_reduce_dims(a[0], dims, keepdim, ref); },
+      .samples = std::move(samples)};
 }
 
 std::vector<TensorList> shapes_234(uint64_t seed) { return {{r({2, 3, 4}, seed)}}; }
@@ -255,17 +251,28 @@ GRAFT_OP_RECORDS(reduction) {
   recs.push_back(reduction_record("std", "dims01", {0, 1}, false, [](const Tensor& x) { return x.std({0, 1}); },
                                   [](auto& v) { return std::sqrt(ref_var(v, 1)); }, [] { return shapes_234(20); }));
   // ---- prod (no zeros here: see the plain tests below) ----
-  recs.push_back(reduction_record("prod", "all", {}, false, [](const Tensor& x) { return x.prod(); }, ref_prod, [] {
-    return std::vector<TensorList>{{away_from_zero({2, 3}, 21)}, {away_from_zero({}, 22)}};
-  }));
+  recs.push_back(reduction_record(
+      "prod", "all", {}, false, [](const Tensor& x) { return x.prod(); }, ref_prod,
+      [] {
+        return std::vector<TensorList>{{r_away_from_zero({2, 3}, 21)}, {r_away_from_zero({}, 22)}};
+      }));
   recs.back().errors = {dim_out_of_range([](const Tensor& x) { prod(x, {2}); }, "prod"),
                         repeated_dims([](const Tensor& x) { prod(x, {1, -1}); }, "prod"),
                         {[] { prod(zeros({2}), {0}, false, kBool); }, {"prod", "bool"}}};
-  recs.push_back(reduction_record("prod", "dim1", {1}, false, [](const Tensor& x) { return x.prod({1}); }, ref_prod,
-                                  [] { return std::vector<TensorList>{{away_from_zero({2, 3, 4}, 23)}}; }));
-  recs.push_back(reduction_record("prod", "dims_neg_keepdim", {-1, 0}, true,
-                                  [](const Tensor& x) { return x.prod({-1, 0}, true); }, ref_prod,
-                                  [] { return std::vector<TensorList>{{away_from_zero({2, 3, 4}, 24)}}; }));
+  recs.push_back(reduction_record(
+      "prod", "dim1", {1}, false, [](const Tensor& x) { return x.prod({1}); }, ref_prod,
+      [] {
+        return std::vector<TensorList>{{r_away_from_zero({2, 3, 4}, 23)}};
+      }));
+  recs.push_back(reduction_record(
+      "prod", "dims_neg_keepdim", {-1, 0}, true,
+      [](const Tensor& x) {
+        return x.prod({-1, 0}, true);
+      },
+      ref_prod,
+      [] {
+        return std::vector<TensorList>{{r_away_from_zero({2, 3, 4}, 24)}};
+      }));
   {
     OpRecord rec = reduction_record("prod", "int64", {1}, false, [](const Tensor& x) {
       Tensor y = x.prod({1});
@@ -276,9 +283,11 @@ GRAFT_OP_RECORDS(reduction) {
     recs.push_back(rec);
   }
   {
-    OpRecord rec = reduction_record("prod", "dtype_float64", {0}, false,
-                                    [](const Tensor& x) { return prod(x, {0}, false, kFloat64); }, ref_prod,
-                                    [] { return std::vector<TensorList>{{away_from_zero({3, 2}, 25)}}; });
+    OpRecord rec = reduction_record(
+        "prod", "dtype_float64", {0}, false, [](const Tensor& x) { return prod(x, {0}, false, kFloat64); }, ref_prod,
+        [] {
+          return std::vector<TensorList>{{r_away_from_zero({3, 2}, 25)}};
+        });
     rec.float32 = false;
     recs.push_back(rec);
   }
@@ -389,7 +398,7 @@ GRAFT_OP_RECORDS(reduction) {
 
 namespace {
 
-Tensor grad_of(const std::function<Tensor(const Tensor&)>& f, const Tensor& x0, bool create_graph = false) {
+Tensor grad_at(const std::function<Tensor(const Tensor&)>& f, const Tensor& x0, bool create_graph = false) {
   Tensor x = x0.detach().clone().requires_grad_();
   Tensor y = f(x);
   return autograd::grad({y}, {x}, {ones_like(y)}, std::nullopt, create_graph)[0];
@@ -399,17 +408,17 @@ Tensor grad_of(const std::function<Tensor(const Tensor&)>& f, const Tensor& x0, 
 TEST(ReductionStats, ProdGradientWithZeros) {
   for (bool create_graph : {false, true}) {
     // one zero: the product of the others at the zero, 0 elsewhere
-    EXPECT_TRUE(all_close(grad_of([](auto& x) { return x.prod(); }, make({2, 0, 3, 4}, {4}), create_graph),
+    EXPECT_TRUE(all_close(grad_at([](auto& x) { return x.prod(); }, make({2, 0, 3, 4}, {4}), create_graph),
                           {0, 24, 0, 0}, {4}));
     // two zeros: all zero
-    EXPECT_TRUE(all_close(grad_of([](auto& x) { return x.prod(); }, make({2, 0, 3, 0}, {4}), create_graph),
-                          {0, 0, 0, 0}, {4}));
+    EXPECT_TRUE(
+        all_close(grad_at([](auto& x) { return x.prod(); }, make({2, 0, 3, 0}, {4}), create_graph), {0, 0, 0, 0}, {4}));
     // along dim 1, rows with no, one and two zeros
     const Tensor x = make({1.5, 2, -3, 0, 5, 2, 0, 7, 0}, {3, 3});
-    EXPECT_TRUE(all_close(grad_of([](auto& t) { return t.prod({1}); }, x, create_graph),
+    EXPECT_TRUE(all_close(grad_at([](auto& t) { return t.prod({1}); }, x, create_graph),
                           {2 * -3.0, 1.5 * -3, 1.5 * 2, 10, 0, 0, 0, 0, 0}, {3, 3}));
     // over dim 0 with keepdim, through a non-contiguous (transposed) input
-    EXPECT_TRUE(all_close(grad_of([](auto& t) { return t.t().prod({0}, true); }, x, create_graph),
+    EXPECT_TRUE(all_close(grad_at([](auto& t) { return t.t().prod({0}, true); }, x, create_graph),
                           {2 * -3.0, 1.5 * -3, 1.5 * 2, 10, 0, 0, 0, 0, 0}, {3, 3}));
   }
   EXPECT_EQ(prod(ones({2}, requires_grad())).grad_fn()->name(), "ProdBackward0");
@@ -437,24 +446,26 @@ TEST(ReductionStats, ProdEmptyAndInt) {
 // ---- max / min / amax / amin: ties and NaN ----
 TEST(ReductionStats, AmaxSplitsTiesEvenly) {
   const Tensor x = make({1, 3, 3, 2, 2, 0, 4, 4, 4}, {3, 3});
-  EXPECT_TRUE(all_close(grad_of([](auto& t) { return amax(t, {1}); }, x), {0, .5, .5, .5, .5, 0, 1. / 3, 1. / 3, 1. / 3}, {3, 3}));
-  EXPECT_TRUE(all_close(grad_of([](auto& t) { return amin(t, {0}, true); }, x), {1, 0, 0, 0, 1, 1, 0, 0, 0}, {3, 3}));
-  EXPECT_TRUE(all_close(grad_of([](auto& t) { return amax(t); }, x), {0, 0, 0, 0, 0, 0, 1. / 3, 1. / 3, 1. / 3}, {3, 3}));
+  EXPECT_TRUE(all_close(grad_at([](auto& t) { return amax(t, {1}); }, x),
+                        {0, .5, .5, .5, .5, 0, 1. / 3, 1. / 3, 1. / 3}, {3, 3}));
+  EXPECT_TRUE(all_close(grad_at([](auto& t) { return amin(t, {0}, true); }, x), {1, 0, 0, 0, 1, 1, 0, 0, 0}, {3, 3}));
+  EXPECT_TRUE(
+      all_close(grad_at([](auto& t) { return amax(t); }, x), {0, 0, 0, 0, 0, 0, 1. / 3, 1. / 3, 1. / 3}, {3, 3}));
   EXPECT_EQ(amax(x.detach().requires_grad_()).grad_fn()->name(), "AmaxBackward0");
   EXPECT_EQ(amin(x.detach().requires_grad_()).grad_fn()->name(), "AminBackward0");
 }
 
 TEST(ReductionStats, FullMaxSplitsTiesAndDimMaxPicksFirst) {
   const Tensor x = make({5, 1, 5, 0, 5, -1}, {2, 3});
-  EXPECT_TRUE(all_close(grad_of([](auto& t) { return t.max(); }, x), {1. / 3, 0, 1. / 3, 0, 1. / 3, 0}, {2, 3}));
-  EXPECT_TRUE(all_close(grad_of([](auto& t) { return t.min(); }, x), {0, 0, 0, 0, 0, 1}, {2, 3}));
+  EXPECT_TRUE(all_close(grad_at([](auto& t) { return t.max(); }, x), {1. / 3, 0, 1. / 3, 0, 1. / 3, 0}, {2, 3}));
+  EXPECT_TRUE(all_close(grad_at([](auto& t) { return t.min(); }, x), {0, 0, 0, 0, 0, 1}, {2, 3}));
   // along a dim, the gradient goes to the index max returns: the first occurrence
   auto [v, i] = max(x, 1);
   EXPECT_TRUE(all_close(v, {5, 5}, {2}));
   EXPECT_TRUE(all_close(i, {0, 1}, {2}));
   EXPECT_EQ(i.dtype(), kInt64);
-  EXPECT_TRUE(all_close(grad_of([](auto& t) { return std::get<0>(t.max(1)); }, x), {1, 0, 0, 0, 1, 0}, {2, 3}));
-  EXPECT_TRUE(all_close(grad_of([](auto& t) { return std::get<0>(t.min(0, true)); }, x), {0, 1, 0, 1, 0, 1}, {2, 3}));
+  EXPECT_TRUE(all_close(grad_at([](auto& t) { return std::get<0>(t.max(1)); }, x), {1, 0, 0, 0, 1, 0}, {2, 3}));
+  EXPECT_TRUE(all_close(grad_at([](auto& t) { return std::get<0>(t.min(0, true)); }, x), {0, 1, 0, 1, 0, 1}, {2, 3}));
   Tensor xr = x.detach().requires_grad_();
   EXPECT_EQ(xr.max().grad_fn()->name(), "MaxBackward1");
   EXPECT_EQ(std::get<0>(xr.max(0)).grad_fn()->name(), "MaxBackward0");
@@ -477,7 +488,7 @@ TEST(ReductionStats, NanPropagates) {
   EXPECT_TRUE(all_close(argmax(x), {1}, kScalarShape));
   EXPECT_TRUE(all_close(argmin(x, 1), {1, 0}, {2}));
   // the gradient of the full max goes to the NaNs
-  EXPECT_TRUE(all_close(grad_of([](auto& t) { return t.max(); }, x), {0, .5, 0, .5, 0, 0}, {2, 3}));
+  EXPECT_TRUE(all_close(grad_at([](auto& t) { return t.max(); }, x), {0, .5, 0, .5, 0, 0}, {2, 3}));
 }
 
 TEST(ReductionStats, ZeroDimAndIntegerInputs) {
@@ -505,7 +516,7 @@ TEST(ReductionStats, VarStdDegenerate) {
   EXPECT_TRUE(all_close(var(make({1, 2, 3, 4}, {2, 2}), {1}, true), {0.5, 0.5}, {2}));
   // a constant slice: std is 0 and its gradient 0 (not nan), as PyTorch's masked formula
   const Tensor c = make({2, 2, 2, 1, 2, 3}, {2, 3});
-  EXPECT_TRUE(all_close(grad_of([](auto& t) { return t.std({1}, true); }, c), {0, 0, 0, -0.5, 0, 0.5}, {2, 3}));
+  EXPECT_TRUE(all_close(grad_at([](auto& t) { return t.std({1}, true); }, c), {0, 0, 0, -0.5, 0, 0.5}, {2, 3}));
   // well-conditioned in float32 far from 0 (a one-pass sum of squares would lose everything)
   const Tensor big = make({1e4 + 1, 1e4 + 2, 1e4 + 3, 1e4 + 4}, {4}, kFloat32);
   EXPECT_TRUE(all_close(var(big), {5.0 / 3}, {}, 1e-5, 1e-5));
@@ -519,7 +530,7 @@ TEST(ReductionStats, LogsumexpInfinities) {
   const Tensor x = make({-kInf, -kInf, 0, -kInf, 1000, kInf}, {3, 2});
   EXPECT_TRUE(all_close(logsumexp(x, {1}), {-kInf, 0, kInf}, {3}));
   EXPECT_TRUE(all_close(logsumexp(zeros({0, 2}), {0}), {-kInf, -kInf}, {2}));
-  EXPECT_TRUE(all_close(grad_of([](auto& t) { return logsumexp(t, {1}); }, make({1000, 1000, -kInf, 0}, {2, 2})),
+  EXPECT_TRUE(all_close(grad_at([](auto& t) { return logsumexp(t, {1}); }, make({1000, 1000, -kInf, 0}, {2, 2})),
                         {0.5, 0.5, 0, 1}, {2, 2}));
   EXPECT_EQ(logsumexp(x.detach().requires_grad_(), {0}).grad_fn()->name(), "LogsumexpBackward0");
 }

@@ -12,12 +12,6 @@ namespace {
 
 namespace F = graft::nn::functional;
 
-SampleSpec S(std::vector<int64_t> shape, uint64_t seed, double lo = -2, double hi = 2) {
-  return {std::move(shape), seed, lo, hi};
-}
-using Specs = SampleSpecs;
-std::function<std::vector<TensorList>()> lazy(Specs specs) { return lazy_samples(std::move(specs)); }
-
 // Applies value(plane, H, W, oh, ow) to every output position of every plane of x, whose last
 // `spatial` dims are the image (H = 1 for spatial = 1).
 template <class Fn>
@@ -53,7 +47,7 @@ struct Taps {
   int64_t i0, i1;
   double w0, w1;
 };
-Taps ref_linear(int64_t o, int64_t n, int64_t m, bool align, double scale) {
+Taps linear_taps(int64_t o, int64_t n, int64_t m, bool align, double scale) {
   double src;
   if (align) {
     src = m > 1 ? static_cast<double>(o) * static_cast<double>(n - 1) / static_cast<double>(m - 1) : 0.0;
@@ -68,7 +62,7 @@ Taps ref_linear(int64_t o, int64_t n, int64_t m, bool align, double scale) {
 
 Tensor ref_upsample_bilinear(const Tensor& x, int64_t oH, int64_t oW, bool align, double sh = 0, double sw = 0) {
   return ref_planes(x, 2, oH, oW, [&](const std::vector<double>& p, int64_t H, int64_t W, int64_t oh, int64_t ow) {
-    const Taps a = ref_linear(oh, H, oH, align, sh), b = ref_linear(ow, W, oW, align, sw);
+    const Taps a = linear_taps(oh, H, oH, align, sh), b = linear_taps(ow, W, oW, align, sw);
     auto at = [&](int64_t h, int64_t w) { return p[static_cast<size_t>(h * W + w)]; };
     return a.w0 * (b.w0 * at(a.i0, b.i0) + b.w1 * at(a.i0, b.i1)) + a.w1 * (b.w0 * at(a.i1, b.i0) + b.w1 * at(a.i1, b.i1));
   });

@@ -66,7 +66,7 @@ Tensor ref_layer(RNNCellType cell, const TensorList& a, const std::vector<int64_
   return make(out, {T + 2, N, H});
 }
 
-Tensor call(RNNCellType cell, const TensorList& a, const std::vector<int64_t>& lengths, bool reverse) {
+Tensor call_rnn_layer(RNNCellType cell, const TensorList& a, const std::vector<int64_t>& lengths, bool reverse) {
   const bool lstm = cell == RNNCellType::kLSTM;
   const size_t o = lstm ? 1 : 0;
   const RNNLayerResult r = rnn_layer(cell, a[0], a[1], lstm ? a[2] : Tensor(), a[2 + o], a[3 + o], a[4 + o], a[5 + o], lengths, reverse);
@@ -74,7 +74,7 @@ Tensor call(RNNCellType cell, const TensorList& a, const std::vector<int64_t>& l
   return cat({r.output, r.h_n.unsqueeze(0), c.unsqueeze(0)}, 0);
 }
 
-std::vector<ErrorCase> errors() {
+std::vector<ErrorCase> rnn_errors() {
   auto lstm = [](std::vector<int64_t> x, std::vector<int64_t> h0, std::vector<int64_t> wih, std::vector<int64_t> lengths = {}) {
     return [=] {
       rnn_layer(RNNCellType::kLSTM, zeros(x), zeros(h0), zeros({2, 3}), zeros(wih), zeros({12, 3}), zeros({12}), zeros({12}), lengths);
@@ -92,28 +92,33 @@ std::vector<ErrorCase> errors() {
   };
 }
 
-OpRecord record(RNNCellType cell, std::string variant, std::vector<int64_t> lengths, bool reverse, uint64_t seed) {
+OpRecord rnn_record(RNNCellType cell, std::string variant, std::vector<int64_t> lengths, bool reverse, uint64_t seed) {
   const int64_t T = 4, N = 3, I = 2, H = 3, G = gates(cell);
   SampleSpecs specs{{{{T, N, I}, seed, -1, 1}, {{N, H}, seed + 1, -1, 1}}};
   if (cell == RNNCellType::kLSTM) specs[0].push_back({{N, H}, seed + 2, -1, 1});
   for (std::vector<int64_t> shape : {std::vector<int64_t>{G * H, I}, {G * H, H}, {G * H}, {G * H}})
     specs[0].push_back({shape, seed + 3 + specs[0].size(), -0.8, 0.8});
-  return {.name = "rnn_layer", .variant = std::move(variant),
-          .fn = [=](const TensorList& a) { return call(cell, a, lengths, reverse); },
+  return {.name = "rnn_layer",
+          .variant = std::move(variant),
+          .fn = [=](const TensorList& a) { return call_rnn_layer(cell, a, lengths, reverse); },
           .reference = [=](const TensorList& a) { return ref_layer(cell, a, lengths, reverse); },
-          .samples = lazy_samples(specs), .gradgradcheck = false, .atol32 = 1e-5, .rtol32 = 1e-4, .errors = errors()};
+          .samples = lazy_samples(specs),
+          .gradgradcheck = false,
+          .atol32 = 1e-5,
+          .rtol32 = 1e-4,
+          .errors = rnn_errors()};
 }
 
 }  // namespace
 
 GRAFT_OP_RECORDS(rnn) {
   std::vector<OpRecord> recs;
-  recs.push_back(record(RNNCellType::kRNNTanh, "rnn_tanh", {}, false, 10));
-  recs.push_back(record(RNNCellType::kRNNReLU, "rnn_relu_reverse", {}, true, 20));
-  recs.push_back(record(RNNCellType::kLSTM, "lstm", {}, false, 30));
-  recs.push_back(record(RNNCellType::kLSTM, "lstm_lengths_reverse", {4, 2, 0}, true, 40));
-  recs.push_back(record(RNNCellType::kGRU, "gru", {}, false, 50));
-  recs.push_back(record(RNNCellType::kGRU, "gru_lengths", {1, 4, 3}, false, 60));
+  recs.push_back(rnn_record(RNNCellType::kRNNTanh, "rnn_tanh", {}, false, 10));
+  recs.push_back(rnn_record(RNNCellType::kRNNReLU, "rnn_relu_reverse", {}, true, 20));
+  recs.push_back(rnn_record(RNNCellType::kLSTM, "lstm", {}, false, 30));
+  recs.push_back(rnn_record(RNNCellType::kLSTM, "lstm_lengths_reverse", {4, 2, 0}, true, 40));
+  recs.push_back(rnn_record(RNNCellType::kGRU, "gru", {}, false, 50));
+  recs.push_back(rnn_record(RNNCellType::kGRU, "gru_lengths", {1, 4, 3}, false, 60));
   return recs;
 }
 
@@ -142,7 +147,7 @@ TEST(RNNLayer, FusedMatchesTheCompositeFormulaInFloat32) {
       for (int k = 0; k < 2; ++k) {
         RNNBackendGuard guard(k == 0 ? RNNBackend::kFused : RNNBackend::kComposite);
         for (Tensor t : a) t.mutable_grad() = Tensor();
-        Tensor y = call(cell, a, lengths, reverse);
+        Tensor y = call_rnn_layer(cell, a, lengths, reverse);
         y.backward(g);
         outs[k].push_back(y.detach());
         for (const auto& t : a) grads[k].push_back(t.grad());
@@ -177,7 +182,7 @@ TEST(RNNLayer, FusedMatchesTheCompositeFormulaWithoutBiasesInFloat32) {
 
 TEST(RNNLayer, FusedBackwardIsOnceDifferentiableAndTheCompositeIsTwice) {
   const TensorList a = layer_inputs(RNNCellType::kLSTM, 3, 2, 2, 3, kFloat64, 90);
-  auto f = [](const TensorList& in) { return call(RNNCellType::kLSTM, in, {3, 2}, false); };
+  auto f = [](const TensorList& in) { return call_rnn_layer(RNNCellType::kLSTM, in, {3, 2}, false); };
   Tensor y = f(a);
   EXPECT_TRUE(throws_error([&] { autograd::grad({y.sum()}, {a[0]}, {}, /*retain_graph=*/true, /*create_graph=*/true); },
                            {"rnn_layer", "create_graph", "RNNBackend::kComposite"}));

@@ -11,11 +11,6 @@ namespace {
 
 namespace F = graft::nn::functional;
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
-
 // softmax / log_softmax of x along dim, plain loops in double over (outer, n, inner).
 Tensor ref_softmax(const Tensor& x, int64_t dim, bool log) {
   const std::vector<double> v = values(x);
@@ -38,7 +33,7 @@ Tensor ref_softmax(const Tensor& x, int64_t dim, bool log) {
   return make(out, x.sizes());
 }
 
-std::vector<ErrorCase> errors(bool log) {
+std::vector<ErrorCase> softmax_errors(bool log) {
   const std::string name = log ? "log_softmax" : "softmax";
   auto f = [log](const Tensor& x, int64_t dim, std::optional<DType> dt) {
     return log ? log_softmax(x, dim, dt) : softmax(x, dim, dt);
@@ -48,13 +43,15 @@ std::vector<ErrorCase> errors(bool log) {
           {[f] { f(zeros({2, 3}), 0, kInt64); }, {name, "int64 dtype"}}};
 }
 
-OpRecord record(bool log, std::string variant, int64_t dim, std::vector<TensorList> samples) {
-  return {.name = log ? "log_softmax" : "softmax", .variant = std::move(variant),
+OpRecord softmax_record(bool log, std::string variant, int64_t dim, std::vector<TensorList> samples) {
+  return {.name = log ? "log_softmax" : "softmax",
+          .variant = std::move(variant),
           .fn = [log, dim](const TensorList& a) { return log ? log_softmax(a[0], dim) : softmax(a[0], dim); },
           .reference = [log, dim](const TensorList& a) { return ref_softmax(a[0], dim, log); },
           .samples = [s = std::move(samples)] { return s; },
-          .atol32 = 1e-4, .rtol32 = 1e-4,
-          .errors = errors(log)};
+          .atol32 = 1e-4,
+          .rtol32 = 1e-4,
+          .errors = softmax_errors(log)};
 }
 
 }  // namespace
@@ -62,15 +59,14 @@ OpRecord record(bool log, std::string variant, int64_t dim, std::vector<TensorLi
 GRAFT_OP_RECORDS(softmax) {
   std::vector<OpRecord> recs;
   for (bool log : {false, true}) {
-    recs.push_back(record(log, "dim1", 1, {{r({2, 3}, 1)}, {r({3, 1}, 2)}}));
-    recs.push_back(record(log, "dim0", 0, {{r({3, 4}, 3)}, {r({4}, 4)}}));
-    recs.push_back(record(log, "dim_neg1", -1, {{r({2, 3, 4}, 5)}, {r({}, 6)}}));
-    recs.push_back(record(log, "middle_dim", 1, {{r({2, 3, 2}, 7)}}));
+    recs.push_back(softmax_record(log, "dim1", 1, {{r({2, 3}, 1)}, {r({3, 1}, 2)}}));
+    recs.push_back(softmax_record(log, "dim0", 0, {{r({3, 4}, 3)}, {r({4}, 4)}}));
+    recs.push_back(softmax_record(log, "dim_neg1", -1, {{r({2, 3, 4}, 5)}, {r({}, 6)}}));
+    recs.push_back(softmax_record(log, "middle_dim", 1, {{r({2, 3, 2}, 7)}}));
     // exp(1000) overflows: only a max-subtracted kernel gets these right.
-    recs.push_back(record(log, "large", -1,
-                          {{r({2, 4}, 8, 995, 1005)},
-                           {make({1000, 0, -1000, 1, 1000.5, -3}, {2, 3})},
-                           {r({3, 2}, 9, -1005, -995)}}));
+    recs.push_back(softmax_record(
+        log, "large", -1,
+        {{r({2, 4}, 8, 995, 1005)}, {make({1000, 0, -1000, 1, 1000.5, -3}, {2, 3})}, {r({3, 2}, 9, -1005, -995)}}));
   }
   return recs;
 }

@@ -12,17 +12,12 @@ namespace {
 
 using Idx = std::vector<int64_t>;
 
-Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
-  Generator g(seed);
-  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
-}
-
-int64_t count(const Idx& s) {
+int64_t numel_of(const Idx& s) {
   int64_t n = 1;
   for (int64_t v : s) n *= v;
   return n;
 }
-Idx unravel(int64_t lin, const Idx& s) {
+Idx unravel_index(int64_t lin, const Idx& s) {
   Idx i(s.size(), 0);
   for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) {
     const auto k = static_cast<size_t>(d);
@@ -31,7 +26,7 @@ Idx unravel(int64_t lin, const Idx& s) {
   }
   return i;
 }
-int64_t ravel(const Idx& i, const Idx& s) {
+int64_t ravel_index(const Idx& i, const Idx& s) {
   int64_t lin = 0;
   for (size_t d = 0; d < s.size(); ++d) lin = lin * s[d] + i[d];
   return lin;
@@ -43,8 +38,8 @@ Tensor ref_gather_map(const Tensor& x, const Idx& out_shape, const std::function
   const auto v = values(x);
   const Idx s = x.sizes().vec();
   std::vector<double> out;
-  for (int64_t lin = 0; lin < count(out_shape); ++lin) {
-    const double e = v[static_cast<size_t>(ravel(source(unravel(lin, out_shape)), s))];
+  for (int64_t lin = 0; lin < numel_of(out_shape); ++lin) {
+    const double e = v[static_cast<size_t>(ravel_index(source(unravel_index(lin, out_shape)), s))];
     out.push_back(f ? f(e) : e);
   }
   return make(out, out_shape);

@@ -23,13 +23,13 @@ namespace {
 
 namespace F = nn::functional;
 
-const std::vector<FixtureCase>& fixtures() {
+const std::vector<FixtureCase>& act_loss_fixtures() {
   static const std::vector<FixtureCase> cases = load_fixture_cases("act_loss_fixtures.txt");
   return cases;
 }
 
 // The graft call a case names, with its options rebuilt from the params.
-Tensor call(const FixtureCase& c, const TensorList& a) {
+Tensor act_loss_call(const FixtureCase& c, const TensorList& a) {
   auto num = [&](const char* k, double dflt) { return c.number(k, dflt); };
   auto flag = [&](const char* k) { return num(k, 0) != 0; };
   auto dim = [&](int64_t dflt) { return static_cast<int64_t>(num("dim", static_cast<double>(dflt))); };
@@ -87,9 +87,9 @@ Tensor call(const FixtureCase& c, const TensorList& a) {
 }
 
 TEST(ActLossFixtures, FileLoads) {
-  ASSERT_NO_THROW(fixtures());
+  ASSERT_NO_THROW(act_loss_fixtures());
   std::map<std::string, int> per_fn;
-  for (const auto& c : fixtures()) ++per_fn[c.kind];
+  for (const auto& c : act_loss_fixtures()) ++per_fn[c.kind];
   for (const char* fn : {"selu", "mish", "hardswish", "hardsigmoid", "hardtanh", "relu6", "glu", "softmin", "cumsum",
                          "cumprod", "cosine_similarity", "pairwise_distance", "normalize", "huber_loss", "kl_div",
                          "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss", "cross_entropy",
@@ -100,7 +100,7 @@ TEST(ActLossFixtures, FileLoads) {
 class ActLossFixture : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(ActLossFixture, ValuesAndGradientsMatchPyTorch) {
-  const FixtureCase& c = fixtures()[GetParam()];
+  const FixtureCase& c = act_loss_fixtures()[GetParam()];
   // PyTorch's hardsigmoid backward uses 1/6 rounded to float32 even for float64 (about 3e-9 off);
   // graft uses 1/6.
   const double tol = 1e-10, grad_tol = c.kind == "hardsigmoid" ? 1e-7 : 1e-10;
@@ -112,7 +112,7 @@ TEST_P(ActLossFixture, ValuesAndGradientsMatchPyTorch) {
   }
   Tensor out;
   try {
-    out = call(c, args);
+    out = act_loss_call(c, args);
   } catch (const Error& e) {
     FAIL() << e.what();
   }
@@ -127,16 +127,18 @@ TEST_P(ActLossFixture, ValuesAndGradientsMatchPyTorch) {
   }
 }
 
-size_t fixture_count() {
+size_t act_loss_fixture_count() {
   try {
-    return fixtures().size();
+    return act_loss_fixtures().size();
   } catch (const std::exception&) {
     return 0;  // FileLoads reports the problem
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(PyTorch, ActLossFixture, ::testing::Range<size_t>(0, fixture_count()),
-                         [](const ::testing::TestParamInfo<size_t>& info) { return fixtures()[info.param].name; });
+INSTANTIATE_TEST_SUITE_P(PyTorch, ActLossFixture, ::testing::Range<size_t>(0, act_loss_fixture_count()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return act_loss_fixtures()[info.param].name;
+                         });
 
 }  // namespace
 }  // namespace graft::test

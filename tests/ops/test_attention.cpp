@@ -23,8 +23,9 @@ struct Result {
 };
 
 // Output and input gradients (for the upstream gradient `g`) under one backend.
-Result run(SDPBackend backend, int64_t q_tile, int64_t kv_tile, const Tensor& q0, const Tensor& k0, const Tensor& v0,
-           const std::optional<Tensor>& mask, bool causal, const Tensor& g, double dropout_p = 0) {
+Result run_sdpa(SDPBackend backend, int64_t q_tile, int64_t kv_tile, const Tensor& q0, const Tensor& k0,
+                const Tensor& v0, const std::optional<Tensor>& mask, bool causal, const Tensor& g,
+                double dropout_p = 0) {
   SDPBackendGuard guard(backend, q_tile, kv_tile);
   Tensor q = q0.detach().requires_grad_(), k = k0.detach().requires_grad_(), v = v0.detach().requires_grad_();
   manual_seed(7);
@@ -87,10 +88,10 @@ TEST(Attention, KernelMatchesPlainPathAtOddSizesAndTiles) {
     const double tol = dt == kFloat64 ? 1e-12 : 2e-5;
     for (const MaskCase& mc : mask_cases()) {
       const std::optional<Tensor> mask = mc.make(N, H, L, S, dt);
-      const Result math = run(SDPBackend::kMath, 0, 0, q, k, v, mask, mc.causal, g);
+      const Result math = run_sdpa(SDPBackend::kMath, 0, 0, q, k, v, mask, mc.causal, g);
       for (auto [qt, kt] : {std::pair<int64_t, int64_t>{0, 0}, {1, 1}, {5, 11}, {16, 3}, {64, 64}}) {
         SCOPED_TRACE(std::string(mc.name) + " " + dtype_name(dt) + " tiles " + std::to_string(qt) + "x" + std::to_string(kt));
-        const Result eff = run(SDPBackend::kEfficientAttention, qt, kt, q, k, v, mask, mc.causal, g);
+        const Result eff = run_sdpa(SDPBackend::kEfficientAttention, qt, kt, q, k, v, mask, mc.causal, g);
         expect_close(eff, math, tol);
         EXPECT_FALSE(graft::isnan(eff.gq).any().item<bool>());
       }
@@ -107,7 +108,7 @@ TEST(Attention, MatchesPlainLoopsAndFullyMaskedRowsGiveZero) {
     return m[static_cast<size_t>(i * 9 + j)] > 0 ? 0.0 : -std::numeric_limits<double>::infinity();
   }, 0.5);
   for (SDPBackend b : {SDPBackend::kMath, SDPBackend::kEfficientAttention}) {
-    const Result r = run(b, 4, 4, q, k, v, mask, false, ones({2, 6, 3}, kFloat64));
+    const Result r = run_sdpa(b, 4, 4, q, k, v, mask, false, ones({2, 6, 3}, kFloat64));
     EXPECT_TRUE(all_close(r.out, ref, 1e-12, 1e-12));
     // Row 0 sees no key: output 0 and no gradient to its query.
     EXPECT_TRUE(all_close(r.out.select(1, 0), zeros({2, 3}, kFloat64), 0, 0));
@@ -135,7 +136,7 @@ TEST(Attention, SameBitsAtOneTwoAndThreeThreads) {
   std::vector<Result> results;
   for (int t : {1, 2, 3}) {
     set_num_threads(t);
-    results.push_back(run(SDPBackend::kEfficientAttention, 16, 32, q, k, v, std::nullopt, true, g, 0.2));
+    results.push_back(run_sdpa(SDPBackend::kEfficientAttention, 16, 32, q, k, v, std::nullopt, true, g, 0.2));
   }
   set_num_threads(before);
   for (size_t i = 1; i < results.size(); ++i) {
@@ -149,8 +150,8 @@ TEST(Attention, SameBitsAtOneTwoAndThreeThreads) {
 TEST(Attention, DropoutIsTheSameMaskInBothPaths) {
   const Tensor q = rnd({2, 3, 20, 6}, 16, kFloat64), k = rnd({2, 3, 25, 6}, 17, kFloat64),
                v = rnd({2, 3, 25, 4}, 18, kFloat64), g = rnd({2, 3, 20, 4}, 19, kFloat64);
-  const Result math = run(SDPBackend::kMath, 0, 0, q, k, v, std::nullopt, false, g, 0.3);
-  const Result eff = run(SDPBackend::kEfficientAttention, 7, 6, q, k, v, std::nullopt, false, g, 0.3);
+  const Result math = run_sdpa(SDPBackend::kMath, 0, 0, q, k, v, std::nullopt, false, g, 0.3);
+  const Result eff = run_sdpa(SDPBackend::kEfficientAttention, 7, 6, q, k, v, std::nullopt, false, g, 0.3);
   expect_close(eff, math, 1e-12);
   // With v = 1 each output is sum_j p_ij keep_ij / (1 - p): its mean over many rows is 1.
   SDPBackendGuard guard(SDPBackend::kEfficientAttention);

@@ -37,7 +37,7 @@ void for_each_tap(const Geo& g, Fn&& fn) {
               }
 }
 
-F::Conv2dFuncOptions opts(const Geo& g) {
+F::Conv2dFuncOptions geo_opts(const Geo& g) {
   return F::Conv2dFuncOptions().stride({g.sh, g.sw}).padding({g.ph, g.pw}).dilation({g.dh, g.dw}).groups(g.groups);
 }
 
@@ -80,7 +80,7 @@ TEST(ConvBackends, Conv2dFloat32ForwardAndGradientsMatchPlainLoops) {
 
     Tensor x = x64.to(kFloat32).requires_grad_(), w = w64.to(kFloat32).requires_grad_(),
            b = b64.to(kFloat32).requires_grad_();
-    const Tensor out = F::conv2d(x, w, b, opts(g));
+    const Tensor out = F::conv2d(x, w, b, geo_opts(g));
     out.backward(gy64.to(kFloat32));
     EXPECT_TRUE(all_close(out, y, out.sizes().vec(), 1e-4, 1e-4));
     EXPECT_TRUE(all_close(x.grad(), gx, x.sizes().vec(), 1e-4, 1e-4));

@@ -33,7 +33,7 @@ struct Case {
   Tensor get(const std::string& k) const { return t.count(k) ? t.at(k) : Tensor(); }
 };
 
-std::vector<Case> load(const std::string& file = "conv_fixtures.txt") {
+std::vector<Case> load_conv_cases(const std::string& file = "conv_fixtures.txt") {
   std::ifstream f(std::filesystem::path(__FILE__).parent_path() / ".." / "fixtures" / file);
   EXPECT_TRUE(f.good()) << "tests/fixtures/" << file << " is missing";
   std::vector<Case> cases;
@@ -68,7 +68,7 @@ std::vector<Case> load(const std::string& file = "conv_fixtures.txt") {
 }
 
 // Runs the case's op on `a` (input, weight, bias in `dtype`); running stats are fresh copies.
-Tensor run(const Case& c, const std::map<std::string, Tensor>& a, Tensor* indices, Tensor* rm, Tensor* rv) {
+Tensor run_conv_case(const Case& c, const std::map<std::string, Tensor>& a, Tensor* indices, Tensor* rm, Tensor* rv) {
   const auto arg = [&](const char* k) { return a.count(k) ? a.at(k) : Tensor(); };
   const Tensor x = arg("input");
   if (c.fn == "conv2d")
@@ -107,7 +107,7 @@ Tensor run(const Case& c, const std::map<std::string, Tensor>& a, Tensor* indice
 }
 
 TEST(ConvFixtures, MatchPyTorch) {
-  const auto cases = load();
+  const auto cases = load_conv_cases();
   ASSERT_GE(cases.size(), 30u);
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -117,7 +117,7 @@ TEST(ConvFixtures, MatchPyTorch) {
       for (const char* k : {"input", "weight", "bias"})
         if (c.t.count(k)) a[k] = c.t.at(k).to(dt, true).requires_grad_(dt == kFloat64);
       Tensor idx, rm, rv;
-      const Tensor y = run(c, a, &idx, &rm, &rv);
+      const Tensor y = run_conv_case(c, a, &idx, &rm, &rv);
       EXPECT_TRUE(all_close(y, c.t.at("out"), tol, tol)) << dtype_name(dt);
       if (c.t.count("indices")) {
         EXPECT_TRUE(all_close(idx, c.t.at("indices"), 0, 0));
@@ -196,7 +196,7 @@ Tensor run_nd(const Case& c, const std::map<std::string, Tensor>& a, Tensor* ind
 }
 
 TEST(ConvNdFixtures, MatchPyTorch) {
-  const auto cases = load("conv_nd_fixtures.txt");
+  const auto cases = load_conv_cases("conv_nd_fixtures.txt");
   ASSERT_GE(cases.size(), 25u);
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

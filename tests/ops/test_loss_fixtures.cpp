@@ -33,7 +33,7 @@ struct ReductionResult {
   std::map<std::string, FixtureTensor> tensors;  // out, grad_output, grad_input, grad_target
 };
 
-struct FixtureCase {
+struct LossFixtureCase {
   std::string name, fn;
   std::map<std::string, std::string> params;
   bool nograd = false;
@@ -41,7 +41,7 @@ struct FixtureCase {
   std::vector<ReductionResult> results;
 };
 
-std::filesystem::path fixture_path() {
+std::filesystem::path loss_fixture_path() {
   return std::filesystem::path(__FILE__).parent_path() / ".." / "fixtures" / "loss_fixtures.txt";
 }
 
@@ -76,11 +76,11 @@ std::pair<std::string, FixtureTensor> parse_tensor(std::istringstream& in) {
   return {role, t};
 }
 
-std::vector<FixtureCase> load_fixtures() {
-  std::ifstream f(fixture_path());
-  if (!f) throw std::runtime_error("cannot open " + fixture_path().string());
-  std::vector<FixtureCase> cases;
-  std::optional<FixtureCase> cur;
+std::vector<LossFixtureCase> load_fixtures() {
+  std::ifstream f(loss_fixture_path());
+  if (!f) throw std::runtime_error("cannot open " + loss_fixture_path().string());
+  std::vector<LossFixtureCase> cases;
+  std::optional<LossFixtureCase> cur;
   std::string line;
   int lineno = 0;
   while (std::getline(f, line)) {
@@ -118,15 +118,15 @@ std::vector<FixtureCase> load_fixtures() {
         throw std::runtime_error("unknown line kind '" + kind + "'");
       }
     } catch (const std::exception& e) {
-      throw std::runtime_error(fixture_path().string() + ":" + std::to_string(lineno) + ": " + e.what());
+      throw std::runtime_error(loss_fixture_path().string() + ":" + std::to_string(lineno) + ": " + e.what());
     }
   }
   if (cur) throw std::runtime_error("unterminated case " + cur->name);
   return cases;
 }
 
-const std::vector<FixtureCase>& fixtures() {
-  static const std::vector<FixtureCase> cases = load_fixtures();
+const std::vector<LossFixtureCase>& loss_fixtures() {
+  static const std::vector<LossFixtureCase> cases = load_fixtures();
   return cases;
 }
 
@@ -138,7 +138,7 @@ Reduction parse_reduction(const std::string& r) {
 }
 
 // Calls the loss the case names, with its options.
-Tensor call_loss(const FixtureCase& c, const Tensor& input, const Tensor& target, Reduction red) {
+Tensor call_loss(const LossFixtureCase& c, const Tensor& input, const Tensor& target, Reduction red) {
   auto opt = [&](const char* role) { return c.args.count(role) ? c.args.at(role).make_tensor() : Tensor(); };
   auto param = [&](const char* k, double dflt) { return c.params.count(k) ? parse_double(c.params.at(k)) : dflt; };
   const Tensor weight = opt("weight"), pos_weight = opt("pos_weight");
@@ -160,13 +160,13 @@ Tensor call_loss(const FixtureCase& c, const Tensor& input, const Tensor& target
   throw std::runtime_error("unknown loss " + c.fn);
 }
 
-constexpr double kTol = 1e-10;
+constexpr double kLossTol = 1e-10;
 
 TEST(LossFixtures, FileLoads) {
-  ASSERT_NO_THROW(fixtures());
-  EXPECT_GE(fixtures().size(), 40u);
+  ASSERT_NO_THROW(loss_fixtures());
+  EXPECT_GE(loss_fixtures().size(), 40u);
   std::map<std::string, int> per_fn;
-  for (const auto& c : fixtures()) ++per_fn[c.fn];
+  for (const auto& c : loss_fixtures()) ++per_fn[c.fn];
   for (const char* fn : {"cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy",
                          "binary_cross_entropy_with_logits"})
     EXPECT_GT(per_fn[fn], 0) << "no fixture for " << fn;
@@ -175,7 +175,7 @@ TEST(LossFixtures, FileLoads) {
 class LossFixture : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(LossFixture, ValuesAndGradientsMatchPyTorch) {
-  const FixtureCase& c = fixtures()[GetParam()];
+  const LossFixtureCase& c = loss_fixtures()[GetParam()];
   ASSERT_EQ(c.results.size(), 3u) << c.name;
   for (const auto& res : c.results) {
     SCOPED_TRACE(c.name + " reduction=" + res.reduction);
@@ -193,31 +193,31 @@ TEST_P(LossFixture, ValuesAndGradientsMatchPyTorch) {
       continue;
     }
     const FixtureTensor& expected = res.tensors.at("out");
-    EXPECT_TRUE(all_close(out, expected.values, expected.sizes, kTol, kTol)) << "loss value";
+    EXPECT_TRUE(all_close(out, expected.values, expected.sizes, kLossTol, kLossTol)) << "loss value";
     if (c.nograd) continue;
     const FixtureTensor& go = res.tensors.at("grad_output");
     out.backward(go.make_tensor());
     const FixtureTensor& gi = res.tensors.at("grad_input");
     ASSERT_TRUE(input.grad().defined()) << "no gradient for input";
-    EXPECT_TRUE(all_close(input.grad(), gi.values, gi.sizes, kTol, kTol)) << "gradient of input";
+    EXPECT_TRUE(all_close(input.grad(), gi.values, gi.sizes, kLossTol, kLossTol)) << "gradient of input";
     if (grad_target) {
       const FixtureTensor& gt = res.tensors.at("grad_target");
       ASSERT_TRUE(target.grad().defined()) << "no gradient for target";
-      EXPECT_TRUE(all_close(target.grad(), gt.values, gt.sizes, kTol, kTol)) << "gradient of target";
+      EXPECT_TRUE(all_close(target.grad(), gt.values, gt.sizes, kLossTol, kLossTol)) << "gradient of target";
     }
   }
 }
 
-size_t fixture_count() {
+size_t loss_fixture_count() {
   try {
-    return fixtures().size();
+    return loss_fixtures().size();
   } catch (const std::exception&) {
     return 0;  // FileLoads reports the problem
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(PyTorch, LossFixture, ::testing::Range<size_t>(0, fixture_count()),
-                         [](const ::testing::TestParamInfo<size_t>& info) { return fixtures()[info.param].name; });
+INSTANTIATE_TEST_SUITE_P(PyTorch, LossFixture, ::testing::Range<size_t>(0, loss_fixture_count()),
+                         [](const ::testing::TestParamInfo<size_t>& info) { return loss_fixtures()[info.param].name; });
 
 }  // namespace
 }  // namespace graft::test

@@ -14,13 +14,13 @@
 namespace graft {
 namespace {
 
-std::filesystem::path fixture_path() {
+std::filesystem::path int_dtype_fixture_path() {
   return std::filesystem::path(__FILE__).parent_path() / ".." / "fixtures" / "int_dtype_fixtures.txt";
 }
 
 std::vector<std::vector<std::string>> lines_of(const std::string& kind) {
-  std::ifstream in(fixture_path());
-  EXPECT_TRUE(in) << fixture_path();
+  std::ifstream in(int_dtype_fixture_path());
+  EXPECT_TRUE(in) << int_dtype_fixture_path();
   std::vector<std::vector<std::string>> out;
   std::string line;
   while (std::getline(in, line)) {
@@ -67,7 +67,7 @@ TEST(NarrowInt, TensorPlusScalarAndZeroDimTensor) {
 }
 
 // "v v v" as a tensor of dtype dt (values read as double, exact for these integers).
-Tensor values(const std::vector<std::string>& words, size_t begin, size_t end, DType dt) {
+Tensor parse_values(const std::vector<std::string>& words, size_t begin, size_t end, DType dt) {
   std::vector<double> v;
   for (size_t i = begin; i < end; ++i) v.push_back(std::stod(words[i]));
   return tensor(v, kFloat64).to(is_floating_point(dt) ? dt : kInt64).to(dt);
@@ -88,10 +88,10 @@ TEST(NarrowInt, ArithmeticWrapsAndReducesAsPyTorch) {
     SCOPED_TRACE(op + " " + r[2]);
     Tensor x, y;
     if (op == "to") {
-      x = values(r, 3, bar1, kFloat32);
+      x = parse_values(r, 3, bar1, kFloat32);
     } else {
-      x = values(r, 3, bar1, dt);
-      y = values(r, bar1 + 1, bar2, op == "add_u8_i8" ? kInt8 : dt);
+      x = parse_values(r, 3, bar1, dt);
+      y = parse_values(r, bar1 + 1, bar2, op == "add_u8_i8" ? kInt8 : dt);
     }
     Tensor got;
     if (op == "add") got = x + y;

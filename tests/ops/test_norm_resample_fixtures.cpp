@@ -21,13 +21,13 @@ namespace {
 
 namespace F = nn::functional;
 
-const std::vector<FixtureCase>& fixtures() {
+const std::vector<FixtureCase>& norm_resample_fixtures() {
   static const std::vector<FixtureCase> cases = load_fixture_cases("norm_resample_fixtures.txt");
   return cases;
 }
 
 // Calls the case's function on the tensors in `t` (input, weight, bias, running_mean, running_var).
-Tensor call(const FixtureCase& c, std::map<std::string, Tensor>& t) {
+Tensor norm_resample_call(const FixtureCase& c, std::map<std::string, Tensor>& t) {
   auto param = [&](const char* k) { return c.number(k); };
   auto has = [&](const char* k) { return c.params.count(k) > 0; };
   auto get = [&](const char* role) { return t.count(role) ? t.at(role) : Tensor(); };
@@ -67,12 +67,12 @@ Tensor call(const FixtureCase& c, std::map<std::string, Tensor>& t) {
   throw std::runtime_error("unknown fn " + c.kind);
 }
 
-constexpr double kTol = 1e-10;
+constexpr double kNormResampleTol = 1e-10;
 
 TEST(NormResampleFixtures, FileLoads) {
-  ASSERT_NO_THROW(fixtures());
+  ASSERT_NO_THROW(norm_resample_fixtures());
   std::map<std::string, int> per_fn;
-  for (const auto& c : fixtures()) ++per_fn[c.kind];
+  for (const auto& c : norm_resample_fixtures()) ++per_fn[c.kind];
   for (const char* fn : {"group_norm", "instance_norm", "interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"})
     EXPECT_GT(per_fn[fn], 0) << "no fixture for " << fn;
 }
@@ -80,7 +80,7 @@ TEST(NormResampleFixtures, FileLoads) {
 class NormResampleFixture : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(NormResampleFixture, ValuesAndGradientsMatchPyTorch) {
-  const FixtureCase& c = fixtures()[GetParam()];
+  const FixtureCase& c = norm_resample_fixtures()[GetParam()];
   SCOPED_TRACE(c.name);
   std::map<std::string, Tensor> t;
   for (const char* role : {"input", "weight", "bias", "running_mean", "running_var"})
@@ -89,12 +89,12 @@ TEST_P(NormResampleFixture, ValuesAndGradientsMatchPyTorch) {
     if (t.count(role)) t[role].requires_grad_();
   Tensor out;
   try {
-    out = call(c, t);
+    out = norm_resample_call(c, t);
   } catch (const Error& e) {
     FAIL() << e.what();
   }
   const auto expect = [&](const Tensor& actual, const std::string& role) {
-    EXPECT_TRUE(all_close(actual, c.tensor(role), kTol, kTol)) << role;
+    EXPECT_TRUE(all_close(actual, c.tensor(role), kNormResampleTol, kNormResampleTol)) << role;
   };
   expect(out, "out");
   out.backward(c.tensor("grad_output"));
@@ -107,20 +107,22 @@ TEST_P(NormResampleFixture, ValuesAndGradientsMatchPyTorch) {
   for (auto& [role, v] : t) t32[role] = v.detach().to(kFloat32);
   for (const char* role : {"running_mean", "running_var"})
     if (c.has(role)) t32[role] = c.tensor(role).to(kFloat32);
-  EXPECT_TRUE(all_close(call(c, t32), c.tensor("out"), 1e-4, 1e-4)) << "float32";
+  EXPECT_TRUE(all_close(norm_resample_call(c, t32), c.tensor("out"), 1e-4, 1e-4)) << "float32";
 }
 
 std::vector<size_t> case_indices() {
   std::vector<size_t> idx;
   try {
-    for (size_t i = 0; i < fixtures().size(); ++i) idx.push_back(i);
+    for (size_t i = 0; i < norm_resample_fixtures().size(); ++i) idx.push_back(i);
   } catch (const std::exception&) {
   }
   return idx;
 }
 
 INSTANTIATE_TEST_SUITE_P(PyTorch, NormResampleFixture, ::testing::ValuesIn(case_indices()),
-                         [](const ::testing::TestParamInfo<size_t>& info) { return fixtures()[info.param].name; });
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           return norm_resample_fixtures()[info.param].name;
+                         });
 
 }  // namespace
 }  // namespace graft::test

@@ -1,7 +1,9 @@
 // Helpers shared by the optim tests: building optimisers and schedulers from names and key/value
-// options (as the fixture files spell them), and the small MLP the trajectories train.
+// options (as the fixture files spell them), the small MLP the trajectories train, and a bit-for-bit
+// comparison of float32 values (the update-loop tests).
 #pragma once
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -147,6 +149,11 @@ inline Tensor mlp_loss(const Tensor& x, const Tensor& y, const Tensor& w1, const
                        const Tensor& b2) {
   namespace F = nn::functional;
   return F::mse_loss(F::linear(F::tanh(F::linear(x, w1, b1)), w2, b2), y);
+}
+
+// Whether the float32 tensor t holds exactly the bits of v (the update-loop tests).
+inline bool same_bits(const Tensor& t, const std::vector<float>& v) {
+  return std::memcmp(t.contiguous().data_ptr<float>(), v.data(), v.size() * sizeof(float)) == 0;
 }
 
 }  // namespace graft::test

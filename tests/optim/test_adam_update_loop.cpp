@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "graft/graft.h"
+#include "optim_test_helpers.h"
 
 namespace graft::test {
 namespace {
 
-struct Case {
+struct AdamCase {
   bool adamw, amsgrad, maximize;
   double weight_decay;
 };
@@ -24,7 +25,7 @@ struct Case {
 struct Reference {
   std::vector<float> p, m, v, vmax;
   int step = 0;
-  void update(const std::vector<float>& g, double lr, const Case& c) {
+  void update(const std::vector<float>& g, double lr, const AdamCase& c) {
     const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
     ++step;
     const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
@@ -47,14 +48,11 @@ struct Reference {
   }
 };
 
-bool same_bits(const Tensor& t, const std::vector<float>& v) {
-  return std::memcmp(t.contiguous().data_ptr<float>(), v.data(), v.size() * sizeof(float)) == 0;
-}
-
 TEST(AdamUpdateLoop, EveryPathMatchesTheScalarFormulaBitForBitAtOneAndTwoThreads) {
   const int threads_before = get_num_threads();
-  for (const Case c : {Case{true, false, false, 0.01}, Case{false, false, false, 0.0}, Case{false, false, false, 0.02},
-                       Case{true, true, false, 0.01}, Case{false, false, true, 0.0}, Case{true, false, false, 0.0}}) {
+  for (const AdamCase c :
+       {AdamCase{true, false, false, 0.01}, AdamCase{false, false, false, 0.0}, AdamCase{false, false, false, 0.02},
+        AdamCase{true, true, false, 0.01}, AdamCase{false, false, true, 0.0}, AdamCase{true, false, false, 0.0}}) {
     for (int64_t n : {1, 7, 515, 100003, 300007}) {
       for (int threads : {1, 2}) {
         set_num_threads(threads);

@@ -23,9 +23,9 @@ using optim::GradAccumulatorOptions;
 using optim::Weighting;
 
 // A float64 MLP regression problem without batch norm; rows of x/y are the samples.
-struct Problem {
+struct AccumulationProblem {
   Tensor x, y, w1, b1, w2, b2;
-  explicit Problem(int64_t rows) {
+  explicit AccumulationProblem(int64_t rows) {
     Generator g(3);
     x = randn({rows, 3}, kFloat64, &g);
     y = randn({rows, 2}, kFloat64, &g);
@@ -89,8 +89,9 @@ int64_t total_rows(const Groups& groups) {
 
 // Reference: one big batch per group (the group's rows at once), clipped when asked, one step.
 // Returns the gradients each step used (after clipping).
-std::vector<std::vector<Tensor>> run_big_batches(const Problem& pb, std::vector<Tensor>& p, optim::Optimizer& opt,
-                                                 const Groups& groups, std::optional<double> max_norm) {
+std::vector<std::vector<Tensor>> run_big_batches(const AccumulationProblem& pb, std::vector<Tensor>& p,
+                                                 optim::Optimizer& opt, const Groups& groups,
+                                                 std::optional<double> max_norm) {
   std::vector<std::vector<Tensor>> grads;
   int64_t row = 0;
   for (const auto& group : groups) {
@@ -110,7 +111,8 @@ std::vector<std::vector<Tensor>> run_big_batches(const Problem& pb, std::vector<
 
 // The same rows through the accumulator, micro-batch by micro-batch; a group shorter than K is
 // ended by flush().
-void run_accumulated(const Problem& pb, const std::vector<Tensor>& p, GradAccumulator& acc, const Groups& groups) {
+void run_accumulated(const AccumulationProblem& pb, const std::vector<Tensor>& p, GradAccumulator& acc,
+                     const Groups& groups) {
   int64_t row = 0;
   for (const auto& group : groups) {
     for (size_t i = 0; i < group.size(); ++i) {
@@ -153,7 +155,7 @@ std::vector<Case> cases() {
 TEST(GradAccumulator, GradientsAndSgdMomentumTrajectoryEqualOneBigBatch) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
-    const Problem pb(total_rows(c.groups));
+    const AccumulationProblem pb(total_rows(c.groups));
     const auto opts = optim::SGDOptions(0.1).momentum(0.9);
     auto p_big = pb.params();
     RecordingSGD big(p_big, opts);
@@ -181,7 +183,7 @@ TEST(GradAccumulator, GradientsAndSgdMomentumTrajectoryEqualOneBigBatch) {
 TEST(GradAccumulator, AdamTrajectoryEqualsOneBigBatch) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
-    const Problem pb(total_rows(c.groups));
+    const AccumulationProblem pb(total_rows(c.groups));
     const auto opts = optim::AdamOptions(0.05);
     auto p_big = pb.params();
     optim::Adam big(p_big, opts);
@@ -231,7 +233,7 @@ TEST(GradAccumulator, StaleGradientsDoNotLeakIntoAGroup) {
 // The seed's loop, and the other classic mistake, are not the big batch (docs/gradients.md).
 TEST(GradAccumulator, NaiveLoopsDoNotMatchOneBigBatch) {
   const int64_t K = 4, n = 3;
-  const Problem pb(K * n);
+  const AccumulationProblem pb(K * n);
   auto p_big = pb.params();
   pb.loss(p_big, 0, K * n).backward();
   std::vector<Tensor> big;

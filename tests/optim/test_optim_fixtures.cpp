@@ -61,7 +61,7 @@ std::pair<std::string, FixtureTensor> parse_tensor(const std::vector<std::string
   return {w[1], t};
 }
 
-FixtureFile load(const std::string& file) {
+FixtureFile load_fixture_file(const std::string& file) {
   std::ifstream f(fixture_dir() / file);
   if (!f) throw std::runtime_error("cannot open " + (fixture_dir() / file).string());
   FixtureFile out;
@@ -96,7 +96,7 @@ std::string& load_error() {
 }
 FixtureFile load_or_empty(const std::string& file) {
   try {
-    return load(file);
+    return load_fixture_file(file);
   } catch (const std::exception& e) {
     load_error() += file + ": " + e.what() + "\n";
     return {};
@@ -111,7 +111,7 @@ const FixtureFile& scheduler_fixtures() {
   return f;
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
+std::vector<std::string> split_on(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::stringstream in(s);
   for (std::string part; std::getline(in, part, sep);) out.push_back(part);
@@ -169,7 +169,7 @@ TEST_P(Trajectory, MatchesPyTorch) {
       defaults.push_back({w.at(1), numbers(w, 2)});
     } else if (w[0] == "group") {
       std::vector<Tensor> ps;
-      for (const auto& n : split(w.at(1), ',')) ps.push_back(params.at(n));
+      for (const auto& n : split_on(w.at(1), ',')) ps.push_back(params.at(n));
       groups.emplace_back(ps);
       OptionList over;
       for (size_t i = 2; i < w.size();) {  // key value [value]

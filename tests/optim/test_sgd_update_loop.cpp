@@ -9,17 +9,18 @@
 #include <vector>
 
 #include "graft/graft.h"
+#include "optim_test_helpers.h"
 
 namespace graft::test {
 namespace {
 
-struct Case {
+struct SgdCase {
   bool nesterov, decay, maximize;
 };
 
 // PyTorch's SGD in float, one element at a time, with the fused multiply-adds graft uses.
-void reference_step(std::vector<float>& p, std::vector<float>& buf, const std::vector<float>& g, bool first,
-                    float lr, float mom, float wd, const Case& c) {
+void reference_step(std::vector<float>& p, std::vector<float>& buf, const std::vector<float>& g, bool first, float lr,
+                    float mom, float wd, const SgdCase& c) {
   for (size_t i = 0; i < p.size(); ++i) {
     float d = c.maximize ? -g[i] : g[i];
     if (c.decay) d = std::fma(wd, p[i], d);
@@ -29,13 +30,9 @@ void reference_step(std::vector<float>& p, std::vector<float>& buf, const std::v
   }
 }
 
-bool same_bits(const Tensor& t, const std::vector<float>& v) {
-  return std::memcmp(t.contiguous().data_ptr<float>(), v.data(), v.size() * sizeof(float)) == 0;
-}
-
 TEST(SgdUpdateLoop, EveryPathMatchesTheScalarFormulaBitForBit) {
-  for (const Case c : {Case{false, false, false}, Case{true, false, false}, Case{false, true, false},
-                       Case{false, false, true}}) {
+  for (const SgdCase c : {SgdCase{false, false, false}, SgdCase{true, false, false}, SgdCase{false, true, false},
+                          SgdCase{false, false, true}}) {
     for (int64_t n : {1, 7, 515, 100003, 300007}) {  // 300007: split over threads
       manual_seed(static_cast<uint64_t>(n));
       Tensor w = randn({n}).requires_grad_();

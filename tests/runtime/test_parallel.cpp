@@ -13,16 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "../support/test_util.h"
 #include "graft/graft.h"
 
 namespace graft::test {
 namespace {
-
-// Restores the thread count a test changed.
-struct ThreadCount {
-  int before = get_num_threads();
-  ~ThreadCount() { set_num_threads(before); }
-};
 
 // Runs parallel_for over [begin, end) and checks that the chunks are disjoint, cover the range once,
 // number at most get_num_threads(), and (when there is more than one) are each at least `grain`

@@ -9,17 +9,13 @@
 #include <cstring>
 #include <vector>
 
+#include "../support/test_util.h"
 #include "graft/graft.h"
 
 namespace graft::test {
 namespace {
 
 namespace F = nn::functional;
-
-struct ThreadCount {
-  int before = get_num_threads();
-  ~ThreadCount() { set_num_threads(before); }
-};
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   const Tensor x = a.contiguous(), y = b.contiguous();
@@ -70,7 +66,7 @@ void expect_close(const Tensor& got_, const std::vector<double>& want, const std
   EXPECT_EQ(bad, 0) << what;
 }
 
-struct Shape {
+struct MatmulShape {
   int64_t n, k, m;  // (n, k) @ (k, m); n * k * m >= 16 Mi multiply-adds, so it splits at 2 threads
 };
 
@@ -78,9 +74,9 @@ TEST(ParallelGemm, EveryTransposeAgainstAPlainLoop) {
   ThreadCount keep;
   manual_seed(7);
   // Wide (split by columns), tall (split by rows), and sizes that are not multiples of 16.
-  const Shape shapes[] = {{131, 301, 517}, {523, 257, 131}, {257, 263, 259}};
+  const MatmulShape shapes[] = {{131, 301, 517}, {523, 257, 131}, {257, 263, 259}};
   for (DType dtype : {kFloat32, kFloat64})
-    for (const Shape& s : shapes)
+    for (const MatmulShape& s : shapes)
       for (bool ta : {false, true})
         for (bool tb : {false, true})
           for (int64_t pad : {0, 3}) {

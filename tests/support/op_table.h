@@ -14,10 +14,12 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "graft/graft.h"
+#include "test_util.h"
 
 namespace graft::test {
 
@@ -44,9 +46,42 @@ struct OpRecord {
 
 std::vector<OpRecord>& op_table();
 
+// The table holds the records in the order of their files' names (each file's in the order it
+// registers them), whatever order the files' static initialisers run in: that is link order, which
+// a unity build changes (Note [Unity test builds]), and the records' test names end in their index.
 struct OpRecordRegistrar {
-  explicit OpRecordRegistrar(std::vector<OpRecord> records);
+  OpRecordRegistrar(const char* file, std::vector<OpRecord> records);
 };
+
+// ---- shorthands of the records files ----
+// One copy here rather than one per records file: the test files are compiled a few to a compiler
+// run, where two files' helpers of the same name collide (Note [Unity test builds]).
+
+// A float64 sample, uniform in [lo, hi).
+inline Tensor r(IntArrayRef shape, uint64_t seed, double lo = -2, double hi = 2) {
+  Generator g(seed);
+  return rand(shape, kFloat64, &g) * (hi - lo) + lo;
+}
+// The spec of such a sample, built lazily by lazy().
+inline SampleSpec S(std::vector<int64_t> shape, uint64_t seed, double lo = -2, double hi = 2) {
+  return {std::move(shape), seed, lo, hi};
+}
+using Specs = SampleSpecs;
+inline std::function<std::vector<TensorList>()> lazy(Specs specs) { return lazy_samples(std::move(specs)); }
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The reductions of a loss, and the name each has in a record's variant.
+inline const Reduction kReductions[] = {kNone, kMean, kSum};
+inline std::string rname(Reduction red) { return reduction_name(red); }
+
+// Error cases: an int64 input to an op of floating-point inputs; operands that do not broadcast.
+inline ErrorCase int_input(std::function<Tensor(const Tensor&)> f, const char* op) {
+  return {[f] { f(tensor({1, 2})); }, {op, "int64", "floating-point"}};
+}
+inline ErrorCase shape_mismatch(std::function<Tensor(const Tensor&, const Tensor&)> f, const char* op) {
+  return {[f] { f(zeros({2, 3}), zeros({4})); }, {op, "[2, 3]", "[4]", "broadcast"}};
+}
 
 }  // namespace graft::test
 
@@ -56,5 +91,5 @@ struct OpRecordRegistrar {
 #define GRAFT_OP_RECORDS(family)                                                              \
   static std::vector<::graft::test::OpRecord> GRAFT_CONCAT(graft_records_, family)();          \
   static ::graft::test::OpRecordRegistrar GRAFT_CONCAT(graft_registrar_, family)(              \
-      GRAFT_CONCAT(graft_records_, family)());                                                 \
+      __FILE__, GRAFT_CONCAT(graft_records_, family)());                                       \
   static std::vector<::graft::test::OpRecord> GRAFT_CONCAT(graft_records_, family)()

@@ -51,4 +51,11 @@ std::vector<int64_t> ref_broadcast(const std::vector<int64_t>& a, const std::vec
 Tensor ref_map(const TensorList& inputs, const std::function<double(const std::vector<double>&)>& f,
                DType out = kFloat64);
 
+// ---- scope guards ----
+// Restores the thread count (set_num_threads) a test changed.
+struct ThreadCount {
+  int before = get_num_threads();
+  ~ThreadCount() { set_num_threads(before); }
+};
+
 }  // namespace graft::test
