@@ -413,17 +413,7 @@ void Reducer::finalize() {
     }
     return;
   }
-  for (size_t p = 0; p < params_.size(); ++p) {
-    if (!globally_used[p]) continue;  // no rank used it: .grad stays as it was (PyTorch)
-    if (options_.gradient_as_bucket_view()) {
-      params_[p].mutable_grad() = slot(p);
-    } else {
-      Tensor& g = params_[p].mutable_grad();
-      if (g.defined()) g.copy_(slot(p));
-      else g = slot(p).clone();
-    }
-  }
-  if (sharding_.on_synced) sharding_.on_synced();
+  deliver(globally_used);
 }
 
 void Reducer::sync_now() {
@@ -452,8 +442,13 @@ void Reducer::sync_now() {
     w.reset();
   }
   if (error) std::rethrow_exception(error);
+  deliver(std::vector<char>(params_.size(), 1));
+}
+
+void Reducer::deliver(const std::vector<char>& used) {
   NoGradGuard no_grad;
   for (size_t p = 0; p < params_.size(); ++p) {
+    if (!used[p]) continue;  // no rank used it: .grad stays as it was (PyTorch)
     if (options_.gradient_as_bucket_view()) {
       params_[p].mutable_grad() = slot(p);
     } else {

@@ -128,6 +128,9 @@ class Reducer final : public optim::GradientSync {
   void launch_ready_buckets();
   void finalize();
   void wait_launched() noexcept;
+  // The averaged gradients from the buckets into .grad (parameters `used` by some rank), then
+  // ZeRO stage 1's hook.
+  void deliver(const std::vector<char>& used);
   Tensor slot(size_t param) const;
   void record(ReducerEvent::Kind kind, int64_t index);
 
