@@ -370,6 +370,30 @@ TEST(SyncBatchNorm, EqualsBatchNormOnTheGlobalBatch) {
   }
 }
 
+// A group that ends early (flush after 2 of 4 micro-batches, both under no_sync) is averaged over
+// the ranks by sync_now: one step equals one process's step on the same 2 N b rows.
+TEST(DistributedDataParallel, FlushOfAShortGroupSynchronises) {
+  const int64_t W = world(), R = rank(), b = 3;
+  manual_seed(11);
+  const Tensor X = randn({2 * W * b, 6}, TensorOptions().dtype(kFloat64));
+  const Tensor Y = randn({2 * W * b, 3}, TensorOptions().dtype(kFloat64));
+  auto ref = make_net(21, false);
+  auto mine = make_net(21 + static_cast<uint64_t>(R), false);
+  DistributedDataParallel<std::shared_ptr<Net>> ddp(mine);
+  optim::SGD ref_opt(ref->parameters(), optim::SGDOptions(0.1));
+  optim::SGD opt(ddp.parameters(), optim::SGDOptions(0.1));
+  optim::GradAccumulator acc(opt, {.steps = 4, .sync = &ddp.reducer()});
+  for (int64_t k = 0; k < 2; ++k) {
+    const int64_t row = k * W * b + R * b;
+    EXPECT_FALSE(acc.backward(nn::functional::mse_loss(ddp(X.narrow(0, row, b)), Y.narrow(0, row, b))));
+  }
+  EXPECT_TRUE(acc.flush());
+  nn::functional::mse_loss(ref->forward(X), Y).backward();
+  ref_opt.step();
+  auto want = ref->named_parameters();
+  for (auto& item : ddp.named_parameters()) EXPECT_LE(rel_diff(item.value(), want[item.key()]), 1e-12) << item.key();
+}
+
 TEST(DistributedDataParallel, UnusedParameterWithoutFindUnusedIsAnErrorNamingIt) {
   auto net = make_net(1, /*unused=*/true);
   DistributedDataParallel<std::shared_ptr<Net>> ddp(net);
