@@ -57,12 +57,26 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # than graft::Error fails the run (the input is saved as build-fuzz/crash-*).
 stage "fuzzer build"
 CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_BUILD_FUZZ=ON \
-      -DGRAFT_BUILD_TESTS=OFF -DGRAFT_BUILD_EXAMPLES=OFF
+      -DGRAFT_BUILD_TESTS=OFF -DGRAFT_BUILD_EXAMPLES=OFF -DGRAFT_BUILD_APPS=OFF
 cmake --build build-fuzz -j"$jobs" --target fuzz_safetensors fuzz_idx
 stage "fuzzing"
-for target in safetensors idx; do
+# The two targets fuzz side by side (one core each); each one's log is printed when both are done.
+fuzz_targets=(safetensors idx)
+fuzz_pids=()
+for target in "${fuzz_targets[@]}"; do
   mkdir -p "build-fuzz/corpus/$target"
   build-fuzz/fuzz/fuzz_$target -max_total_time="${GRAFT_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1 -dict="fuzz/$target.dict" -artifact_prefix="build-fuzz/crash-$target-" \
-    "build-fuzz/corpus/$target" "fuzz/corpus/$target"
+    "build-fuzz/corpus/$target" "fuzz/corpus/$target" > "build-fuzz/fuzz-$target.log" 2>&1 &
+  fuzz_pids+=($!)
 done
+fuzz_failed=()
+for i in "${!fuzz_targets[@]}"; do
+  target=${fuzz_targets[$i]}
+  wait "${fuzz_pids[$i]}" || fuzz_failed+=("$target")
+  echo "== fuzz_$target:"; cat "build-fuzz/fuzz-$target.log"
+done
+if ((${#fuzz_failed[@]})); then
+  echo "fuzzing failed: ${fuzz_failed[*]} (inputs saved as build-fuzz/crash-<target>-*)" >&2
+  exit 1
+fi
