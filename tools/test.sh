@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds and runs graft's whole test suite twice: a Release build with warnings as errors, and a
-# build under AddressSanitizer + UndefinedBehaviorSanitizer (with the system allocator); then fuzzes
+# Builds and runs graft's whole test suite twice: a Release build with warnings as errors (GCC), and
+# a build under AddressSanitizer + UndefinedBehaviorSanitizer (clang, the system allocator); then fuzzes
 # the file readers with clang's libFuzzer for a bounded time each (GRAFT_FUZZ_SECONDS, default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +46,14 @@ GRAFT_REQUIRE_CHROMIUM=1 ctest --test-dir build --output-on-failure -j"$jobs"
 stage "sanitizer build"
 # The docs' programs compile and run in the Release stage; here the sanitizers watch the unit tests,
 # the examples and the porting programs.
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=ON \
+# Note [Sanitizer build compiler]
+# This stage builds with clang (CXX=clang++), the Release stage with GCC: the same sources, flags
+# and tests, built from scratch on 2 cores (AMD EPYC, make -j2), took 222 s with clang 14 against
+# 483 s with GCC 12 (CPU time 418 s against 907 s: the library 149 s
+# against 283 s, the unit tests 185 s against 422 s); clang's instrumented code ran the tests
+# in 219 s against 194 s. Both compilers' warnings then hold the code (-Werror in both builds),
+# and both compilers' sanitizers have run the suite clean.
+CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=ON \
       -DGRAFT_BUILD_EXAMPLES=ON -DGRAFT_BUILD_DOC_EXAMPLES=OFF
 cmake --build build-asan -j"$jobs"
 stage "sanitizer tests"

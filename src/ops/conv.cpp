@@ -433,10 +433,10 @@ template <size_t D>
 Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams<D>& p, const Dims<D>& in) {
   Tensor gx = conv_input_backward_kernel<D>(g, w, p, in);
   const Dims<D> k = spatial<D>(w);
-  const OpId id = D == 2 ? OpId::conv2d : OpId::conv3d;
+  constexpr OpId id = D == 2 ? OpId::conv2d : OpId::conv3d;  // a constant: the lambdas need no capture
   if (auto node =
           autograd::make_node("ConvolutionBackwardBackward0", autograd::ForwardOp::unlisted("convolution_backward"),
-                              {&g, &w}, [p, k, id](Node& n, const Tensor& gg) -> TensorList {
+                              {&g, &w}, [p, k](Node& n, const Tensor& gg) -> TensorList {
                                 const bool need_g = n.needs_input_grad(0), need_w = n.needs_input_grad(1);
                                 return {need_g ? conv_op<D>(gg, n.saved(1), Tensor(), p, id) : Tensor(),
                                         need_w ? conv_weight_backward<D>(n.saved(0), gg, p, k) : Tensor()};
@@ -452,10 +452,10 @@ template <size_t D>
 Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams<D>& p, const Dims<D>& k) {
   Tensor gw = conv_weight_backward_kernel<D>(g, x, p, k);
   const Dims<D> in = spatial<D>(x);
-  const OpId id = D == 2 ? OpId::conv2d : OpId::conv3d;
+  constexpr OpId id = D == 2 ? OpId::conv2d : OpId::conv3d;  // a constant: the lambdas need no capture
   if (auto node =
           autograd::make_node("ConvolutionBackwardBackward0", autograd::ForwardOp::unlisted("convolution_backward"),
-                              {&g, &x}, [p, in, id](Node& n, const Tensor& gg) -> TensorList {
+                              {&g, &x}, [p, in](Node& n, const Tensor& gg) -> TensorList {
                                 const bool need_g = n.needs_input_grad(0), need_x = n.needs_input_grad(1);
                                 return {need_g ? conv_op<D>(n.saved(1), gg, Tensor(), p, id) : Tensor(),
                                         need_x ? conv_input_backward<D>(n.saved(0), gg, p, in) : Tensor()};

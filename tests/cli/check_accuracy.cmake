@@ -1,8 +1,9 @@
 # Runs `graft train --model MODEL --json` (the README's defaults otherwise) and fails unless its JSON
 # line reaches TARGET: for the image models (on Debian's Fashion-MNIST) a test_accuracy of at least
 # TARGET, for the text models gpt and lstm (on Debian's fortunes) a held-out test_loss (nats per
-# byte) of at most TARGET. Usage:
+# byte) of at most TARGET. FLAGS (optional, split as a shell would) are added to the command line. Usage:
 #   cmake -DGRAFT=path/to/graft -DMODEL=mlp -DTARGET=0.885 -P check_accuracy.cmake
+#   cmake -DGRAFT=path/to/graft -DMODEL=gpt -DTARGET=2.15 "-DFLAGS=--epochs 1" -P check_accuracy.cmake
 if(MODEL STREQUAL "gpt" OR MODEL STREQUAL "lstm")
   set(text ON)
   if(NOT EXISTS /usr/share/games/fortunes/fortunes)
@@ -12,7 +13,8 @@ elseif(NOT EXISTS /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz A
        NOT EXISTS /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte)
   message(FATAL_ERROR "Fashion-MNIST is missing: run tools/install-deps.sh (package dataset-fashion-mnist)")
 endif()
-execute_process(COMMAND ${GRAFT} train --model ${MODEL} --json --progress lines
+separate_arguments(flags UNIX_COMMAND "${FLAGS}")
+execute_process(COMMAND ${GRAFT} train --model ${MODEL} ${flags} --json --progress lines
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 message("${out}${err}")
 if(NOT rc EQUAL 0)
@@ -30,6 +32,6 @@ else()
 endif()
 string(JSON value GET "${last}" ${key})
 if((text AND value GREATER TARGET) OR (NOT text AND value LESS TARGET))
-  message(FATAL_ERROR "--model ${MODEL}: ${what} ${value} after ${epochs} epochs, short of the target ${TARGET}")
+  message(FATAL_ERROR "--model ${MODEL} ${FLAGS}: ${what} ${value} after ${epochs} epochs, short of the target ${TARGET}")
 endif()
 message("--model ${MODEL}: ${what} ${value} after ${epochs} epochs (target ${TARGET})")

@@ -117,7 +117,7 @@ TEST(Normalize, PerChannelAndScalar) {
   EXPECT_TRUE(all_close(n(batch), {0, 0.5, 1, 1.5, -1, 0, 1, 2, 0.5, 1.5, 2.5, 3.5, 0, 2, 4, 6}, {2, 2, 2, 2}, 1e-6, 0));
   EXPECT_TRUE(all_close(data::Normalize(0.5, 0.25)(make({0.5, 1.0}, {2}, kFloat64)), {0, 2}, {2}, 0, 0));
   EXPECT_EQ(n(x).dtype(), kFloat32);
-  EXPECT_TRUE(throws_error([] { data::Normalize({0.0}, {0.0}); }, {"Normalize", "standard deviations > 0"}));
+  EXPECT_TRUE(throws_error([] { data::Normalize(std::vector<double>{0.0}, std::vector<double>{0.0}); }, {"Normalize", "standard deviations > 0"}));
   EXPECT_TRUE(throws_error([] { data::Normalize({0.0, 1.0}, {1.0}); }, {"as many means", "2 means and 1"}));
   EXPECT_TRUE(throws_error([&] { n(zeros({3, 2, 2})); }, {"2 channels", "3 channels in shape [3, 2, 2]"}));
   EXPECT_TRUE(throws_error([&] { n(zeros({2, 2, 2}, kInt64)); }, {"floating-point", "int64"}));

@@ -113,7 +113,7 @@ int main() {
   show("kl_div_grad", torch::autograd::grad({F::kl_div(logp, p, F::KLDivFuncOptions().reduction(torch::kBatchMean))},
                                             {logp})[0],
        {-0.100000001, -0.25, -0.150000006, -0, -0.200000003, -0.300000012});
-  torch::nn::KLDivLoss kl_m(torch::nn::KLDivLossOptions(torch::kBatchMean));
+  auto kl_m = torch::nn::KLDivLoss(torch::nn::KLDivLossOptions(torch::kBatchMean));
   show("KLDivLoss", kl_m(logp, p), {0.309655064});
 
   auto e1 = f64(torch::tensor({{1.0, 0.0}, {0.5, 0.5}, {-1.0, 2.0}})).requires_grad_();
