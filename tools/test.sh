@@ -49,10 +49,10 @@ stage "sanitizer build"
 # Note [Sanitizer build compiler]
 # This stage builds with clang (CXX=clang++), the Release stage with GCC: the same sources, flags
 # and tests, built from scratch on 2 cores (AMD EPYC, make -j2), took 222 s with clang 14 against
-# 483 s with GCC 12 (CPU time 418 s against 907 s: the library 149 s
-# against 283 s, the unit tests 185 s against 422 s); clang's instrumented code ran the tests
-# in 219 s against 194 s. Both compilers' warnings then hold the code (-Werror in both builds),
-# and both compilers' sanitizers have run the suite clean.
+# 483 s with GCC 12 (CPU time 418 s against 907 s: the library 149 s against 283 s, the unit tests
+# 185 s against 422 s); clang's instrumented code ran the tests in 219 s against 194 s. Both
+# compilers' warnings then hold the code (-Werror in both builds), and both compilers' sanitizers
+# have run the suite clean.
 CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=ON \
       -DGRAFT_BUILD_EXAMPLES=ON -DGRAFT_BUILD_DOC_EXAMPLES=OFF
 cmake --build build-asan -j"$jobs"
