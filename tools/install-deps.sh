@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(cmake g++ make clang libclang-rt-14-dev lld libopenblas-dev libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist fortunes chromium
-      python3)  # python3: tools/check-notes.py
+      python3 qemu-user)  # python3: tools/check-notes.py; qemu-user: tests/kernels/clone_bits/
 if [[ "${1:-}" == "--bench" ]]; then pkgs+=(libtorch-dev); fi
 
 sudo_cmd=()

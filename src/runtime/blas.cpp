@@ -10,23 +10,50 @@
 // With one pool only, at most get_num_threads() threads compute at any time. OpenBLAS's pthreads
 // build may be called from several threads at once (each call takes its own buffer).
 //  - Which products split: m * n * k >= 2 * kMinBlockWork multiply-adds (16 Mi: about 0.2 ms on one
-//    core), into at most get_num_threads() blocks of at least kMinBlockWork each, on multiples of
-//    kBlockAlign rows/columns; the larger of m and n is cut. Smaller products stay one call (the
-//    few microseconds of waking a worker would cost more than they save).
-//  - Same bits at every thread count. A block computes each of its elements exactly as the whole
-//    call would: OpenBLAS's blocked driver cuts k into panels that depend on k only, and its
-//    kernels sum each element's panel in k order whatever the element's position. That holds only
-//    while every block takes the same path as the whole product; OpenBLAS 0.3.21 switches to other
-//    kernels for small products (sgemm "direct" for row-major NoTrans/NoTrans float with
-//    m * n * k < 28 * 512 * 512 when single-threaded; the small-matrix kernels of some builds below
-//    that),
-//    which is why a block has kMinBlockWork = 8 Mi multiply-adds at least, above those sizes.
-//    tests/runtime/test_parallel_kernels.cpp checks the bits at 1, 2 and 3 threads.
-//  - float32 only. OpenBLAS 0.3.21's SkylakeX dgemm does not keep that promise: cutting a float64
+//    core), into at most get_num_threads() near-equal blocks of at least kMinBlockWork each. Smaller
+//    products stay one call (waking a worker would cost more than it saves).
+//  - The promise: the same bits at every thread count, on every kernel family. A block must compute
+//    each of its elements exactly as the whole call would, and whether it does depends on the
+//    kernel family OpenBLAS runs, not on graft. Row-major C (m, n) is OpenBLAS's column-major
+//    C^T: graft's rows are OpenBLAS's N dimension, its columns OpenBLAS's M. Measured with Debian's
+//    OpenBLAS 0.3.21 on an AMD EPYC with AVX-512 (every family below runs there; 100-300 random
+//    shapes 64..1464 x 64..1464 x 16..1216 per family and cut, every transpose, beta 0 and 0.5,
+//    blocks of >= kMinBlockWork, 2 and 3 blocks; m up to 40000, across GEMM_R; float32):
+//      core family                                   rows of C cut on    columns of C cut on
+//      Haswell, Zen (AVX2)                           multiples of 12     never the same bits
+//      SkylakeX, Cooperlake (AVX-512)                multiples of 16     multiples of 16
+//      Sandybridge, Nehalem (SSE)                    multiples of 16     multiples of 16
+//    Haswell/Zen's sgemm behaves as if it cut N into panels of 12 from each call's first column:
+//    rows cut on 12, 24 or 48 kept every bit, on 4, 6, 8, 16 or 32 they changed 50-70% of the
+//    trials. Its columns depend on where the driver's M-chunks begin (every 320 columns, the last
+//    two halved, so the chunks of a block are not those of the whole): in a 256 x 1024 x 512
+//    product cut in two halves, the elements that changed lay within 16 columns of a chunk edge of
+//    either call, and cuts on multiples of 16, 24 or 48 changed 97-102 of 107 trials. So kSplitTable
+//    gives each family the multiple its rows are cut on and the one its columns are cut on (0:
+//    never); the larger of m and n is cut where both may be, else the one that may. The finest
+//    multiple that holds keeps the blocks even: the MLP's (128, 784) @ (784, 512) at 2 threads is
+//    60 + 68 rows on Haswell, where a common multiple of 48 would give 48 + 80. A family not in the
+//    table (another OpenBLAS build, another processor) is never split: one call per product.
+//  - The table is checked, not trusted: the first product runs a probe (probe_split) that cuts a
+//    ragged product with every transpose by rows and, where allowed, by columns, and compares the
+//    bits with the whole call; a dimension whose probe differs is not cut (blas_split() says what
+//    was decided). The probe costs about 1e8 multiply-adds once per process (a few ms).
+//  - Below kMinBlockWork OpenBLAS 0.3.21 switches to other kernels for small products (SkylakeX's
+//    sgemm "direct" for row-major NoTrans/NoTrans float with m * n * k < 28 * 512 * 512; small-matrix
+//    kernels of some builds below that), so a block has kMinBlockWork = 8 Mi multiply-adds at least,
+//    above those sizes, and the probe's blocks too.
+//    tests/runtime/test_parallel_kernels.cpp checks the bits at 1, 2 and 3 threads, and ctest runs
+//    it again under every kernel family this processor can run (GRAFT_BLAS_CORETYPE=Haswell, Zen,
+//    SkylakeX), so a machine of either kind checks both kinds' kernels.
+//  - float32 only. OpenBLAS 0.3.21's SkylakeX dgemm does not keep the promise: cutting a float64
 //    product by rows or columns (on multiples of 16) changed the last bit of 0.1-2% of the elements
-//    in a 257 x 263 x 259 product, while sgemm gave the same bits for every shape and transpose
-//    tried. So a float64 product stays one single-threaded call, the same bits at every thread
-//    count (graft trains in float32; float64 is for checks, where the bits matter more than speed).
+//    in a 257 x 263 x 259 product. So a float64 product stays one single-threaded call, the same
+//    bits at every thread count (graft trains in float32; float64 is for checks, where the bits
+//    matter more than speed).
+//  - What is not promised: the same bits on two kernel families. Haswell's and SkylakeX's sgemm
+//    sum in other orders, so a product on an AVX2 machine and one on an AVX-512 machine differ in
+//    the last bits (Note [OpenBLAS core type] in graft/runtime/parallel.h; GRAFT_BLAS_CORETYPE pins
+//    one family where the processor runs it).
 #include "runtime/blas.h"
 
 #include <cblas.h>
@@ -36,9 +63,11 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "graft/core/error.h"
 #include "graft/runtime/parallel.h"
@@ -86,6 +115,11 @@ void configure_openblas() {
     return;
   }
   if (target == openblas_get_corename()) return;
+  // OpenBLAS loads a forced family without asking the processor: AVX-512 kernels on a processor
+  // without it would stop the program at the first product (SIGILL).
+  GRAFT_CHECK(!core_uses_avx512(target) || cpu_has_avx512(), "GRAFT_BLAS_CORETYPE",
+              "a kernel family this processor can run", target + " (AVX-512; this processor has no AVX-512)",
+              "use Haswell or Zen (AVX2), or unset GRAFT_BLAS_CORETYPE");
   // OpenBLAS reads OPENBLAS_CORETYPE in gotoblas_dynamic_init, and quit only forgets the chosen
   // kernel table; the variable is put back as it was afterwards.
   const char* old = std::getenv("OPENBLAS_CORETYPE");
@@ -95,22 +129,16 @@ void configure_openblas() {
   gotoblas_dynamic_init();
   if (old) setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
   else unsetenv("OPENBLAS_CORETYPE");
+  // OpenBLAS falls back to its own choice for a name it does not know (printing "Core not found").
+  if (graft_choice && *graft_choice)
+    GRAFT_CHECK(strcasecmp(target.c_str(), openblas_get_corename()) == 0, "GRAFT_BLAS_CORETYPE",
+                "the name of a kernel family in this OpenBLAS (Haswell, Zen, SkylakeX, Sandybridge, ...) or keep",
+                target + " (OpenBLAS runs " + openblas_get_corename() + " instead)", "check the spelling");
 }
 
 std::once_flag blas_once;
 int g_startup_threads = 1;
-
-// Once: the core type, then OpenBLAS down to one thread (Note [Splitting a matrix product]).
-void setup_blas() {
-  configure_openblas();
-  g_startup_threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);
-  // OpenBLAS starts its threads when the library loads, and an idle one spins for a while
-  // (OPENBLAS_THREAD_TIMEOUT, about 0.1 s) before it sleeps: on two cores that took one core from
-  // graft's pool for the first ~50 MLP steps (a 512^3 product: no speed-up at 2 threads until it
-  // was stopped, 1.87x after). graft never asks OpenBLAS for more than one thread, so they stop here.
-  if (blas_thread_shutdown_) blas_thread_shutdown_();
-}
+BlasSplit g_split;
 
 // One cblas call, no checks.
 template <class T>
@@ -125,13 +153,88 @@ void gemm_call(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
     cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, LDA, b, LDB, beta, c, LDC);
 }
 
+constexpr int64_t kMinBlockWork = int64_t{8} << 20;
+
+// Note [Splitting a matrix product]: the kernel families measured to keep every element's bits when
+// C is cut by rows on multiples of `rows` and by columns on multiples of `cols` (0: never).
+struct SplitEntry {
+  const char* core;
+  int64_t rows, cols;
+};
+constexpr SplitEntry kSplitTable[] = {
+    {"Haswell", 12, 0},     {"Zen", 12, 0},          {"SkylakeX", 16, 16}, {"Cooperlake", 16, 16},
+    {"Sandybridge", 16, 16}, {"Nehalem", 16, 16},
+    // 0.3.21 runs SkylakeX's sgemm kernel for SapphireRapids too (not measured: no such processor
+    // here; the probe checks it where it runs).
+    {"SapphireRapids", 16, 16},
+};
+
+// Cuts a ragged float32 product (every transpose, beta 0.5, blocks of at least kMinBlockWork) by
+// rows (by_rows) or columns into two blocks on the alignment graft would use, and compares the
+// bits with the whole call. The sizes are not multiples of anything the kernels unroll by.
+bool probe_split(bool by_rows) {
+  const int64_t cut = 96;                          // a multiple of every alignment in the table
+  const int64_t big = 197, other = 293, k = 301;   // the block at the cut: 96 * 293 * 301 >= 8 Mi
+  const int64_t m = by_rows ? big : other, n = by_rows ? other : big;
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c0(static_cast<size_t>(m * n));
+  uint32_t state = 12345;
+  auto next = [&state] {  // a plain LCG: values in [-1, 1) with 16 significant bits
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>((state >> 8) & 0xffffu) / 32768.0f - 1.0f;
+  };
+  for (float& v : a) v = next();
+  for (float& v : b) v = next();
+  for (float& v : c0) v = next();
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+    std::vector<float> whole = c0, parts = c0;
+    gemm_call(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.5f, whole.data(), n);
+    if (by_rows) {
+      gemm_call(ta, tb, cut, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.5f, parts.data(), n);
+      gemm_call(ta, tb, m - cut, n, k, 1.0f, ta ? a.data() + cut : a.data() + cut * lda, lda, b.data(), ldb, 0.5f,
+                parts.data() + cut * n, n);
+    } else {
+      gemm_call(ta, tb, m, cut, k, 1.0f, a.data(), lda, b.data(), ldb, 0.5f, parts.data(), n);
+      gemm_call(ta, tb, m, n - cut, k, 1.0f, a.data(), lda, tb ? b.data() + cut * ldb : b.data() + cut, ldb, 0.5f,
+                parts.data() + cut, n);
+    }
+    if (std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)) != 0) return false;
+  }
+  return true;
+}
+
+// The table's word for the core OpenBLAS runs, confirmed by the probe.
+BlasSplit decide_split() {
+  BlasSplit split;
+  split.core = openblas_get_corename();
+  for (const SplitEntry& e : kSplitTable)
+    if (split.core == e.core) {
+      split.row_multiple = e.rows;
+      split.col_multiple = e.cols;
+      split.rows = e.rows > 0 && probe_split(true);
+      split.cols = e.cols > 0 && probe_split(false);
+      split.probe_refused = (e.rows > 0 && !split.rows) || (e.cols > 0 && !split.cols);
+    }
+  return split;
+}
+
+// Once: the core type, then OpenBLAS down to one thread (Note [Splitting a matrix product]).
+void setup_blas() {
+  configure_openblas();
+  g_startup_threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  // OpenBLAS starts its threads when the library loads, and an idle one spins for a while
+  // (OPENBLAS_THREAD_TIMEOUT, about 0.1 s) before it sleeps: on two cores that took one core from
+  // graft's pool for the first ~50 MLP steps (a 512^3 product: no speed-up at 2 threads until it
+  // was stopped, 1.87x after). graft never asks OpenBLAS for more than one thread, so they stop here.
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
+  g_split = decide_split();
+}
+
 }  // namespace
 
 namespace runtime {
-namespace {
-constexpr int64_t kMinBlockWork = int64_t{8} << 20;
-constexpr int64_t kBlockAlign = 16;
-}  // namespace
 
 void ensure_blas_ready() { std::call_once(blas_once, setup_blas); }
 
@@ -161,24 +264,39 @@ void gemm(std::string_view op, bool trans_a, bool trans_b, int64_t m, int64_t n,
                 "split the batch into smaller pieces");
   ensure_blas_ready();
   const int64_t work = m * n * k;
-  if (!std::is_same_v<T, float> || work < 2 * kMinBlockWork || get_num_threads() == 1) {
+  const int threads = get_num_threads();
+  if (!std::is_same_v<T, float> || work < 2 * kMinBlockWork || threads == 1 || !(g_split.rows || g_split.cols)) {
     gemm_call(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  // Blocks of kBlockAlign rows (or columns) of C, each at least kMinBlockWork multiply-adds.
-  const bool by_rows = m > n;
+  // Cut the larger of m and n where the kernel allows both; otherwise the one it allows.
+  const bool by_rows = g_split.rows && (!g_split.cols || m >= n);
   const int64_t dim = by_rows ? m : n, other = by_rows ? n : m;
-  const int64_t units = (dim + kBlockAlign - 1) / kBlockAlign;
-  const int64_t unit_work = kBlockAlign * other * k;
-  const int64_t grain = (kMinBlockWork + unit_work - 1) / unit_work;
-  parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
-    const int64_t lo = u0 * kBlockAlign, hi = std::min(dim, u1 * kBlockAlign);
-    if (by_rows)
-      gemm_call(trans_a, trans_b, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta,
-                c + lo * ldc, ldc);
-    else
-      gemm_call(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo,
-                ldc);
+  const int64_t align = by_rows ? g_split.row_multiple : g_split.col_multiple;
+  const int64_t units = (dim + align - 1) / align;
+  // Near-equal blocks of whole units (the last unit may be short), each at least kMinBlockWork.
+  int64_t blocks = std::min({static_cast<int64_t>(threads), units, work / kMinBlockWork});
+  auto edge = [&](int64_t i) { return std::min(dim, (units * i / blocks) * align); };
+  auto blocks_big_enough = [&] {
+    for (int64_t i = 0; i < blocks; ++i)
+      if ((edge(i + 1) - edge(i)) * other * k < kMinBlockWork) return false;
+    return true;
+  };
+  while (blocks >= 2 && !blocks_big_enough()) --blocks;
+  if (blocks < 2) {
+    gemm_call(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t i = b0; i < b1; ++i) {
+      const int64_t lo = edge(i), hi = edge(i + 1);
+      if (by_rows)
+        gemm_call(trans_a, trans_b, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta,
+                  c + lo * ldc, ldc);
+      else
+        gemm_call(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta,
+                  c + lo, ldc);
+    }
   });
 }
 
@@ -192,6 +310,11 @@ template void gemm<double>(std::string_view, bool, bool, int64_t, int64_t, int64
 std::string blas_core_name() {
   runtime::ensure_blas_ready();
   return openblas_get_corename();
+}
+
+BlasSplit blas_split() {
+  runtime::ensure_blas_ready();
+  return g_split;
 }
 
 }  // namespace graft

@@ -30,8 +30,26 @@ int get_num_threads();
 // processor itself; when it has AVX-512 (F, DQ, BW, VL) but OpenBLAS runs kernels without it,
 // graft re-runs OpenBLAS's dynamic-architecture start-up with the "SkylakeX" kernels (and puts
 // OPENBLAS_CORETYPE back as it was). GRAFT_BLAS_CORETYPE=keep leaves OpenBLAS's choice alone;
-// GRAFT_BLAS_CORETYPE=<name> picks a family by OpenBLAS's name.
+// GRAFT_BLAS_CORETYPE=<name> picks a family by OpenBLAS's name (Haswell, Zen, SkylakeX,
+// Sandybridge, ...): a name OpenBLAS does not know, or an AVX-512 family on a processor without
+// AVX-512 (OpenBLAS would load it and stop at the first product on an illegal instruction), is a
+// graft::Error at the first product. The family decides the last bits of every product: the AVX2
+// and AVX-512 families sum in other orders (Note [Splitting a matrix product] in
+// src/runtime/blas.cpp).
 std::string blas_core_name();
+
+// How graft cuts a float32 matrix product over its threads, decided once for the kernel family in
+// use (Note [Splitting a matrix product] in src/runtime/blas.cpp): by rows of C on multiples of
+// row_multiple, by columns on multiples of col_multiple, or not at all; every cut it makes gives
+// the same bits as one call. probe_refused: the family is one graft measured as safe, but the
+// start-up probe found a cut that changed bits here, so that cut is off.
+struct BlasSplit {
+  std::string core;
+  bool rows = false, cols = false;
+  int64_t row_multiple = 0, col_multiple = 0;
+  bool probe_refused = false;
+};
+BlasSplit blas_split();
 
 namespace detail {
 // A non-owning reference to a callable void(int64_t begin, int64_t end): parallel_for's type-erased
