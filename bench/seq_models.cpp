@@ -13,6 +13,10 @@
 //              --recompute=1 (graft only) the attention core is recomputed in backward
 //              (graft::checkpoint_attention)
 //   lstm       nn::LSTM(512, 512, 2 layers), T 128, batch 32
+//   gpt        a GPT-style language model's training step: byte embedding (256) + learned positions,
+//              nn::TransformerEncoder of --depth (4) layers of width --width (512), 8 heads, ff 4 x
+//              width, GELU, dropout 0, a causal mask, final LayerNorm, Linear to 256 logits,
+//              cross_entropy against random bytes, Adam (lr 3e-4); context 128 (--t), batch 8
 // Prints one JSON line: the median step time (ms) over --steps timed steps after one warm-up, and
 // the peak resident memory the steps added above what was resident before the first one (MiB,
 // from /proc/self/status VmHWM - VmRSS: each library's allocator and caches included).
@@ -40,7 +44,12 @@ int main(int argc, char** argv) {
   torch::nn::MultiheadAttention mha = nullptr;
   torch::nn::TransformerEncoderLayer enc = nullptr;
   torch::nn::LSTM lstm = nullptr;
-  torch::Tensor x, mask;
+  torch::nn::Embedding embed = nullptr;
+  torch::nn::TransformerEncoder trunk = nullptr;
+  torch::nn::LayerNorm final_norm = nullptr;
+  torch::nn::Linear head = nullptr;
+  std::unique_ptr<torch::optim::Adam> adam;
+  torch::Tensor x, mask, pos, targets;
   if (which == "attention") {
     T = bench::arg_int(a, "t", 1024), N = 4;
     mha = torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(512, 8));
@@ -71,13 +80,37 @@ int main(int argc, char** argv) {
     x = torch::randn({T, N, 512});
     params = lstm->parameters();
     step = [&] { return std::get<0>(lstm->forward(x)).sum(); };
+  } else if (which == "gpt") {
+    T = bench::arg_int(a, "t", 128), N = 8;
+    const int64_t width = bench::arg_int(a, "width", 512), depth = bench::arg_int(a, "depth", 4);
+    embed = torch::nn::Embedding(256, width);
+    pos = (0.02 * torch::randn({T, 1, width})).requires_grad_();
+    trunk = torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
+        torch::nn::TransformerEncoderLayerOptions(width, 8).dim_feedforward(4 * width).dropout(0.0).activation(torch::kGELU),
+        depth));
+    final_norm = torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}));
+    head = torch::nn::Linear(width, 256);
+    for (auto* m : {static_cast<torch::nn::Module*>(embed.get()), static_cast<torch::nn::Module*>(trunk.get()),
+                    static_cast<torch::nn::Module*>(final_norm.get()), static_cast<torch::nn::Module*>(head.get())})
+      for (auto& p : m->parameters()) params.push_back(p);
+    params.push_back(pos);
+    adam = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(3e-4));
+    x = torch::randint(0, 256, {T, N});
+    targets = torch::randint(0, 256, {T * N});
+    mask = torch::nn::TransformerImpl::generate_square_subsequent_mask(T);
+    step = [&] {
+      auto h = trunk->forward(embed->forward(x) + pos, mask);
+      auto logits = head->forward(final_norm->forward(h)).reshape({T * N, 256});
+      return torch::nn::functional::cross_entropy(logits, targets);
+    };
   } else {
-    std::fprintf(stderr, "unknown --case=%s (attention, encoder, lstm)\n", which.c_str());
+    std::fprintf(stderr, "unknown --case=%s (attention, encoder, lstm, gpt)\n", which.c_str());
     return 2;
   }
   auto run = [&] {
     for (auto& p : params) p.mutable_grad() = torch::Tensor();
     step().backward();
+    if (adam) adam->step();
   };
   const long rss0 = bench::proc_status_kb("VmRSS");
   run();  // warm-up (counted in the peak: both libraries' first step allocates what the others reuse)
