@@ -9,9 +9,12 @@
 // at 2 threads was only 1.14x faster than at 1, and the CNN step was slower at 2 than at 1).
 // With one pool only, at most get_num_threads() threads compute at any time. OpenBLAS's pthreads
 // build may be called from several threads at once (each call takes its own buffer).
-//  - Which products split: m * n * k >= 2 * kMinBlockWork multiply-adds (16 Mi: about 0.2 ms on one
-//    core), into at most get_num_threads() near-equal blocks of at least kMinBlockWork each. Smaller
-//    products stay one call (waking a worker would cost more than it saves).
+//  - Which products split: m * n * k >= 2 * min_block multiply-adds, into at most get_num_threads()
+//    near-equal blocks of at least min_block each: kMinBlockWork = 8 Mi (about 0.1 ms on one core)
+//    on the families with size-dependent paths (below), kSmallBlockWork = 4 Mi on Haswell and Zen,
+//    which have none (row cuts of blocks down to 256 Ki kept every bit there): the MLP's
+//    (128, 512) @ (512, 256) then splits on them too. Smaller products stay one call (waking a
+//    worker would cost more than it saves).
 //  - The promise: the same bits at every thread count, on every kernel family. A block must compute
 //    each of its elements exactly as the whole call would, and whether it does depends on the
 //    kernel family OpenBLAS runs, not on graft. Row-major C (m, n) is OpenBLAS's column-major
@@ -37,11 +40,11 @@
 //  - The table is checked, not trusted: the first product runs a probe (probe_split) that cuts a
 //    ragged product with every transpose by rows and, where allowed, by columns, and compares the
 //    bits with the whole call; a dimension whose probe differs is not cut (blas_split() says what
-//    was decided). The probe costs about 1e8 multiply-adds once per process (a few ms).
+//    was decided). The probe costs 5-12 ms once per process (2.7e8 multiply-adds at most).
 //  - Below kMinBlockWork OpenBLAS 0.3.21 switches to other kernels for small products (SkylakeX's
 //    sgemm "direct" for row-major NoTrans/NoTrans float with m * n * k < 28 * 512 * 512; small-matrix
-//    kernels of some builds below that), so a block has kMinBlockWork = 8 Mi multiply-adds at least,
-//    above those sizes, and the probe's blocks too.
+//    kernels of some builds below that), so on the AVX-512 and SSE families a block has
+//    kMinBlockWork = 8 Mi multiply-adds at least, above those sizes, and the probe's blocks too.
 //    tests/runtime/test_parallel_kernels.cpp checks the bits at 1, 2 and 3 threads, and ctest runs
 //    it again under every kernel family this processor can run (GRAFT_BLAS_CORETYPE=Haswell, Zen,
 //    SkylakeX), so a machine of either kind checks both kinds' kernels.
@@ -156,17 +159,20 @@ void gemm_call(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
 constexpr int64_t kMinBlockWork = int64_t{8} << 20;
 
 // Note [Splitting a matrix product]: the kernel families measured to keep every element's bits when
-// C is cut by rows on multiples of `rows` and by columns on multiples of `cols` (0: never).
+// C is cut by rows on multiples of `rows` and by columns on multiples of `cols` (0: never), into
+// blocks of at least `min_block` multiply-adds.
 struct SplitEntry {
   const char* core;
-  int64_t rows, cols;
+  int64_t rows, cols, min_block;
 };
+constexpr int64_t kSmallBlockWork = int64_t{4} << 20;  // families without size-dependent paths
 constexpr SplitEntry kSplitTable[] = {
-    {"Haswell", 12, 0},     {"Zen", 12, 0},          {"SkylakeX", 16, 16}, {"Cooperlake", 16, 16},
-    {"Sandybridge", 16, 16}, {"Nehalem", 16, 16},
+    {"Haswell", 12, 0, kSmallBlockWork},  {"Zen", 12, 0, kSmallBlockWork},
+    {"SkylakeX", 16, 16, kMinBlockWork},  {"Cooperlake", 16, 16, kMinBlockWork},
+    {"Sandybridge", 16, 16, kMinBlockWork}, {"Nehalem", 16, 16, kMinBlockWork},
     // 0.3.21 runs SkylakeX's sgemm kernel for SapphireRapids too (not measured: no such processor
     // here; the probe checks it where it runs).
-    {"SapphireRapids", 16, 16},
+    {"SapphireRapids", 16, 16, kMinBlockWork},
 };
 
 // Cuts a ragged float32 product (every transpose, beta 0.5, blocks of at least kMinBlockWork) by
@@ -212,6 +218,7 @@ BlasSplit decide_split() {
     if (split.core == e.core) {
       split.row_multiple = e.rows;
       split.col_multiple = e.cols;
+      split.min_block = e.min_block;
       split.rows = e.rows > 0 && probe_split(true);
       split.cols = e.cols > 0 && probe_split(false);
       split.probe_refused = (e.rows > 0 && !split.rows) || (e.cols > 0 && !split.cols);
@@ -265,7 +272,8 @@ void gemm(std::string_view op, bool trans_a, bool trans_b, int64_t m, int64_t n,
   ensure_blas_ready();
   const int64_t work = m * n * k;
   const int threads = get_num_threads();
-  if (!std::is_same_v<T, float> || work < 2 * kMinBlockWork || threads == 1 || !(g_split.rows || g_split.cols)) {
+  const int64_t min_block = g_split.min_block;
+  if (!std::is_same_v<T, float> || threads == 1 || !(g_split.rows || g_split.cols) || work < 2 * min_block) {
     gemm_call(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -274,12 +282,12 @@ void gemm(std::string_view op, bool trans_a, bool trans_b, int64_t m, int64_t n,
   const int64_t dim = by_rows ? m : n, other = by_rows ? n : m;
   const int64_t align = by_rows ? g_split.row_multiple : g_split.col_multiple;
   const int64_t units = (dim + align - 1) / align;
-  // Near-equal blocks of whole units (the last unit may be short), each at least kMinBlockWork.
-  int64_t blocks = std::min({static_cast<int64_t>(threads), units, work / kMinBlockWork});
+  // Near-equal blocks of whole units (the last unit may be short), each at least min_block.
+  int64_t blocks = std::min({static_cast<int64_t>(threads), units, work / min_block});
   auto edge = [&](int64_t i) { return std::min(dim, (units * i / blocks) * align); };
   auto blocks_big_enough = [&] {
     for (int64_t i = 0; i < blocks; ++i)
-      if ((edge(i + 1) - edge(i)) * other * k < kMinBlockWork) return false;
+      if ((edge(i + 1) - edge(i)) * other * k < min_block) return false;
     return true;
   };
   while (blocks >= 2 && !blocks_big_enough()) --blocks;

@@ -51,6 +51,11 @@ TEST(BlasFamily, SplitFollowsTheMeasuredTable) {
   if (s.cols) {
     EXPECT_EQ(s.col_multiple, 16);
   }
+  // Blocks of 4 Mi multiply-adds on Haswell and Zen (no size-dependent paths), 8 Mi elsewhere
+  // (above SkylakeX's "direct" sgemm).
+  if (s.rows || s.cols) {
+    EXPECT_EQ(s.min_block, (s.core == "Haswell" || s.core == "Zen" ? 4 : 8) << 20);
+  }
 }
 
 }  // namespace

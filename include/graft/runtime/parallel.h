@@ -47,6 +47,7 @@ struct BlasSplit {
   std::string core;
   bool rows = false, cols = false;
   int64_t row_multiple = 0, col_multiple = 0;
+  int64_t min_block = 0;  // multiply-adds per block at least
   bool probe_refused = false;
 };
 BlasSplit blas_split();
