@@ -215,7 +215,7 @@ BlasSplit decide_split() {
   BlasSplit split;
   split.core = openblas_get_corename();
   for (const SplitEntry& e : kSplitTable)
-    if (split.core == e.core) {
+    if (strcasecmp(split.core.c_str(), e.core) == 0) {  // a one-target build says "HASWELL"
       split.row_multiple = e.rows;
       split.col_multiple = e.cols;
       split.min_block = e.min_block;
