@@ -70,6 +70,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "graft/core/error.h"
@@ -156,6 +157,17 @@ void gemm_call(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
     cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, LDA, b, LDB, beta, c, LDC);
 }
 
+// One call on a block of the product: rows [lo, hi) of C (by_rows) or its columns [lo, hi).
+template <class T>
+void gemm_block(bool by_rows, int64_t lo, int64_t hi, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (by_rows)
+    gemm_call(trans_a, trans_b, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta,
+              c + lo * ldc, ldc);
+  else
+    gemm_call(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+}
+
 constexpr int64_t kMinBlockWork = int64_t{8} << 20;
 
 // Note [Splitting a matrix product]: the kernel families measured to keep every element's bits when
@@ -196,15 +208,8 @@ bool probe_split(bool by_rows) {
     const int64_t lda = ta ? m : k, ldb = tb ? k : n;
     std::vector<float> whole = c0, parts = c0;
     gemm_call(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.5f, whole.data(), n);
-    if (by_rows) {
-      gemm_call(ta, tb, cut, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.5f, parts.data(), n);
-      gemm_call(ta, tb, m - cut, n, k, 1.0f, ta ? a.data() + cut : a.data() + cut * lda, lda, b.data(), ldb, 0.5f,
-                parts.data() + cut * n, n);
-    } else {
-      gemm_call(ta, tb, m, cut, k, 1.0f, a.data(), lda, b.data(), ldb, 0.5f, parts.data(), n);
-      gemm_call(ta, tb, m, n - cut, k, 1.0f, a.data(), lda, tb ? b.data() + cut * ldb : b.data() + cut, ldb, 0.5f,
-                parts.data() + cut, n);
-    }
+    for (const auto& [lo, hi] : {std::pair<int64_t, int64_t>{0, cut}, {cut, big}})
+      gemm_block(by_rows, lo, hi, ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.5f, parts.data(), n);
     if (std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)) != 0) return false;
   }
   return true;
@@ -296,15 +301,8 @@ void gemm(std::string_view op, bool trans_a, bool trans_b, int64_t m, int64_t n,
     return;
   }
   parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t i = b0; i < b1; ++i) {
-      const int64_t lo = edge(i), hi = edge(i + 1);
-      if (by_rows)
-        gemm_call(trans_a, trans_b, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta,
-                  c + lo * ldc, ldc);
-      else
-        gemm_call(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta,
-                  c + lo, ldc);
-    }
+    for (int64_t i = b0; i < b1; ++i)
+      gemm_block(by_rows, edge(i), edge(i + 1), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   });
 }
 
