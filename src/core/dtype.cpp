@@ -2,6 +2,7 @@
 #include "graft/core/dtype.h"
 
 #include <atomic>
+#include <utility>
 
 #include "graft/core/error.h"
 
@@ -78,8 +79,27 @@ void set_default_dtype(DType dtype) {
   g_default_dtype.store(dtype, std::memory_order_relaxed);
 }
 
+namespace {
+thread_local Device t_default_device{DeviceType::CPU};
+thread_local bool t_meta_op = false;  // detail::MetaOpScope (graft/core/tensor.h)
+}  // namespace
+
+Device get_default_device() { return t_meta_op ? Device(DeviceType::Meta) : t_default_device; }
+
+namespace detail {
+bool in_meta_op() { return t_meta_op; }
+bool set_meta_op(bool on) { return std::exchange(t_meta_op, on); }
+}  // namespace detail
+
+DefaultDeviceGuard::DefaultDeviceGuard(Device device) : previous_(t_default_device) {
+  GRAFT_CHECK(device.is_cpu() || device.is_meta(), "DefaultDeviceGuard", "the CPU or the meta device", device.str(),
+              "graft runs on the CPU and on meta tensors so far; the CUDA device is planned");
+  t_default_device = device;
+}
+DefaultDeviceGuard::~DefaultDeviceGuard() { t_default_device = previous_; }
+
 std::string Device::str() const {
-  std::string s(type == DeviceType::CPU ? "cpu" : "cuda");
+  std::string s(type == DeviceType::CPU ? "cpu" : type == DeviceType::Meta ? "meta" : "cuda");
   if (index >= 0) {
     s.push_back(':');
     s.append(std::to_string(index));

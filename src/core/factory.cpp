@@ -18,8 +18,8 @@ void check_sizes(IntArrayRef size, const char* op) {
 }
 
 void check_device(const TensorOptions& o, const char* op) {
-  GRAFT_CHECK(o.device().is_cpu(), op, "a CPU device", o.device().str(),
-              "graft runs on the CPU so far; the CUDA device is planned");
+  GRAFT_CHECK(o.device().is_cpu() || o.device().is_meta(), op, "a CPU or meta device", o.device().str(),
+              "graft runs on the CPU (and on meta tensors, which have no data) so far; the CUDA device is planned");
 }
 
 Tensor finish(Tensor t, const TensorOptions& o) {
@@ -29,6 +29,7 @@ Tensor finish(Tensor t, const TensorOptions& o) {
 
 template <class F>
 void fill_with(Tensor& t, F&& value_at) {
+  if (t.is_meta()) return;  // no data to fill (Note [Meta device])
   kernels::dispatch_all_and_half(t.dtype(), "fill", [&]<class T>() {
     T* p = t.data_ptr<T>();
     for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = kernels::convert<T>(value_at(i));
@@ -36,7 +37,13 @@ void fill_with(Tensor& t, F&& value_at) {
 }
 }  // namespace
 
+// An op's output: on the CPU, or on meta inside a MetaOpScope on meta inputs (never the user's
+// DefaultDeviceGuard, which only factories that name no device follow).
 Tensor make_empty(IntArrayRef sizes, DType dtype) {
+  return make_empty(sizes, dtype, detail::in_meta_op() ? Device(DeviceType::Meta) : Device(DeviceType::CPU));
+}
+
+Tensor make_empty(IntArrayRef sizes, DType dtype, Device device) {
   const int64_t n = numel_of(sizes);
   // The byte size is checked too: 2^62 float32 elements are 2^64 bytes, which wraps to 0 in a
   // size_t and would make a tensor without memory (issue 14, item 10).
@@ -47,7 +54,7 @@ Tensor make_empty(IntArrayRef sizes, DType dtype) {
               "no machine has that much memory; check the sizes");
   // Note [Small-object pool]: both bookkeeping blocks come from the per-thread cache.
   auto storage = std::allocate_shared<Storage>(graft::detail::PoolAllocator<Storage>(),
-                                               static_cast<size_t>(nbytes), cpu_allocator());
+                                               static_cast<size_t>(nbytes), device);
   return Tensor(std::allocate_shared<TensorImpl>(graft::detail::PoolAllocator<TensorImpl>(), std::move(storage), 0, sizes,
                                                  contiguous_strides(sizes), dtype));
 }
@@ -57,7 +64,7 @@ Tensor tensor_from_nested(NestedData d, const TensorOptions& o) {
   check_device(o, "tensor");
   // Floating values take the default dtype (NestedData's natural float32 stands for it).
   const DType natural = d.natural == DType::Float32 ? get_default_dtype() : d.natural;
-  Tensor t = make_empty(d.sizes, o.has_dtype() ? o.dtype() : natural);
+  Tensor t = make_empty(d.sizes, o.has_dtype() ? o.dtype() : natural, o.device());
   fill_with(t, [&](int64_t i) { return d.values[static_cast<size_t>(i)]; });
   return finish(t, o);
 }
@@ -67,15 +74,15 @@ Tensor empty(IntArrayRef size, const TensorOptions& o) {
   check_sizes(size, "empty");
   memory::OpScope op_scope("empty");  // names the allocation in the memory report
   check_device(o, "empty");
-  return finish(make_empty(size, o.dtype()), o);
+  return finish(make_empty(size, o.dtype(), o.device()), o);
 }
 
 Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& o) {
   check_sizes(size, "full");
   memory::OpScope op_scope("full");  // names the allocation in the memory report
   check_device(o, "full");
-  Tensor t = make_empty(size, o.dtype());
-  kernels::dispatch_all_and_half(t.dtype(), "full", [&]<class T>() {
+  Tensor t = make_empty(size, o.dtype(), o.device());
+  if (!t.is_meta()) kernels::dispatch_all_and_half(t.dtype(), "full", [&]<class T>() {
     T v;
     if constexpr (kernels::is_half_v<T>) v = T(value.to<double>());
     else v = value.to<T>();
@@ -88,8 +95,8 @@ Tensor zeros(IntArrayRef size, const TensorOptions& o) {
   check_sizes(size, "zeros");
   memory::OpScope op_scope("zeros");  // names the allocation in the memory report
   check_device(o, "zeros");
-  Tensor t = make_empty(size, o.dtype());
-  if (t.numel()) std::memset(t.data_ptr(), 0, t.nbytes());
+  Tensor t = make_empty(size, o.dtype(), o.device());
+  if (t.numel() && !t.is_meta()) std::memset(t.data_ptr(), 0, t.nbytes());
   return finish(t, o);
 }
 
@@ -114,7 +121,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   const bool all_int = start.is_integral() && end.is_integral() && step.is_integral();
   const DType dt = o.has_dtype() ? o.dtype() : (all_int ? kInt64 : get_default_dtype());
   const int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
-  Tensor t = make_empty({n}, dt);
+  Tensor t = make_empty({n}, dt, o.device());
   fill_with(t, [&](int64_t i) { return s + st * static_cast<double>(i); });
   return finish(t, o);
 }
@@ -123,7 +130,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
   GRAFT_CHECK(steps >= 0, "linspace", "steps >= 0", std::to_string(steps), "pass steps >= 0");
   check_device(o, "linspace");
   const double s = start.to_double(), e = end.to_double();
-  Tensor t = make_empty({steps}, o.dtype());
+  Tensor t = make_empty({steps}, o.dtype(), o.device());
   const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
   // Like PyTorch, the second half counts back from `end` so both ends are exact.
   const int64_t half = steps / 2;
@@ -139,8 +146,8 @@ Tensor eye(int64_t n, const TensorOptions& o) { return eye(n, n, o); }
 Tensor eye(int64_t n, int64_t m, const TensorOptions& o) {
   GRAFT_CHECK(n >= 0 && m >= 0, "eye", "non-negative sizes", shape_str({n, m}), "pass n, m >= 0");
   check_device(o, "eye");
-  Tensor t = zeros({n, m}, o.dtype());
-  kernels::dispatch_all(t.dtype(), "eye", [&]<class T>() {
+  Tensor t = zeros({n, m}, TensorOptions(o.dtype()).device(o.device()));
+  if (!t.is_meta()) kernels::dispatch_all(t.dtype(), "eye", [&]<class T>() {
     T* p = t.data_ptr<T>();
     for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = T(1);
   });
@@ -152,7 +159,8 @@ Tensor rand(IntArrayRef size, const TensorOptions& o, Generator* gen) {
   memory::OpScope op_scope("rand");  // names the allocation in the memory report
   check_device(o, "rand");
   Generator& g = gen ? *gen : default_generator();
-  Tensor t = make_empty(size, o.dtype());
+  Tensor t = make_empty(size, o.dtype(), o.device());
+  if (t.is_meta()) return finish(t, o);  // no values: the generator does not advance
   std::lock_guard<std::mutex> lock(g.mutex());
   kernels::dispatch_floating(t.dtype(), "rand", [&]<class T>() {
     T* p = t.data_ptr<T>();
@@ -169,7 +177,8 @@ Tensor randn(IntArrayRef size, const TensorOptions& o, Generator* gen) {
   memory::OpScope op_scope("randn");  // names the allocation in the memory report
   check_device(o, "randn");
   Generator& g = gen ? *gen : default_generator();
-  Tensor t = make_empty(size, o.dtype());
+  Tensor t = make_empty(size, o.dtype(), o.device());
+  if (t.is_meta()) return finish(t, o);  // no values: the generator does not advance
   std::lock_guard<std::mutex> lock(g.mutex());
   kernels::dispatch_floating(t.dtype(), "randn", [&]<class T>() {
     T* p = t.data_ptr<T>();
@@ -185,11 +194,12 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef size, const TensorOptions&
   GRAFT_CHECK(high > low, "randint", "low < high", "low " + std::to_string(low) + ", high " + std::to_string(high),
               "the range is [low, high)");
   Generator& g = gen ? *gen : default_generator();
-  Tensor t = make_empty(size, o.has_dtype() ? o.dtype() : kInt64);
+  Tensor t = make_empty(size, o.has_dtype() ? o.dtype() : kInt64, o.device());
   // Unsigned arithmetic: high - low may exceed INT64_MAX, and values are produced exactly (never
   // through a double) for int64 results.
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   const uint64_t limit = UINT64_MAX - UINT64_MAX % range;  // rejection sampling avoids modulo bias
+  if (t.is_meta()) return finish(t, o);  // no values: the generator does not advance
   std::lock_guard<std::mutex> lock(g.mutex());
   auto draw = [&]() {
     uint64_t r;
@@ -208,8 +218,11 @@ Tensor randint(int64_t high, IntArrayRef size, const TensorOptions& o) { return 
 
 namespace {
 TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& o) {
-  if (!o) return TensorOptions(t.dtype());
-  return o->has_dtype() ? *o : o->dtype(t.dtype());
+  // The tensor's dtype and device unless the options name their own.
+  TensorOptions r = o ? *o : TensorOptions();
+  if (!r.has_dtype()) r = r.dtype(t.dtype());
+  if (!r.has_device()) r = r.device(t.device());
+  return r;
 }
 }  // namespace
 

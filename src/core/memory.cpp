@@ -28,6 +28,7 @@ constexpr size_t idx(Category c) { return static_cast<size_t>(c); }
 // Storage; relaxed atomics, since the counters order nothing. Peaks rise by compare-exchange.
 struct Counters {
   std::atomic<int64_t> allocated{0}, peak{0}, count{0};
+  std::atomic<int64_t> rounded{0}, rounded_peak{0};  // the allocator's block sizes (Stats::rounded_bytes)
   std::array<std::atomic<int64_t>, kNumCategories> current{}, category_peak{};
   std::atomic<int64_t> limit{0};
 };
@@ -47,14 +48,21 @@ Counters& counters() {
   return *c;
 }
 
+// The meta device's counters (Note [Meta device]): the same bookkeeping for storages that have no
+// memory, kept apart so that planning on meta tensors never moves the CPU's figures or its limit.
+Counters& meta_counters() {
+  static Counters* c = new Counters;  // never destroyed, as counters()
+  return *c;
+}
+Counters& counters_of(const Storage& s) { return s.device.is_meta() ? meta_counters() : counters(); }
+
 void raise_peak(std::atomic<int64_t>& peak, int64_t now) {
   int64_t p = peak.load(std::memory_order_relaxed);
   while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
   }
 }
 
-void add_to(Category c, int64_t n) {
-  auto& k = counters();
+void add_to(Counters& k, Category c, int64_t n) {
   const int64_t now = k.current[idx(c)].fetch_add(n, std::memory_order_relaxed) + n;
   if (n > 0) raise_peak(k.category_peak[idx(c)], now);
 }
@@ -148,13 +156,19 @@ const char* category_label(Category c) {
 
 // ---- stats ----
 
-Stats stats() {
-  auto& k = counters();
+Stats stats() { return stats(Device(DeviceType::CPU)); }
+
+Stats stats(Device device) {
+  GRAFT_CHECK(device.is_cpu() || device.is_meta(), "memory::stats", "the CPU or the meta device", device.str(),
+              "graft counts CPU memory and what meta tensors would take");
+  auto& k = device.is_meta() ? meta_counters() : counters();
   Stats st;
+  st.rounded_bytes = k.rounded.load(std::memory_order_relaxed);
+  st.peak_rounded_bytes = std::max(k.rounded_peak.load(std::memory_order_relaxed), st.rounded_bytes);
   st.allocated_bytes = k.allocated.load(std::memory_order_relaxed);
   st.peak_allocated_bytes = k.peak.load(std::memory_order_relaxed);
   st.allocations = k.count.load(std::memory_order_relaxed);
-  st.cached_bytes = detail::allocator_cached_bytes();
+  st.cached_bytes = device.is_meta() ? 0 : detail::allocator_cached_bytes();
   st.limit_bytes = k.limit.load(std::memory_order_relaxed);
   for (size_t i = 0; i < kNumCategories; ++i) {
     st.by_category[i].current_bytes = k.current[i].load(std::memory_order_relaxed);
@@ -164,10 +178,13 @@ Stats stats() {
 }
 
 void reset_peak_stats() {
-  auto& k = counters();
-  k.peak.store(k.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  for (size_t i = 0; i < kNumCategories; ++i)
-    k.category_peak[i].store(k.current[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  for (Counters* kp : {&counters(), &meta_counters()}) {
+    auto& k = *kp;
+    k.peak.store(k.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    k.rounded_peak.store(k.rounded.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    for (size_t i = 0; i < kNumCategories; ++i)
+      k.category_peak[i].store(k.current[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
 }
 
 void empty_cache() { detail::allocator_release_cache(); }
@@ -323,9 +340,9 @@ void set_category(const Storage& cs, Category c) {
   const auto old = static_cast<Category>(s.category.exchange(static_cast<uint8_t>(c), std::memory_order_relaxed));
   if (old == c) return;
   const auto n = static_cast<int64_t>(s.nbytes);
-  add_to(old, -n);
-  add_to(c, n);
-  record(Event::Action::Move, n, c, old);
+  add_to(counters_of(s), old, -n);
+  add_to(counters_of(s), c, n);
+  if (!s.device.is_meta()) record(Event::Action::Move, n, c, old);
 }
 
 Category category_of(const Storage& s) { return static_cast<Category>(s.category.load(std::memory_order_relaxed)); }
@@ -413,30 +430,34 @@ void check_limit(size_t nbytes) {
 void throw_system_oom(size_t nbytes) { throw_oom(nbytes, "the system refused the allocation"); }
 
 void on_alloc(Storage& s) {
-  auto& k = counters();
+  auto& k = counters_of(s);
   const auto n = static_cast<int64_t>(s.nbytes);
   s.allocated_by = t_current_op;
   const int64_t now = k.allocated.fetch_add(n, std::memory_order_relaxed) + n;
   k.count.fetch_add(1, std::memory_order_relaxed);
   raise_peak(k.peak, now);
-  add_to(Category::Other, n);
-  record(Event::Action::Alloc, n, Category::Other, Category::Other);
+  const int64_t block = allocator_block_bytes(s.nbytes);
+  raise_peak(k.rounded_peak, k.rounded.fetch_add(block, std::memory_order_relaxed) + block);
+  add_to(k, Category::Other, n);
+  if (!s.device.is_meta()) record(Event::Action::Alloc, n, Category::Other, Category::Other);
 }
 
 void on_free(Storage& s) {
-  auto& k = counters();
+  auto& k = counters_of(s);
   const auto n = static_cast<int64_t>(s.nbytes);
   const Category c = category_of(s);
   k.allocated.fetch_sub(n, std::memory_order_relaxed);
   k.count.fetch_sub(1, std::memory_order_relaxed);
-  add_to(c, -n);
-  record(Event::Action::Free, n, c, c);
+  k.rounded.fetch_sub(allocator_block_bytes(s.nbytes), std::memory_order_relaxed);
+  add_to(k, c, -n);
+  if (!s.device.is_meta()) record(Event::Action::Free, n, c, c);
 }
 
 void on_saved(Storage& s, IntArrayRef sizes, DType dtype, const char* produced_by, const char* saved_by) {
   if (!s.allocator) return;
   if (s.saved_count.fetch_add(1, std::memory_order_relaxed) != 0) return;
   if (category_of(s) == Category::Other) set_category(s, Category::SavedActivations);
+  if (s.device.is_meta()) return;  // the registry serves the CPU's out-of-memory report
   auto& r = saved_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   SavedEntry& e = s.saved_link;
@@ -454,6 +475,7 @@ void on_unsaved(Storage& s) {
   if (!s.allocator) return;
   if (s.saved_count.fetch_sub(1, std::memory_order_relaxed) != 1) return;
   if (category_of(s) == Category::SavedActivations) set_category(s, Category::Other);
+  if (s.device.is_meta()) return;
   auto& r = saved_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   SavedEntry& e = s.saved_link;

@@ -29,6 +29,9 @@ void on_unsaved(Storage& s);
 
 // The caching allocator (storage.cpp).
 int64_t allocator_cached_bytes();
+// The bytes a block of `nbytes` takes from the CPU allocator in use: its size class (Note [Caching
+// allocator]), or 64-byte rounding with GRAFT_ALLOCATOR=system; 0 for 0.
+int64_t allocator_block_bytes(size_t nbytes);
 void allocator_release_cache();
 
 }  // namespace graft::memory::detail

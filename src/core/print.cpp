@@ -247,7 +247,11 @@ std::string Tensor::toString() const {
   const DType dt = dtype();
   const std::string dtype_suffix = std::string("dtype=graft.") + dtype_name(dt);
   std::string body;
-  if (numel() == 0) {
+  if (is_meta()) {  // PyTorch's form: no values to show (Note [Meta device])
+    suffixes.push_back("size=" + shape_tuple(sizes()));
+    if (dt != kFloat32) suffixes.push_back(dtype_suffix);
+    body = "...";
+  } else if (numel() == 0) {
     if (dim() != 1) suffixes.push_back("size=" + shape_tuple(sizes()));
     if (dt != kFloat32) suffixes.push_back(dtype_suffix);
     body = "[]";

@@ -117,6 +117,20 @@ CachingAllocator* caching_allocator() {
 
 }  // namespace
 
+namespace {
+// Never asked for memory: a meta storage's constructor does not call it (Note [Meta device]).
+class MetaAllocator final : public Allocator {
+ public:
+  void* allocate(size_t) override { return nullptr; }
+  void deallocate(void*, size_t) noexcept override {}
+};
+}  // namespace
+
+Allocator* meta_allocator() {
+  static Allocator* alloc = new MetaAllocator;
+  return alloc;
+}
+
 Allocator* cpu_allocator() {
   static Allocator* alloc = caching_allocator() ? static_cast<Allocator*>(caching_allocator())
                                                 : static_cast<Allocator*>(new SystemAllocator);
@@ -127,6 +141,10 @@ namespace memory::detail {
 int64_t allocator_cached_bytes() {
   CachingAllocator* c = caching_allocator();
   return c ? static_cast<int64_t>(c->cached_bytes()) : 0;
+}
+int64_t allocator_block_bytes(size_t nbytes) {
+  if (nbytes == 0) return 0;
+  return static_cast<int64_t>(caching_allocator() ? CachingAllocator::size_class(nbytes) : (nbytes + 63) / 64 * 64);
 }
 void allocator_release_cache() {
   if (CachingAllocator* c = caching_allocator()) c->release_all();
@@ -140,6 +158,22 @@ Storage::Storage(size_t n, Allocator* alloc) : nbytes(n), allocator(alloc) {
   if (n > 0) {
     data = alloc->allocate(n);
     if (!data) memory::detail::throw_system_oom(n);
+  }
+  memory::detail::on_alloc(*this);
+}
+
+Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
+  GRAFT_CHECK(dev.is_cpu() || dev.is_meta(), "empty", "a CPU or meta device", dev.str(),
+              "graft runs on the CPU and on meta tensors so far; the CUDA device is planned");
+  if (dev.is_meta()) {
+    allocator = meta_allocator();  // counted (allocator set), never allocated
+  } else {
+    allocator = cpu_allocator();
+    memory::detail::check_limit(n);
+    if (n > 0) {
+      data = allocator->allocate(n);
+      if (!data) memory::detail::throw_system_oom(n);
+    }
   }
   memory::detail::on_alloc(*this);
 }

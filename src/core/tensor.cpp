@@ -7,6 +7,7 @@
 
 #include "graft/core/error.h"
 #include "graft/core/half.h"
+#include "graft/core/memory.h"
 
 namespace graft {
 
@@ -83,5 +84,39 @@ template bool Tensor::item<bool>() const;
 template int16_t Tensor::item<int16_t>() const;
 template int8_t Tensor::item<int8_t>() const;
 template uint8_t Tensor::item<uint8_t>() const;
+
+namespace detail {
+bool set_meta_op(bool on);  // src/core/dtype.cpp
+
+void throw_meta_data_access() {
+  const char* op = memory::current_op();
+  throw Error(op ? op : "data_ptr", "a tensor with data", "a meta tensor (sizes, strides and dtype only)",
+              std::string(op ? "this op reads its input's values, which a meta tensor does not have" : "meta tensors have no data") +
+                  "; run it on CPU tensors, or keep meta tensors to shape-only work (Note [Meta device])");
+}
+
+Device op_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* meta = nullptr;
+  const Tensor* cpu = nullptr;
+  for (const Tensor* t : tensors) {
+    if (!t || !t->defined()) continue;
+    if (t->is_meta()) meta = meta ? meta : t;
+    else if (t->dim() > 0) cpu = cpu ? cpu : t;
+  }
+  if (!meta) return Device(DeviceType::CPU);
+  GRAFT_CHECK(!cpu, op, "every tensor on one device (all meta, or all CPU)",
+              "a meta tensor of shape " + shape_str(meta->sizes()) + " beside a CPU tensor of shape " + shape_str(cpu->sizes()),
+              "move the CPU tensors to the meta device with .to(graft::kMeta), or the model with module->to(graft::kMeta)");
+  return Device(DeviceType::Meta);
+}
+
+MetaOpScope::MetaOpScope(const char* op, std::initializer_list<const Tensor*> tensors)
+    : meta_(op_device(op, tensors).is_meta()) {
+  if (meta_) previous_ = set_meta_op(true);
+}
+MetaOpScope::~MetaOpScope() {
+  if (meta_) set_meta_op(previous_);
+}
+}  // namespace detail
 
 }  // namespace graft

@@ -209,6 +209,8 @@ void execute(GraphTask& task, const std::vector<std::pair<Node*, Tensor>>& roots
     TensorList outs;
     if (run && g.defined()) {
       memory::OpScope op_scope(node->name_c_str());  // allocations are the node's (OOM report, history)
+      // On a meta gradient the formula's temporaries are meta too (Note [Meta device]).
+      const graft::detail::MetaOpScope meta_scope(node->name_c_str(), {&g});
       outs = node->apply(g);
       if (!task.keep_graph) node->release_saved();
       GRAFT_ASSERT(outs.empty() || outs.size() == node->num_inputs(),

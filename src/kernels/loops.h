@@ -12,9 +12,18 @@
 #include <utility>
 
 #include "graft/core/factory.h"
+#include "graft/core/memory.h"
 #include "graft/core/tensor.h"
 
 namespace graft::kernels {
+
+// The device of an elementwise result (Note [Meta device]): meta for meta operands (or inside an
+// op's MetaOpScope), where the loop then does nothing.
+inline Device loop_device(std::initializer_list<const Tensor*> operands) {
+  const char* op = memory::current_op();
+  const Device d = graft::detail::op_device(op ? op : "elementwise op", operands);
+  return d.is_meta() || graft::detail::in_meta_op() ? Device(DeviceType::Meta) : d;
+}
 
 // Strides (in elements) of `t` seen as broadcast to `out_shape`: 0 on broadcast dimensions.
 inline Shape broadcast_strides(const Tensor& t, IntArrayRef out_shape) {
@@ -85,7 +94,9 @@ void strided_loop(IntArrayRef shape_in, std::array<Shape, N> strides, F&& f) {
 template <class R, class... In, class F, class... Ts>
 Tensor map(DType out_dtype, IntArrayRef out_shape, F&& f, const Ts&... inputs) {
   static_assert(sizeof...(In) == sizeof...(Ts), "one C++ type per input");
-  Tensor out = make_empty(out_shape, out_dtype);
+  const Device device = loop_device({&inputs...});
+  Tensor out = make_empty(out_shape, out_dtype, device);
+  if (device.is_meta()) return out;
   const int64_t n = out.numel();
   R* o = out.data_ptr<R>();
   if (((inputs.is_contiguous() && inputs.numel() == n) && ...)) {
@@ -115,6 +126,7 @@ Tensor map(DType out_dtype, IntArrayRef out_shape, F&& f, const Ts&... inputs) {
 // that must not be read: an uninitialised byte is not a valid bool).
 template <bool ReadDst, class R, class... In, class F, class... Ts>
 void write_into(Tensor& dst, F&& f, const Ts&... inputs) {
+  if (loop_device({&dst, &inputs...}).is_meta()) return;
   const int64_t n = dst.numel();
   R* o = static_cast<R*>(dst.data_ptr());
   auto value = [&f](R* po, auto... v) -> R {

@@ -16,6 +16,7 @@ namespace graft::kernels {
 template <class T, class R, class Init, class Step, class Finish>
 Tensor reduce(const Tensor& x, const std::vector<int64_t>& dims, const Shape& out_shape, DType out_dtype, Init&& init,
               Step&& step, Finish&& finish) {
+  if (x.is_meta()) return make_empty(out_shape, out_dtype, Device(DeviceType::Meta));  // Note [Meta device]
   std::vector<int64_t> perm;
   std::vector<bool> reduced(static_cast<size_t>(x.dim()), false);
   for (int64_t d : dims) reduced[static_cast<size_t>(d)] = true;

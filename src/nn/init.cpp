@@ -48,6 +48,7 @@ void check_float(const Tensor& t, const char* op) {
 
 // Writes `values` (row-major, t.numel() of them) into t.
 Tensor write(Tensor t, const std::vector<double>& values) {
+  if (t.is_meta()) return t;  // Note [Meta device]: no values to write
   NoGradGuard no_grad;
   std::vector<double> copy = values;
   Tensor src = from_blob(copy.data(), t.sizes(), kFloat64);
@@ -142,6 +143,7 @@ Tensor uniform_(Tensor tensor, double low, double high, Generator* generator) {
       : tensor.dtype() == kFloat32
           ? static_cast<double>(std::nextafter(static_cast<float>(high), -std::numeric_limits<float>::infinity()))
           : std::nextafter(high, -std::numeric_limits<double>::infinity());
+  if (tensor.is_meta()) return tensor;  // Note [Meta device]: no values to draw
   return write(tensor, draw(tensor.numel(), generator, [&](Generator& g) {
     return std::max(low, std::min(low + (high - low) * g.next_double(), below_high));
   }));
@@ -150,6 +152,7 @@ Tensor uniform_(Tensor tensor, double low, double high, Generator* generator) {
 Tensor normal_(Tensor tensor, double mean, double stddev, Generator* generator) {
   check_float(tensor, "normal_");
   GRAFT_CHECK(stddev >= 0, "normal_", "std >= 0", "std " + std::to_string(stddev), "pass std >= 0");
+  if (tensor.is_meta()) return tensor;  // Note [Meta device]: no values to draw
   return write(tensor, draw(tensor.numel(), generator, [&](Generator& g) { return mean + stddev * g.next_normal(); }));
 }
 
@@ -233,7 +236,7 @@ Tensor orthogonal_(Tensor tensor, double gain, Generator* generator) {
   check_float(tensor, "orthogonal_");
   GRAFT_CHECK(tensor.dim() >= 2, "orthogonal_", "a tensor of at least 2 dims", "shape " + shape_str(tensor.sizes()),
               "only matrices (or tensors flattened to size(0) x rest) can be made orthogonal");
-  if (tensor.numel() == 0) return tensor;
+  if (tensor.numel() == 0 || tensor.is_meta()) return tensor;  // Note [Meta device]: no values
   const int64_t rows = tensor.size(0), cols = tensor.numel() / rows;
   // Work on the tall orientation m x n (m >= n): orthonormal columns, then transpose back if needed.
   const bool transposed = rows < cols;
@@ -271,6 +274,7 @@ Tensor trunc_normal_(Tensor tensor, double mean, double stddev, double a, double
   GRAFT_CHECK(stddev > 0, "trunc_normal_", "std > 0", "std " + std::to_string(stddev), "pass std > 0");
   GRAFT_CHECK(a < b, "trunc_normal_", "a < b", "a " + std::to_string(a) + ", b " + std::to_string(b),
               "a and b are the absolute bounds of the values");
+  if (tensor.is_meta()) return tensor;  // Note [Meta device]: no values to draw
   // Standardised bounds; a mirrored interval keeps the CDF of far tails accurate.
   double lo = (a - mean) / stddev, hi = (b - mean) / stddev;
   const bool mirror = lo > 0;

@@ -49,9 +49,14 @@ std::string join(const std::string& prefix, const std::string& name) {
 
 // Replaces the data of `t` (storage, layout, dtype) with that of `src`, keeping the TensorImpl and
 // so every handle to it: LibTorch's set_data.
+// The tensor keeps its role: src's storage takes t's memory category (Note [Memory categories]), so
+// a cloned module's or a converted parameter stays a parameter (a clone's copies were counted as
+// "other" before).
 void set_data(const Tensor& t, const Tensor& src) {
   TensorImpl& dst = t.impl();
   const TensorImpl& s = src.impl();
+  if (dst.storage && s.storage && dst.storage != s.storage)
+    memory::set_category(*s.storage, memory::category_of(*dst.storage));
   dst.storage = s.storage;
   dst.offset = s.offset;
   dst.sizes = s.sizes;
@@ -297,8 +302,28 @@ void Module::to(DType dtype, bool /*non_blocking*/) {
   }, true);
 }
 
+// to(kMeta) replaces every parameter, buffer and gradient by a meta tensor of the same shape and
+// dtype (Note [Meta device]), keeping the tensors' identity (as to(dtype) does), requires_grad and
+// memory category; the values are gone. Back to the CPU is an error: meta tensors have no values.
 void Module::to(Device device, bool /*non_blocking*/) {
-  GRAFT_CHECK(device.is_cpu(), "Module::to", "a CPU device", device.str(), "graft runs on the CPU only for now");
+  GRAFT_CHECK(device.is_cpu() || device.is_meta(), "Module::to", "the CPU or the meta device", device.str(),
+              "graft runs on the CPU and on meta tensors so far; the CUDA device is planned");
+  NoGradGuard no_grad;
+  auto move = [&](const Tensor& t) {
+    if (!t.defined() || t.device().type == device.type) return;
+    GRAFT_CHECK(device.is_meta(), "Module::to", "parameters and buffers with values to copy to the CPU",
+                "a meta tensor of shape " + shape_str(t.sizes()),
+                "a module on meta tensors has no weights; build it again on the CPU (or load a state dict "
+                "into a CPU copy)");
+    set_data(t, t.detach().to(device));  // keeps the memory category
+  };
+  visit_modules(*this, "", [&](const std::string&, const Module& m) {
+    for (auto& item : m.parameters_) {
+      move(item.value());
+      if (item.value().defined() && item.value().impl().autograd && item.value().grad().defined()) move(item.value().grad());
+    }
+    for (auto& item : m.buffers_) move(item.value());
+  }, true);
 }
 
 void Module::to(Device device, DType dtype, bool non_blocking) {

@@ -41,6 +41,7 @@ DType true_div_type(DType t) { return is_floating_point(t) ? t : kFloat32; }
 using kernels::BinaryOp;
 Tensor binary_f32(const Tensor& a, const Tensor& b, BinaryOp op, float alpha) {
   if (a.dtype() != kFloat32 || b.dtype() != kFloat32 || !a.is_contiguous() || !b.is_contiguous()) return {};
+  if (a.is_meta() || b.is_meta()) return {};  // the generic loop makes the meta result (Note [Meta device])
   const float* pa = a.data_ptr<float>();
   const float* pb = b.data_ptr<float>();
   if (a.sizes().equals(b.sizes())) {
@@ -66,7 +67,7 @@ Tensor binary_f32(const Tensor& a, const Tensor& b, BinaryOp op, float alpha) {
 }
 // a op s for a contiguous float32 a (undefined otherwise).
 Tensor scalar_f32(const Tensor& a, DType dt, BinaryOp op, float s) {
-  if (dt != kFloat32 || a.dtype() != kFloat32 || !a.is_contiguous()) return {};
+  if (dt != kFloat32 || a.dtype() != kFloat32 || !a.is_contiguous() || a.is_meta()) return {};  // meta: generic loop
   Tensor y = make_empty(a.sizes(), kFloat32);
   kernels::binary_scalar_f32(op, a.data_ptr<float>(), s, y.data_ptr<float>(), a.numel());
   return y;

@@ -131,8 +131,8 @@ Tensor dropout_scale(const Call& c, DType dtype) {
   Shape shape = c.batch;
   shape.push_back(c.L);
   shape.push_back(c.S);
-  Tensor keep = make_empty(shape, kBool);
-  attn::keep_mask(c.seed, c.dropout_p, keep.numel(), keep.data_ptr<bool>());
+  Tensor keep = make_empty(shape, kBool);  // meta inside the op's MetaOpScope: no draw
+  if (!keep.is_meta()) attn::keep_mask(c.seed, c.dropout_p, keep.numel(), keep.data_ptr<bool>());
   const double kept = c.dropout_p < 1 ? 1.0 / (1.0 - c.dropout_p) : 0.0;
   return keep.to(dtype) * kept;
 }
@@ -240,10 +240,11 @@ Tensor efficient_forward(const Call& c, const Tensor& q, const Tensor& k, const 
   {
     NoGradGuard ng;
     const Tensor qf = flat(q, c), kf = flat(k, c), vf = flat(v, c);
-    out = make_empty({c.B, c.L, c.Ev}, q.dtype());
-    lse = make_empty({c.B, c.L}, q.dtype());
+    out = make_empty({c.B, c.L, c.Ev}, q.dtype(), q.device());
+    lse = make_empty({c.B, c.L}, q.dtype(), q.device());
     Tensor held;
-    if (q.dtype() == kFloat32)
+    if (q.is_meta()) {  // Note [Meta device]: no kernel
+    } else if (q.dtype() == kFloat32)
       attn::forward(kernel_args<float>(c, qf, kf, vf, held), out.data_ptr<float>(), lse.data_ptr<float>());
     else
       attn::forward(kernel_args<double>(c, qf, kf, vf, held), out.data_ptr<double>(), lse.data_ptr<double>());
@@ -260,10 +261,11 @@ Tensor efficient_forward(const Call& c, const Tensor& q, const Tensor& k, const 
         NoGradGuard ng;
         const Tensor out = n.saved(3), lse = n.saved(4);
         const Tensor qf = flat(q, c), kf = flat(k, c), vf = flat(v, c), of = flat(out, c), gf = flat(g, c);
-        Tensor gq = make_empty(qf.sizes(), q.dtype()), gk = make_empty(kf.sizes(), k.dtype()),
-               gv = make_empty(vf.sizes(), v.dtype());
+        Tensor gq = make_empty(qf.sizes(), q.dtype(), q.device()), gk = make_empty(kf.sizes(), k.dtype(), k.device()),
+               gv = make_empty(vf.sizes(), v.dtype(), v.device());
         Tensor held;
-        if (q.dtype() == kFloat32)
+        if (q.is_meta()) {  // Note [Meta device]: no kernel
+        } else if (q.dtype() == kFloat32)
           attn::backward(kernel_args<float>(c, qf, kf, vf, held), of.data_ptr<float>(), lse.data_ptr<float>(),
                          gf.data_ptr<float>(), gq.data_ptr<float>(), gk.data_ptr<float>(), gv.data_ptr<float>());
         else
@@ -313,6 +315,7 @@ SDPBackend current_sdp_backend() { return t_backend.backend; }
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale) {
+  const detail::MetaOpScope meta_scope(kOp, {&query, &key, &value, attn_mask ? &*attn_mask : nullptr});
   check_inputs(query, key, value);
   // bfloat16 / float16 (and float32 under autocast): rounded to the half dtype, computed in float32,
   // rounded back, as the other lower precision ops (Note [Autocast]).

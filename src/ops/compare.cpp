@@ -128,11 +128,13 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 
 Tensor where(const Tensor& condition, const Tensor& a, const Scalar& b) {
   check_bool_condition(condition, "where", "condition");
+  detail::MetaOpScope meta_scope("where", {&condition, &a});  // Note [Meta device]: b as a meta 0-dim tensor
   return where(condition, a, detail::scalar_to_tensor(b, detail::result_type(a, b)));
 }
 
 Tensor where(const Tensor& condition, const Scalar& a, const Tensor& b) {
   check_bool_condition(condition, "where", "condition");
+  detail::MetaOpScope meta_scope("where", {&condition, &b});  // Note [Meta device]: a as a meta 0-dim tensor
   return where(condition, detail::scalar_to_tensor(a, detail::result_type(b, a)), b);
 }
 

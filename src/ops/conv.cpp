@@ -216,7 +216,8 @@ Tensor conv_forward_kernel(const Tensor& x_, const Tensor& w_, const Tensor& b_,
   const auto geo = geometry<D>(C, spatial<D>(x), spatial<D>(w), p);
   const int64_t L = out_numel(geo), K = (C / G) * taps(geo), Og = O / G;
   const int64_t image = image_numel(geo);
-  Tensor y = make_empty(out_shape(N, O, geo), x.dtype());
+  Tensor y = make_empty(out_shape(N, O, geo), x.dtype(), x.device());
+  if (y.is_meta()) return y;  // Note [Meta device]: no kernel on meta
   kernels::dispatch_floating(x.dtype(), kernel_name<D>(), [&]<class T>() {
     const T* px = static_cast<const T*>(x.data_ptr());
     const T* pw = static_cast<const T*>(w.data_ptr());
@@ -264,7 +265,8 @@ Tensor conv_input_backward_kernel(const Tensor& g_, const Tensor& w_, const Conv
   const int64_t image = image_numel(geo);
   Shape shape{N, C};
   for (int64_t v : in) shape.push_back(v);
-  Tensor gx = make_empty(shape, g.dtype());
+  Tensor gx = make_empty(shape, g.dtype(), g.device());
+  if (gx.is_meta()) return gx;  // Note [Meta device]: no kernel on meta
   kernels::dispatch_floating(g.dtype(), kernel_name<D>(), [&]<class T>() {
     const T* pg = static_cast<const T*>(g.data_ptr());
     const T* pw = static_cast<const T*>(w.data_ptr());
@@ -310,8 +312,8 @@ Tensor conv_weight_backward_kernel(const Tensor& g_, const Tensor& x_, const Con
   const int64_t image = image_numel(geo);
   Shape shape{O, C / G};
   for (int64_t v : k) shape.push_back(v);
-  Tensor gw = zeros(shape, g.dtype());
-  if (N == 0) return gw;
+  Tensor gw = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
+  if (N == 0 || gw.is_meta()) return gw;  // Note [Meta device]: no kernel on meta
   // Note [Convolution weight gradient in blocks]
   // The batch is cut into `blocks` runs of samples
   // that depend on the sizes only; block i sums its samples into partial i (in sample order, by
@@ -375,7 +377,8 @@ Tensor conv_bias_backward(const Tensor& g) {
   int64_t L = 1;
   for (int64_t d = 2; d < gc.dim(); ++d) L *= gc.size(d);
   const int64_t N = gc.size(0), O = gc.size(1);
-  Tensor gb = make_empty({O}, gc.dtype());
+  Tensor gb = make_empty({O}, gc.dtype(), gc.device());
+  if (gb.is_meta()) return gb;  // Note [Meta device]: no kernel on meta
   kernels::dispatch_floating(gc.dtype(), "conv2d", [&]<class T>() {
     const T* pg = gc.data_ptr<T>();
     T* pb = gb.data_ptr<T>();
@@ -413,6 +416,7 @@ Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams<D
 template <size_t D>
 Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams<D>& p, OpId id) {
   memory::OpScope op_scope(ops::op_name(id));  // names its allocations in the memory report
+  detail::MetaOpScope meta_scope(ops::op_name(id), {&x, &w, &b});  // Note [Meta device]
   Tensor y = conv_forward_kernel<D>(x, w, b, p);
   const Dims<D> in = spatial<D>(x), k = spatial<D>(w);
   if (auto node =
@@ -482,6 +486,7 @@ Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams<D
 Tensor conv_transpose_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams<2>& p, int64_t oH,
                          int64_t oW, OpId id) {
   memory::OpScope op_scope(ops::op_name(id));  // names its allocations in the memory report
+  detail::MetaOpScope meta_scope(ops::op_name(id), {&x, &w, &b});  // Note [Meta device]
   Tensor y = conv_input_backward_kernel(x, w, p, oH, oW);
   if (b.defined()) {
     NoGradGuard ng;
@@ -506,6 +511,7 @@ Tensor conv_transpose_op(const Tensor& x, const Tensor& w, const Tensor& b, cons
 // the result rounded to h. Backward: the float32 ops of Note [Convolution backward as ops] on the
 // rounded operands (re-rounded from what was saved), returning float32 gradients.
 Tensor lowp_conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams<2>& p, DType h, OpId id) {
+  detail::MetaOpScope meta_scope(ops::op_name(id), {&x, &w, &b});  // Note [Meta device]
   Tensor y;
   {
     NoGradGuard ng;

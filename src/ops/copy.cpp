@@ -34,6 +34,10 @@ void copy_into(Tensor& dst, const Tensor& src) {
                 shape_str(src.sizes()),
                 "each dim of the source must equal the destination's or be 1; reshape or expand the source");
   }
+  // Note [Meta device]: nothing to write into a meta tensor; a meta source has nothing to read.
+  if (dst.is_meta()) return;
+  GRAFT_CHECK(!src.is_meta(), "copy_", "a source with data", "a meta tensor of shape " + shape_str(src.sizes()),
+              "meta tensors have no values to copy out; build the tensor or the model on the CPU");
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && dst.numel() == src.numel()) {
     if (dst.numel()) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());
     return;
@@ -75,7 +79,7 @@ void check_inplace(const Tensor& self, const char* op, bool records_grad) {
 
 // ---- clone / to / contiguous ----
 Tensor Tensor::clone() const {
-  Tensor y = make_empty(sizes(), dtype());
+  Tensor y = make_empty(sizes(), dtype(), device());
   detail::copy_into(y, *this);
   if (auto node = make_node("CloneBackward0", OpId::clone, {this}, [](Node&, const Tensor& g) -> TensorList { return {g}; }))
     set_history(y, node);
@@ -89,7 +93,7 @@ Tensor Tensor::to(DType dt, bool copy) const {
   if (dt == dtype() && !copy) return *this;
   // Any pair of dtypes converts; float16/bfloat16 round to nearest even (Note [Half-precision
   // conversions] in graft/core/half.h). Between floating dtypes the gradient is cast back.
-  Tensor y = make_empty(sizes(), dt);
+  Tensor y = make_empty(sizes(), dt, device());
   detail::copy_into(y, *this);
   if (graft::is_floating_point(dt)) {
     if (auto node = make_node("ToCopyBackward0", OpId::to, {this}, [from = dtype()](Node&, const Tensor& g) -> TensorList {
@@ -100,9 +104,17 @@ Tensor Tensor::to(DType dt, bool copy) const {
   return y;
 }
 
+// Between the CPU and meta (Note [Meta device]): to(kMeta) keeps sizes and dtype and drops the values
+// (a new tensor without history: autograd does not cross devices here, so make it a leaf again with
+// requires_grad_() when you need one); a meta tensor has no values to bring to the CPU.
 Tensor Tensor::to(Device device, bool /*non_blocking*/, bool copy) const {
-  GRAFT_CHECK(device.is_cpu(), "Tensor::to", "a CPU device", device.str(), "graft runs on the CPU only");
-  return copy ? clone() : *this;
+  GRAFT_CHECK(device.is_cpu() || device.is_meta(), "Tensor::to", "the CPU or the meta device", device.str(),
+              "graft runs on the CPU and on meta tensors so far; the CUDA device is planned");
+  if (device.type == this->device().type) return copy ? clone() : *this;
+  GRAFT_CHECK(device.is_meta(), "Tensor::to", "a tensor with data to copy to the CPU",
+              "a meta tensor of shape " + shape_str(sizes()),
+              "meta tensors have sizes but no values; build the tensor (or the model) on the CPU instead");
+  return make_empty(sizes(), dtype(), device);
 }
 
 Tensor Tensor::to(Device device, DType dt, bool non_blocking, bool copy) const {

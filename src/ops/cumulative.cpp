@@ -45,7 +45,8 @@ using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
 template <bool Product>
 Tensor scan(const Tensor& x, int64_t d, bool reverse, const char* op) {
   const Tensor xc = x.contiguous();
-  Tensor y = make_empty(xc.sizes(), xc.dtype());
+  Tensor y = make_empty(xc.sizes(), xc.dtype(), xc.device());
+  if (y.is_meta()) return y;  // Note [Meta device]: no kernel on meta
   const int64_t n = xc.dim() == 0 ? 1 : xc.size(d);
   int64_t inner = 1;
   for (int64_t k = d + 1; k < xc.dim(); ++k) inner *= xc.size(k);
@@ -97,7 +98,7 @@ Tensor rcumsum(const Tensor& t, int64_t d) { return cumsum_impl(t, d, std::nullo
 Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64_t d) {
   const Tensor is_zero = eq(x, Scalar(0.0));
   bool any_zero = false;
-  {
+  if (!is_zero.is_meta()) {  // Note [Meta device]: no values; meta takes the zero-free formula (same shapes)
     NoGradGuard ng;
     any_zero = is_zero.any().item<bool>();
   }

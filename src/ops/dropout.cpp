@@ -40,11 +40,13 @@ Tensor scaled_keep(const Tensor& x, double p, bool train, Kind kind, const char*
 }
 
 Tensor apply(const Tensor& x, double p, bool train, Kind kind, const char* op) {
+  detail::MetaOpScope meta_scope(op, {&x});  // Note [Meta device]: a meta mask, no random draw
   const Tensor mask = scaled_keep(x, p, train, kind, op);
   return mask.defined() ? x * mask : x;
 }
 
 Tensor& apply_(Tensor& x, double p, bool train, Kind kind, const char* op) {
+  detail::MetaOpScope meta_scope(op, {&x});  // Note [Meta device]: a meta mask, no random draw
   const Tensor mask = scaled_keep(x, p, train, kind, op);
   if (mask.defined()) x.mul_(mask);
   return x;

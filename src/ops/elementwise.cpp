@@ -37,7 +37,7 @@ Tensor float_map(const Tensor& x, const char* op, F&& f) {
   memory::OpScope op_scope(op);  // names the allocation in the memory report
   const DType dt = float_type(x.dtype());
   if constexpr (requires(const float* in, float* out) { std::decay_t<F>::bulk(in, out, int64_t{0}); }) {
-    if (x.dtype() == kFloat32 && x.is_contiguous()) {
+    if (x.dtype() == kFloat32 && x.is_contiguous() && !x.is_meta()) {  // meta: kernels::map (Note [Meta device])
       Tensor y = make_empty(x.sizes(), kFloat32);
       std::decay_t<F>::bulk(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
       return y;
@@ -91,7 +91,7 @@ enum class Saved { Input, Output };
 template <class K>
 Tensor fused_f32(const Tensor& g, const Tensor& v, K&& kernel) {
   if (g.dtype() != kFloat32 || v.dtype() != kFloat32 || !g.is_contiguous() || !v.is_contiguous() ||
-      !g.sizes().equals(v.sizes()))
+      !g.sizes().equals(v.sizes()) || g.is_meta() || v.is_meta())  // meta: the op path (Note [Meta device])
     return {};
   Tensor out = make_empty(g.sizes(), kFloat32);
   kernel(g.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(), g.numel());
@@ -535,7 +535,7 @@ Tensor relu(const Tensor& x) {
   GRAFT_CHECK(x.dtype() != kBool, "relu", "a numeric tensor", "a bool tensor", "convert it with .to(graft::kFloat32)");
   if (x.dtype() == kFloat16 || x.dtype() == kBFloat16) return relu_half(x);
   Tensor y;
-  if (x.dtype() == kFloat32 && x.is_contiguous()) {  // the array kernel: the same bits as relu_fn
+  if (x.dtype() == kFloat32 && x.is_contiguous() && !x.is_meta()) {  // the array kernel: the same bits as relu_fn
     y = make_empty(x.sizes(), kFloat32);
     kernels::relu_f32(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
   } else {
@@ -635,7 +635,7 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
     return use_tanh ? math::gelu_tanh(v) : math::gelu(v);
   };
   Tensor y;
-  if (x.dtype() == kFloat32 && x.is_contiguous()) {
+  if (x.dtype() == kFloat32 && x.is_contiguous() && !x.is_meta()) {  // meta: the map (Note [Meta device])
     y = make_empty(x.sizes(), kFloat32);
     if (use_tanh) kernels::gelu_tanh_f32(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
     else kernels::gelu_f32(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());

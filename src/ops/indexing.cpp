@@ -47,6 +47,8 @@ std::vector<int64_t> checked_indices(const Tensor& index, int64_t bound, int64_t
               int32_ok ? "an int64 or int32 index tensor" : "an int64 index tensor",
               index.defined() ? std::string("a ") + dtype_name(index.dtype()) + " index" : "an undefined index",
               "convert the index with .to(graft::kInt64)");
+  // Note [Meta device]: a meta index has no values to check (nor to use: the kernels do not run).
+  if (index.is_meta()) return {};
   const Tensor c = plain(index, kInt64);
   const int64_t* p = c.data_ptr<int64_t>();
   std::vector<int64_t> out(p, p + c.numel());
@@ -86,7 +88,8 @@ Tensor select_kernel(const Tensor& x, int64_t d, const std::vector<int64_t>& idx
   const int64_t outer = prod(x.sizes(), 0, static_cast<size_t>(d));
   const int64_t inner = prod(x.sizes(), static_cast<size_t>(d) + 1, static_cast<size_t>(x.dim()));
   const Tensor cx = plain(x, x.dtype());
-  Tensor y = make_empty(out_shape, x.dtype());
+  Tensor y = make_empty(out_shape, x.dtype(), x.device());
+  if (y.is_meta()) return y;  // Note [Meta device]: no kernel on meta
   kernels::dispatch_all(x.dtype(), "index_select", [&]<class T>() {
     const T* src = cx.data_ptr<T>();
     T* dst = y.data_ptr<T>();
@@ -107,6 +110,7 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
   // PyTorch's legacy rule: 1-D tensors of shape [0] are skipped (they may have any other rank).
   auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; };
   DType dt = DType::Bool;
+  Device device(DeviceType::CPU);
   bool first_dtype = true;
   int64_t ref = -1;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -117,12 +121,14 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
                 "a zero-dimensional tensor at position " + idx_str(static_cast<int64_t>(i)),
                 "zero-dimensional tensors cannot be concatenated; use graft::stack or .unsqueeze(0)");
     dt = first_dtype ? t.dtype() : promote_types(dt, t.dtype());
+    // Note [Meta device]: all meta or all CPU, the result on that device.
+    device = detail::op_device("cat", {&tensors[0], &t});
     first_dtype = false;
     if (ref < 0 && !skipped(t)) ref = static_cast<int64_t>(i);
   }
   if (ref < 0) {  // every input is an empty 1-D tensor
     (void)wrap_dim(dim, 1, "cat");
-    return make_empty({0}, dt);
+    return make_empty({0}, dt, device);
   }
   const Tensor& r = tensors[static_cast<size_t>(ref)];
   const int64_t d = wrap_dim(dim, r.dim(), "cat");
@@ -146,7 +152,7 @@ Tensor cat(const TensorList& tensors, int64_t dim) {
     total += t.size(d);
   }
   out_shape[static_cast<size_t>(d)] = total;
-  Tensor y = make_empty(out_shape, dt);
+  Tensor y = make_empty(out_shape, dt, device);
   std::vector<int64_t> lengths;  // size along d of each input; -1 for a skipped one
   {
     NoGradGuard ng;
@@ -207,6 +213,7 @@ Tensor stack(const TensorList& tensors, int64_t dim) {
 
 // ---- index_select ----
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  detail::MetaOpScope meta_scope("index_select", {&x, &index});  // Note [Meta device]
   GRAFT_CHECK(index.defined() && index.dim() <= 1, "index_select", "a 1-D or 0-dim index",
               index.defined() ? "an index of shape " + shape_str(index.sizes()) : "an undefined index",
               "flatten the index with .reshape({-1}) or pass a 1-D int64 tensor");
@@ -220,7 +227,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   const int64_t n = x.size(d);
   const std::vector<int64_t> idx = checked_indices(index, n, d, "index_select");
   Shape out_shape(x.sizes());
-  out_shape[static_cast<size_t>(d)] = static_cast<int64_t>(idx.size());
+  out_shape[static_cast<size_t>(d)] = index.numel();
   Tensor y = select_kernel(x, d, idx, out_shape);
   if (auto node = make_node("IndexSelectBackward0", OpId::index_select, {&x}, [in = Shape(x.sizes()), d](Node& n_, const Tensor& g) -> TensorList {
         // d index_select = the gradient added back at the selected positions
@@ -234,6 +241,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 
 // ---- index_add: out = x, then out[..., index[j], ...] += alpha * source[..., j, ...] ----
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  detail::MetaOpScope meta_scope("index_add", {&x, &index, &source});  // Note [Meta device]
   GRAFT_CHECK(index.defined() && index.dim() <= 1, "index_add", "a 1-D or 0-dim index",
               index.defined() ? "an index of shape " + shape_str(index.sizes()) : "an undefined index",
               "flatten the index with .reshape({-1}) or pass a 1-D int64 tensor");
@@ -250,6 +258,7 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
     checked_indices(index, 1, 0, "index_add");
     y = plain(x, dt).clone();
     kernels::dispatch_all(dt, "index_add", [&]<class T>() {
+      if (y.is_meta()) return;  // Note [Meta device]: no kernel on meta
       const Tensor cs = plain(source, dt);
       T& o = *y.data_ptr<T>();
       if constexpr (std::is_same_v<T, bool>) o = o || (alpha.to<bool>() && *cs.data_ptr<T>());
@@ -274,6 +283,7 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
     y = plain(x, dt).clone();
     const Tensor cs = plain(source, dt);
     kernels::dispatch_all(dt, "index_add", [&]<class T>() {
+      if (y.is_meta()) return;  // Note [Meta device]: no kernel on meta
       const T* s = cs.data_ptr<T>();
       T* o = y.data_ptr<T>();
       const T al = alpha.to<T>();
@@ -351,6 +361,7 @@ Tensor pad_to(Tensor g, IntArrayRef shape) {
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   memory::OpScope op_scope("gather");
+  detail::MetaOpScope meta_scope("gather", {&x, &index});  // Note [Meta device]
   const int64_t d = check_gather_like(x, dim, index, nullptr, "gather");
   const Tensor cx = as_1d(plain(x, x.dtype()));
   const int64_t n = cx.size(d);
@@ -359,6 +370,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor y = make_empty(index.sizes(), x.dtype());
   const Shape xs = contiguous_strides(cx.sizes());
   kernels::dispatch_all(x.dtype(), "gather", [&]<class T>() {
+    if (y.is_meta()) return;  // Note [Meta device]: no kernel on meta
     const T* s = cx.data_ptr<T>();
     T* o = y.data_ptr<T>();
     int64_t k = 0;
@@ -383,6 +395,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 // ---- scatter_add: out = x, then out[p with dim replaced by index[p]] += src[p] ----
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   GRAFT_CHECK(src.defined(), "scatter_add", "a defined src", "an undefined src", "pass a defined src tensor");
+  detail::MetaOpScope meta_scope("scatter_add", {&x, &index, &src});  // Note [Meta device]
   const int64_t d = check_gather_like(x, dim, index, &src, "scatter_add");
   const DType dt = promote_types(x.dtype(), src.dtype());
   Tensor y = as_1d(plain(x, dt).clone());
@@ -392,6 +405,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   const Tensor cs = as_1d(plain(src, dt));
   const Shape ys = contiguous_strides(y.sizes()), ss = contiguous_strides(cs.sizes());
   kernels::dispatch_all(dt, "scatter_add", [&]<class T>() {
+    if (y.is_meta()) return;  // Note [Meta device]: no kernel on meta
     const T* s = cs.data_ptr<T>();
     T* o = y.data_ptr<T>();
     int64_t k = 0;
@@ -426,6 +440,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 // ---- embedding ----
 // ATen's argument order: (weight, indices).
 Tensor embedding(const Tensor& weight, const Tensor& input, std::optional<int64_t> padding_idx) {
+  detail::MetaOpScope meta_scope("embedding", {&weight, &input});  // Note [Meta device]
   GRAFT_CHECK(input.defined() && (input.dtype() == kInt64 || input.dtype() == kInt32), "embedding",
               "an int64 or int32 input of indices",
               input.defined() ? std::string("a ") + dtype_name(input.dtype()) + " input" : "an undefined input",
@@ -454,8 +469,9 @@ Tensor embedding(const Tensor& weight, const Tensor& input, std::optional<int64_
       })) {
     node->save(ids);
     if (pad) {
-      Tensor keep = make_empty({static_cast<int64_t>(v.size()), 1}, weight.dtype());
+      Tensor keep = make_empty({ids.numel(), 1}, weight.dtype());
       kernels::dispatch_floating(weight.dtype(), "embedding", [&]<class T>() {
+        if (keep.is_meta()) return;  // Note [Meta device]: no kernel on meta
         T* k = keep.data_ptr<T>();
         for (size_t i = 0; i < v.size(); ++i) k[i] = v[i] == *pad ? T(0) : T(1);
       });
@@ -473,6 +489,14 @@ Tensor one_hot(const Tensor& input, int64_t num_classes) {
               "convert the indices with .to(graft::kInt64)");
   GRAFT_CHECK(num_classes >= -1, "one_hot", "num_classes >= 0 (or -1 to infer it)",
               "num_classes " + idx_str(num_classes), "pass the number of classes, or -1 to use max(input) + 1");
+  if (input.is_meta()) {  // Note [Meta device]: no values to check, nor to infer num_classes from
+    GRAFT_CHECK(num_classes != -1, "one_hot", "an explicit num_classes for a meta input",
+                "num_classes -1 (inferred from the values) on a meta tensor of shape " + shape_str(input.sizes()),
+                "meta tensors have no values; pass num_classes");
+    Shape out_shape(input.sizes());
+    out_shape.push_back(num_classes);
+    return make_empty(out_shape, kInt64, input.device());
+  }
   const Tensor c = plain(input, kInt64);
   const int64_t* p = c.data_ptr<int64_t>();
   const int64_t n = c.numel();

@@ -152,7 +152,8 @@ Tensor mm_kernel(const Tensor& a, const Tensor& b, const char* op, const Tensor&
                  const Scalar& alpha = 1) {
   NoGradGuard ng;
   const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
-  Tensor out = make_empty({n, m}, a.dtype());
+  Tensor out = make_empty({n, m}, a.dtype(), detail::op_device(op, {&a, &b, &init}));
+  if (out.is_meta()) return out;  // Note [Meta device]: no kernel
   const bool use_init = init.defined() && beta.to_double() != 0.0;
   if (use_init) {
     detail::copy_into(out, init.detach());
@@ -189,7 +190,8 @@ Tensor lowp_gemm(const Tensor& a_, const Tensor& b_, DType h, const Tensor& init
   NoGradGuard ng;
   const Tensor a = a_.detach(), b = b_.detach();
   const int64_t n = a.size(0), k = a.size(1), m = b.size(1);
-  Tensor c = make_empty({n, m}, kFloat32);
+  Tensor c = make_empty({n, m}, kFloat32, detail::op_device(op, {&a, &b, &init}));
+  if (c.is_meta()) return c;  // Note [Meta device]: no kernel
   const bool use_init = init.defined() && beta.to_double() != 0.0;
   if (use_init) detail::copy_into(c, detail::rounded_float32(init.detach(), h));
   constexpr int64_t kPanelFloats = int64_t{1} << 16;  // 256 KiB of float32 panels at most
@@ -268,8 +270,8 @@ Tensor lowp_bmm(const Tensor& a, const Tensor& b, DType h) {
     NoGradGuard ng;
     const Tensor ar = detail::rounded_float32(a, h), br = detail::rounded_float32(b, h);
     const int64_t batch = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
-    Tensor y32 = make_empty({batch, n, m}, kFloat32);
-    gemm<float>(batch, n, m, k, 1.0f, ar, br, 0.0f, y32.data_ptr<float>(), "bmm");
+    Tensor y32 = make_empty({batch, n, m}, kFloat32, detail::op_device("bmm", {&a, &b}));
+    if (!y32.is_meta()) gemm<float>(batch, n, m, k, 1.0f, ar, br, 0.0f, y32.data_ptr<float>(), "bmm");
     y = y32.to(h);
   }
   if (auto node = make_node("BmmBackward0", OpId::bmm, {&a, &b}, [h](Node& n, const Tensor& g) -> TensorList {
@@ -325,8 +327,8 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   check_multipliable(a, b, "bmm");
   if (h) return lowp_bmm(a, b, *h);
   const int64_t batch = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
-  Tensor y = make_empty({batch, n, m}, a.dtype());
-  {
+  Tensor y = make_empty({batch, n, m}, a.dtype(), detail::op_device("bmm", {&a, &b}));
+  if (!y.is_meta()) {
     NoGradGuard ng;
     kernels::dispatch_numeric(a.dtype(), "bmm", [&]<class T>() {
       gemm<T>(batch, n, m, k, T(1), a.detach(), b.detach(), T(0), y.data_ptr<T>(), "bmm");
@@ -571,9 +573,10 @@ Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bia
   const int64_t rows = x.size(0);
   const bool records = autograd::should_record({&x, &weight, &bias});
   const bool keep_z = records && kernels::epilogue_saves_preactivation(kind.kernel);
-  Tensor y = make_empty({rows, out}, dt);
-  Tensor z = keep_z ? make_empty({rows, out}, dt) : Tensor();
-  {
+  const Device device = detail::op_device("fused_linear", {&x, &weight, &bias});
+  Tensor y = make_empty({rows, out}, dt, device);
+  Tensor z = keep_z ? make_empty({rows, out}, dt, device) : Tensor();
+  if (!device.is_meta()) {  // Note [Meta device]: no kernel
     NoGradGuard ng;
     const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
     kernels::dispatch_floating(dt, "fused_linear", [&]<class T>() {
@@ -607,9 +610,9 @@ Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bia
       } else {
         const Tensor gc = g.is_contiguous() ? g : g.contiguous();
         const int64_t r = s.size(0), c = s.size(1);
-        gz = make_empty({r, c}, s.dtype());
-        if (need_b) gb = make_empty({c}, s.dtype());
-        kernels::dispatch_floating(s.dtype(), kind.node, [&]<class T>() {
+        gz = make_empty({r, c}, s.dtype(), s.device());
+        if (need_b) gb = make_empty({c}, s.dtype(), s.device());
+        if (!s.is_meta()) kernels::dispatch_floating(s.dtype(), kind.node, [&]<class T>() {
           kernels::activation_backward<T>(kind.kernel, gc.data_ptr<T>(), s.data_ptr<T>(), gz.data_ptr<T>(),
                                           gb.defined() ? gb.data_ptr<T>() : nullptr, r, c);
         });

@@ -122,12 +122,14 @@ void check_weight_broadcasts_to(const Tensor& w, IntArrayRef shape, const char* 
 // Values of `t` as doubles, read without recording (for argument checks only).
 std::vector<double> read_values(const Tensor& t) {
   NoGradGuard ng;
+  if (t.is_meta()) return {};  // Note [Meta device]: value checks need values
   const Tensor c = t.detach().to(kFloat64).contiguous();
   const double* p = c.data_ptr<double>();
   return std::vector<double>(p, p + c.numel());
 }
 std::vector<int64_t> read_indices(const Tensor& t) {
   NoGradGuard ng;
+  if (t.is_meta()) return {};  // Note [Meta device]: value checks need values
   const Tensor c = t.detach().contiguous();
   const int64_t* p = c.data_ptr<int64_t>();
   return std::vector<int64_t>(p, p + c.numel());
@@ -244,6 +246,7 @@ Tensor class_weight_view(const Tensor& weight, int64_t ndim, int64_t class_dim, 
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
                 int64_t ignore_index) {
+  const detail::MetaOpScope meta_scope("nll_loss", {&input, &target, &weight});  // Note [Meta device]
   const char* op = "nll_loss";
   check_reduction(reduction, op);
   check_class_input(input, op);
@@ -280,10 +283,10 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ig
   const Tensor x = input.is_contiguous() ? input : input.contiguous();
   const Tensor t = target.is_contiguous() ? target : target.contiguous();
   const int64_t N = x.size(0), C = x.size(1);
-  Tensor lse = make_empty({N}, x.dtype());
-  Tensor out = make_empty(red == Reduction::None ? Shape{N} : Shape{}, x.dtype());
+  Tensor lse = make_empty({N}, x.dtype(), x.device());
+  Tensor out = make_empty(red == Reduction::None ? Shape{N} : Shape{}, x.dtype(), x.device());
   int64_t counted = 0;
-  kernels::dispatch_floating(x.dtype(), "cross_entropy", [&]<class T>() {
+  if (!x.is_meta()) kernels::dispatch_floating(x.dtype(), "cross_entropy", [&]<class T>() {
     const T* px = x.data_ptr<T>();
     const int64_t* pt = t.data_ptr<int64_t>();
     T* pl = lse.data_ptr<T>();
@@ -318,9 +321,9 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ig
           const Tensor gi = red == Reduction::None ? g.unsqueeze(1) : g / denom;
           return {(softmax(xs, 1) - onehot) * mask.to(xs.dtype()).unsqueeze(1) * gi};
         }
-        Tensor dx = make_empty({rows, cols}, xs.dtype());
+        Tensor dx = make_empty({rows, cols}, xs.dtype(), xs.device());
         const Tensor gc = g.is_contiguous() ? g : g.contiguous();
-        kernels::dispatch_floating(xs.dtype(), "NllLossBackward0", [&]<class T>() {
+        if (!xs.is_meta()) kernels::dispatch_floating(xs.dtype(), "NllLossBackward0", [&]<class T>() {
           const T* px = xs.data_ptr<T>();
           const int64_t* pt = ts.data_ptr<int64_t>();
           const T* pl = ls.data_ptr<T>();
@@ -352,6 +355,7 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ig
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
                      int64_t ignore_index, double label_smoothing) {
+  const detail::MetaOpScope meta_scope("cross_entropy", {&input, &target, &weight});  // Note [Meta device]
   const char* op = "cross_entropy";
   check_reduction(reduction, op);
   check_class_input(input, op);
@@ -410,6 +414,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  const detail::MetaOpScope meta_scope("mse_loss", {&input, &target});  // Note [Meta device]
   const char* op = "mse_loss";
   check_reduction(reduction, op);
   check_broadcast(input, target, op);
@@ -418,6 +423,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  const detail::MetaOpScope meta_scope("l1_loss", {&input, &target});  // Note [Meta device]
   const char* op = "l1_loss";
   check_reduction(reduction, op);
   check_broadcast(input, target, op);
@@ -425,6 +431,7 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
+  const detail::MetaOpScope meta_scope("smooth_l1_loss", {&input, &target});  // Note [Meta device]
   const char* op = "smooth_l1_loss";
   check_reduction(reduction, op);
   GRAFT_CHECK(beta >= 0.0, op, "beta >= 0", "beta " + num(beta),
@@ -438,6 +445,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
+  const detail::MetaOpScope meta_scope("binary_cross_entropy", {&input, &target, &weight});  // Note [Meta device]
   const char* op = "binary_cross_entropy";
   check_reduction(reduction, op);
   check_floating(input, op, "input");
@@ -473,6 +481,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
                                         const Tensor& pos_weight, Reduction reduction) {
+  const detail::MetaOpScope meta_scope("binary_cross_entropy_with_logits", {&input, &target, &weight});  // Note [Meta device]
   const char* op = "binary_cross_entropy_with_logits";
   check_reduction(reduction, op);
   check_floating(input, op, "input");
@@ -499,6 +508,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 // ---- huber, kl_div, and the margin / embedding losses (composites, as ATen's are) ----
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
+  const detail::MetaOpScope meta_scope("huber_loss", {&input, &target});  // Note [Meta device]
   const char* op = "huber_loss";
   check_reduction(reduction, op);
   GRAFT_CHECK(delta > 0.0, op, "delta > 0", "delta " + num(delta), "delta is where the loss turns linear; 1 is the default");
@@ -511,6 +521,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
+  const detail::MetaOpScope meta_scope("kl_div", {&input, &target});  // Note [Meta device]
   const char* op = "kl_div";
   check_reduction(reduction, op);
   check_broadcast(input, target, op);
@@ -530,6 +541,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bo
 
 Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
                              Reduction reduction) {
+  const detail::MetaOpScope meta_scope("cosine_embedding_loss", {&input1, &input2, &target});  // Note [Meta device]
   const char* op = "cosine_embedding_loss";
   check_reduction(reduction, op);
   check_floating(input1, op, "input1");
@@ -556,6 +568,7 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
 
 Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
                            Reduction reduction) {
+  const detail::MetaOpScope meta_scope("margin_ranking_loss", {&input1, &input2, &target});  // Note [Meta device]
   const char* op = "margin_ranking_loss";
   check_reduction(reduction, op);
   check_floating(input1, op, "input1");
@@ -567,6 +580,7 @@ Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Ten
 
 Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin, double p,
                            double eps, bool swap, Reduction reduction) {
+  const detail::MetaOpScope meta_scope("triplet_margin_loss", {&anchor, &positive, &negative});  // Note [Meta device]
   const char* op = "triplet_margin_loss";
   check_reduction(reduction, op);
   check_floating(anchor, op, "anchor");

@@ -81,6 +81,13 @@ std::vector<double> to_doubles(const Tensor& t) {
   return {p, p + d.numel()};
 }
 
+// The saved statistics of a normalisation of `like`: the values, or a meta tensor of their count on
+// meta inputs (Note [Meta device]: nothing was computed).
+Tensor vec_tensor(const std::vector<double>& v);
+Tensor stats_tensor(const std::vector<double>& v, const Tensor& like) {
+  return like.is_meta() ? make_empty({static_cast<int64_t>(v.size())}, kFloat64, like.device()) : vec_tensor(v);
+}
+
 Tensor vec_tensor(const std::vector<double>& v) {
   Tensor t = make_empty({static_cast<int64_t>(v.size())}, kFloat64);
   std::copy(v.begin(), v.end(), t.data_ptr<double>());
@@ -304,6 +311,7 @@ TensorList gn_backward_fused(const Tensor& g_, const Tensor& x_, const Tensor& w
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                   const Tensor& running_var, bool training, std::optional<double> momentum, double eps) {
   const char* op = "batch_norm";
+  const detail::MetaOpScope meta_scope(op, {&input, &weight, &bias, &running_mean, &running_var});  // Note [Meta device]
   check_input(input, op);
   GRAFT_CHECK(input.dim() >= 2, op, "an input of shape (N, C) or (N, C, *) with at least 2 dims",
               "input of shape " + shape_str(input.sizes()), "add a batch dim with input.unsqueeze(0)");
@@ -342,8 +350,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   // Statistics (float64, one per channel) and the normalised output.
   std::vector<double> mean(static_cast<size_t>(C)), var(static_cast<size_t>(C)), invstd(static_cast<size_t>(C));
   const Tensor x = input.detach().contiguous();
-  Tensor y = make_empty(input.sizes(), input.dtype());
-  kernels::dispatch_floating(input.dtype(), op, [&]<class T>() {
+  Tensor y = make_empty(input.sizes(), input.dtype(), input.device());
+  if (!input.is_meta()) kernels::dispatch_floating(input.dtype(), op, [&]<class T>() {  // Note [Meta device]
     const T* px = static_cast<const T*>(x.data_ptr());
     if (training) {
       if (count > 0) group_stats<T>(px, N, C, S, eps, mean.data(), var.data(), invstd.data());
@@ -371,7 +379,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   });
 
   // Running statistics: running = (1 - momentum) * running + momentum * batch statistic (unbiased var).
-  if (training && (running_mean.defined() || running_var.defined())) {
+  if (training && (running_mean.defined() || running_var.defined()) && !input.is_meta()) {
     NoGradGuard ng;
     const double mom = momentum.value_or(0.0);
     const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
@@ -391,7 +399,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
                             [training, eps](Node& n, const Tensor& g) -> TensorList {
                               const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1),
                                          nb = n.needs_input_grad(2);
-                              if (GradMode::is_enabled())
+                              if (GradMode::is_enabled() || g.is_meta())  // meta: shapes through graft ops
                                 return bn_backward_composite(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3),
                                                              training, eps, nx, nw, nb);
                               return bn_backward_fused(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), training,
@@ -399,8 +407,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
                             })) {
     node->save(input);
     node->save(w);
-    node->save(vec_tensor(mean));
-    node->save(vec_tensor(invstd));
+    node->save(stats_tensor(mean, input));
+    node->save(stats_tensor(invstd, input));
     set_history(y, node);
   }
   return y;
@@ -409,6 +417,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
   const char* op = "layer_norm";
+  const detail::MetaOpScope meta_scope(op, {&input, &weight, &bias});  // Note [Meta device]
   check_input(input, op);
   const std::vector<int64_t> ns = normalized_shape.vec();  // owned: the backward captures it
   const int64_t D = static_cast<int64_t>(ns.size());
@@ -426,8 +435,8 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
 
   std::vector<double> mean(static_cast<size_t>(R)), var(static_cast<size_t>(R)), invstd(static_cast<size_t>(R));
   const Tensor x = input.detach().contiguous();
-  Tensor y = make_empty(input.sizes(), input.dtype());
-  kernels::dispatch_floating(input.dtype(), op, [&]<class T>() {
+  Tensor y = make_empty(input.sizes(), input.dtype(), input.device());
+  if (!input.is_meta()) kernels::dispatch_floating(input.dtype(), op, [&]<class T>() {  // Note [Meta device]
     const T* px = static_cast<const T*>(x.data_ptr());
     T* py = y.data_ptr<T>();
     if (M > 0) group_stats<T>(px, 1, R, M, eps, mean.data(), var.data(), invstd.data());
@@ -449,15 +458,15 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
                             [ns, eps](Node& n, const Tensor& g) -> TensorList {
                               const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1),
                                          nb = n.needs_input_grad(2);
-                              if (GradMode::is_enabled())
+                              if (GradMode::is_enabled() || g.is_meta())  // meta: shapes through graft ops
                                 return ln_backward_composite(g, n.saved(0), n.saved(1), ns, eps, nx, nw, nb);
                               return ln_backward_fused(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), ns, nx, nw,
                                                        nb);
                             })) {
     node->save(input);
     node->save(w);
-    node->save(vec_tensor(mean));
-    node->save(vec_tensor(invstd));
+    node->save(stats_tensor(mean, input));
+    node->save(stats_tensor(invstd, input));
     set_history(y, node);
   }
   return y;
@@ -466,6 +475,7 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps,
                   bool /*cudnn_enabled*/) {
   const char* op = "group_norm";
+  const detail::MetaOpScope meta_scope(op, {&input, &weight, &bias});  // Note [Meta device]
   check_input(input, op);
   GRAFT_CHECK(input.dim() >= 2, op, "an input of shape (N, C, *) with at least 2 dims",
               "input of shape " + shape_str(input.sizes()), "add a batch dim with input.unsqueeze(0)");
@@ -484,8 +494,8 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   std::vector<double> mean(static_cast<size_t>(N * G)), var(static_cast<size_t>(N * G)),
       invstd(static_cast<size_t>(N * G));
   const Tensor x = input.detach().contiguous();
-  Tensor y = make_empty(input.sizes(), input.dtype());
-  kernels::dispatch_floating(input.dtype(), op, [&]<class T>() {
+  Tensor y = make_empty(input.sizes(), input.dtype(), input.device());
+  if (!input.is_meta()) kernels::dispatch_floating(input.dtype(), op, [&]<class T>() {  // Note [Meta device]
     const T* px = static_cast<const T*>(x.data_ptr());
     T* py = y.data_ptr<T>();
     if (M > 0) group_stats<T>(px, 1, N * G, M, eps, mean.data(), var.data(), invstd.data());
@@ -506,15 +516,15 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
                             [G, eps](Node& n, const Tensor& g) -> TensorList {
                               const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1),
                                          nb = n.needs_input_grad(2);
-                              if (GradMode::is_enabled())
+                              if (GradMode::is_enabled() || g.is_meta())  // meta: shapes through graft ops
                                 return gn_backward_composite(g, n.saved(0), n.saved(1), G, eps, nx, nw, nb);
                               return gn_backward_fused(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), G, nx, nw,
                                                        nb);
                             })) {
     node->save(input);
     node->save(w);
-    node->save(vec_tensor(mean));
-    node->save(vec_tensor(invstd));
+    node->save(stats_tensor(mean, input));
+    node->save(stats_tensor(invstd, input));
     set_history(y, node);
   }
   return y;
@@ -528,6 +538,7 @@ Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bi
                      const Tensor& running_var, bool use_input_stats, double momentum, double eps,
                      bool /*cudnn_enabled*/) {
   const char* op = "instance_norm";
+  const detail::MetaOpScope meta_scope(op, {&input, &weight, &bias, &running_mean, &running_var});  // Note [Meta device]
   check_input(input, op);
   GRAFT_CHECK(input.dim() >= 2, op, "an input of shape (N, C, *) with at least 2 dims",
               "input of shape " + shape_str(input.sizes()), "add a batch dim with input.unsqueeze(0)");

@@ -121,8 +121,9 @@ Shape out_shape(const Tensor& x4, int64_t oH, int64_t oW) { return {x4.size(0), 
 std::tuple<Tensor, Tensor> max_pool_kernel(const Tensor& x4, const PoolGeom& g) {
   NoGradGuard ng;
   const Tensor x = x4.detach().contiguous();
-  Tensor y = make_empty(out_shape(x4, g.oH, g.oW), x.dtype());
-  Tensor idx = make_empty(out_shape(x4, g.oH, g.oW), kInt64);
+  Tensor y = make_empty(out_shape(x4, g.oH, g.oW), x.dtype(), x.device());
+  Tensor idx = make_empty(out_shape(x4, g.oH, g.oW), kInt64, x.device());
+  if (x.is_meta()) return {y, idx};  // Note [Meta device]: no kernel on meta
   kernels::dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
     const T* px = static_cast<const T*>(x.data_ptr());
     T* py = y.data_ptr<T>();
@@ -207,9 +208,10 @@ Tensor max_pool_backward(const Tensor& g, const Tensor& idx, int64_t H, int64_t 
   {
     NoGradGuard ng;
     const Tensor gc = g.detach().contiguous(), ic = idx.contiguous();
-    gx = zeros({g.size(0), g.size(1), H, W}, g.dtype());
+    gx = zeros({g.size(0), g.size(1), H, W}, TensorOptions(g.dtype()).device(g.device()));
     const int64_t planes = g.size(0) * g.size(1), L = g.size(2) * g.size(3);
     kernels::dispatch_floating(g.dtype(), "max_pool2d", [&]<class T>() {
+      if (gx.is_meta()) return;  // Note [Meta device]: no kernel on meta
       const T* pg = static_cast<const T*>(gc.data_ptr());
       const int64_t* pi = ic.data_ptr<int64_t>();
       T* px = gx.data_ptr<T>();
@@ -274,8 +276,9 @@ Tensor avg_pool_backward(const Tensor& g, const PoolGeom& geom, const AvgOpts& o
   {
     NoGradGuard ng;
     const Tensor gc = g.detach().contiguous();
-    gx = zeros({g.size(0), g.size(1), geom.H, geom.W}, g.dtype());
+    gx = zeros({g.size(0), g.size(1), geom.H, geom.W}, TensorOptions(g.dtype()).device(g.device()));
     kernels::dispatch_floating(g.dtype(), "avg_pool2d", [&]<class T>() {
+      if (gx.is_meta()) return;  // Note [Meta device]: no kernel on meta
       const T* pg = static_cast<const T*>(gc.data_ptr());
       T* px = gx.data_ptr<T>();
       for (int64_t p = 0; p < geom.planes; ++p) {
@@ -304,8 +307,9 @@ Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o, OpI
   {
     NoGradGuard ng;
     const Tensor x = x4.detach().contiguous();
-    y = make_empty(out_shape(x4, geom.oH, geom.oW), x.dtype());
+    y = make_empty(out_shape(x4, geom.oH, geom.oW), x.dtype(), x.device());
     kernels::dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
+      if (x.is_meta()) return;  // Note [Meta device]: no kernel on meta
       const T* px = static_cast<const T*>(x.data_ptr());
       T* py = y.data_ptr<T>();
       for (int64_t p = 0; p < geom.planes; ++p) {
@@ -368,8 +372,9 @@ Tensor adaptive_avg_backward(const Tensor& g, int64_t H, int64_t W) {
   {
     NoGradGuard ng;
     const Tensor gc = g.detach().contiguous();
-    gx = zeros({g.size(0), g.size(1), H, W}, g.dtype());
+    gx = zeros({g.size(0), g.size(1), H, W}, TensorOptions(g.dtype()).device(g.device()));
     kernels::dispatch_floating(g.dtype(), "adaptive_avg_pool2d", [&]<class T>() {
+      if (gx.is_meta()) return;  // Note [Meta device]: no kernel on meta
       adaptive_kernel<true, T>(static_cast<const T*>(gc.data_ptr()), gx.data_ptr<T>(), g.size(0) * g.size(1), H, W,
                                g.size(2), g.size(3));
     });
@@ -390,8 +395,9 @@ Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW, OpId id) {
   {
     NoGradGuard ng;
     const Tensor x = x4.detach().contiguous();
-    y = make_empty({x4.size(0), x4.size(1), oH, oW}, x.dtype());
+    y = make_empty({x4.size(0), x4.size(1), oH, oW}, x.dtype(), x.device());
     kernels::dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&]<class T>() {
+      if (x.is_meta()) return;  // Note [Meta device]: no kernel on meta
       adaptive_kernel<false, T>(static_cast<const T*>(x.data_ptr()), y.data_ptr<T>(), x4.size(0) * x4.size(1), H, W,
                                 oH, oW);
     });
@@ -415,10 +421,11 @@ std::tuple<Tensor, Tensor> adaptive_max_op(const Tensor& x4, int64_t oH, int64_t
   {
     NoGradGuard ng;
     const Tensor x = x4.detach().contiguous();
-    y = make_empty({x4.size(0), x4.size(1), oH, oW}, x.dtype());
-    idx = make_empty({x4.size(0), x4.size(1), oH, oW}, kInt64);
+    y = make_empty({x4.size(0), x4.size(1), oH, oW}, x.dtype(), x.device());
+    idx = make_empty({x4.size(0), x4.size(1), oH, oW}, kInt64, x.device());
     const int64_t planes = x4.size(0) * x4.size(1);
     kernels::dispatch_floating(x.dtype(), "adaptive_max_pool2d", [&]<class T>() {
+      if (x.is_meta()) return;  // Note [Meta device]: no kernel on meta
       const T* px = static_cast<const T*>(x.data_ptr());
       T* py = y.data_ptr<T>();
       int64_t* pi = idx.data_ptr<int64_t>();
@@ -518,6 +525,7 @@ Tensor unbatched_like(const Tensor& y, const Tensor& x) { return x.dim() == 3 ? 
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  detail::MetaOpScope meta_scope("max_pool2d", {&input});  // Note [Meta device]
   const PoolGeom geom = make_geom(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
   auto [y, idx] = max_pool_op(batched(input), geom);
   return {unbatched_like(y, input), unbatched_like(idx, input)};
@@ -525,6 +533,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArray
 
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
+  detail::MetaOpScope meta_scope("max_pool2d", {&input});  // Note [Meta device]
   // A half input (autocast's conv2d output): max is exact in any precision, so pool in float32 and
   // round back, exactly; the float32 copy is not saved (max pooling saves only its indices).
   if (input.dtype() == kFloat16 || input.dtype() == kBFloat16)
@@ -535,6 +544,7 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  detail::MetaOpScope meta_scope("avg_pool2d", {&input});  // Note [Meta device]
   const PoolGeom geom = make_geom(input, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d");
   const int64_t div = divisor_override.value_or(0);
   GRAFT_CHECK(!divisor_override || div != 0, "avg_pool2d", "a non-zero divisor_override",
@@ -543,6 +553,7 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
+  detail::MetaOpScope meta_scope("adaptive_avg_pool2d", {&input});  // Note [Meta device]
   const char* op = "adaptive_avg_pool2d";
   check_pool_input(input, op);
   const Pair os = detail::expand_pair(output_size, op, "output_size");
@@ -553,6 +564,7 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size) {
+  detail::MetaOpScope meta_scope("adaptive_max_pool2d", {&input});  // Note [Meta device]
   const char* op = "adaptive_max_pool2d";
   check_pool_input(input, op);
   const Pair os = detail::expand_pair(output_size, op, "output_size");
@@ -567,6 +579,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef 
 // Note [1-D pooling on the 2-D path]: (N, C, L) -> (N, C, 1, L) -> the 2-D op -> squeeze.
 Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
+  detail::MetaOpScope meta_scope("max_pool1d", {&input});  // Note [Meta device]
   const char* op = "max_pool1d";
   const PoolGeom geom = make_geom1d(input, kernel_size, stride, padding, dilation, ceil_mode, op);
   memory::OpScope op_scope(op);
@@ -577,6 +590,7 @@ Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 
 Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
                   bool count_include_pad) {
+  detail::MetaOpScope meta_scope("avg_pool1d", {&input});  // Note [Meta device]
   const char* op = "avg_pool1d";
   const PoolGeom geom = make_geom1d(input, kernel_size, stride, padding, 1, ceil_mode, op);
   const Tensor x = input.unsqueeze(-2);
@@ -584,6 +598,7 @@ Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 }
 
 Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size) {
+  detail::MetaOpScope meta_scope("adaptive_avg_pool1d", {&input});  // Note [Meta device]
   const char* op = "adaptive_avg_pool1d";
   check_pool1d_input(input, op);
   const int64_t o = single(output_size, op, "output_size");

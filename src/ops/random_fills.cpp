@@ -32,6 +32,7 @@ Tensor& Tensor::uniform_(double from, double to, Generator* generator) const {
   check_floating(*this, "uniform_");
   GRAFT_CHECK(from <= to, "uniform_", "from <= to", "from " + std::to_string(from) + ", to " + std::to_string(to),
               "swap the bounds");
+  if (is_meta()) return fill_from(*this, *this, "uniform_");  // Note [Meta device]: no draw
   Tensor u = graft::rand(sizes(), kFloat64, generator);  // [0, 1)
   Tensor v = u * (to - from) + from;
   // float rounding of from + (to - from) u must not reach `to`
@@ -41,14 +42,17 @@ Tensor& Tensor::uniform_(double from, double to, Generator* generator) const {
 Tensor& Tensor::normal_(double mean, double std, Generator* generator) const {
   check_floating(*this, "normal_");
   GRAFT_CHECK(std >= 0, "normal_", "std >= 0", "std " + std::to_string(std), "pass std >= 0");
+  if (is_meta()) return fill_from(*this, *this, "normal_");  // Note [Meta device]: no draw
   return fill_from(*this, graft::randn(sizes(), kFloat64, generator) * std + mean, "normal_");
 }
 Tensor& Tensor::bernoulli_(double p, Generator* generator) const {
   GRAFT_CHECK(p >= 0 && p <= 1, "bernoulli_", "a probability p in [0, 1]", "p " + std::to_string(p), "");
+  if (is_meta()) return fill_from(*this, *this, "bernoulli_");  // Note [Meta device]: no draw
   return fill_from(*this, graft::lt(graft::rand(sizes(), kFloat64, generator), p), "bernoulli_");
 }
 Tensor& Tensor::random_(int64_t from, int64_t to, Generator* generator) const {
   GRAFT_CHECK(from < to, "random_", "from < to", "from " + std::to_string(from) + ", to " + std::to_string(to), "");
+  if (is_meta()) return fill_from(*this, *this, "random_");  // Note [Meta device]: no draw
   Tensor r = graft::randint(from, to, sizes(), kInt64, generator);
   return fill_from(*this, r, "random_");
 }

@@ -70,7 +70,7 @@ struct SumAcc {
 template <class T>
 Tensor sum_leading_dims(const Tensor& xc, const std::vector<int64_t>& dims, const Shape& out_shape) {
   const int64_t k = static_cast<int64_t>(dims.size());
-  if (k == 0 || k >= xc.dim() || !xc.is_contiguous()) return {};
+  if (k == 0 || k >= xc.dim() || !xc.is_contiguous() || xc.is_meta()) return {};
   for (int64_t i = 0; i < k; ++i)
     if (dims[static_cast<size_t>(i)] != i) return {};
   int64_t outer = 1;
@@ -92,7 +92,7 @@ Tensor sum_leading_dims(const Tensor& xc, const std::vector<int64_t>& dims, cons
 // Fast path of sum for float32: a contiguous tensor summed over all its dims or over trailing dims
 // (rows of `cols` values; Note [Fast float32 sum] in kernels/vec_f32.h). Undefined otherwise.
 static Tensor sum_trailing_f32(const Tensor& xc, const std::vector<int64_t>& dims, const Shape& out_shape) {
-  if (xc.dtype() != kFloat32 || !xc.is_contiguous()) return {};
+  if (xc.dtype() != kFloat32 || !xc.is_contiguous() || xc.is_meta()) return {};
   const int64_t k = static_cast<int64_t>(dims.size());
   for (int64_t i = 0; i < k; ++i)
     if (dims[static_cast<size_t>(i)] != xc.dim() - k + i) return {};

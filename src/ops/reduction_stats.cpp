@@ -63,7 +63,8 @@ void for_each_row(const Tensor& x, const std::vector<int64_t>& dims, F&& f) {
 template <class T, class R, class F>
 Tensor reduce_rows(const Tensor& x, const std::vector<int64_t>& dims, const Shape& out_shape, DType out_dtype,
                    F&& row_fn) {
-  Tensor out = make_empty(out_shape, out_dtype);
+  Tensor out = make_empty(out_shape, out_dtype, x.device());
+  if (x.is_meta()) return out;  // Note [Meta device]: no kernel
   R* po = static_cast<R*>(out.data_ptr());
   for_each_row<T>(x, dims, [&](int64_t i, const T* row, int64_t n) { po[i] = static_cast<R>(row_fn(row, n)); });
   return out;
@@ -189,8 +190,8 @@ Tensor prod_of_others_kernel(const Tensor& x, const std::vector<int64_t>& dims) 
   for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   Shape permuted;
   for (int64_t d : perm) permuted.push_back(x.size(d));
-  Tensor out = make_empty(permuted, x.dtype());
-  kernels::dispatch_floating(x.dtype(), "prod", [&]<class T>() {
+  Tensor out = make_empty(permuted, x.dtype(), x.device());
+  if (!x.is_meta()) kernels::dispatch_floating(x.dtype(), "prod", [&]<class T>() {
     T* po = static_cast<T*>(out.data_ptr());
     for_each_row<T>(x, dims, [&](int64_t i, const T* row, int64_t n) {
       int64_t zeros = 0;
@@ -211,7 +212,7 @@ Tensor prod_of_others_kernel(const Tensor& x, const std::vector<int64_t>& dims) 
 }
 
 bool has_zero(const Tensor& x) {
-  if (!is_floating_point(x.dtype())) return false;
+  if (!is_floating_point(x.dtype()) || x.is_meta()) return false;  // on meta either formula has the shape
   return kernels::dispatch_floating(x.dtype(), "prod", [&]<class T>() {
     bool found = false;
     const Tensor xc = x.detach().contiguous();
@@ -327,9 +328,9 @@ std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdi
   const auto dims = detail::reduction_dims(x, {dim}, op);
   check_nonempty_reduction(x, dims, true, op);
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
-  Tensor values = make_empty(out_shape, x.dtype());
-  Tensor indices = make_empty(out_shape, kInt64);
-  kernels::dispatch_all(x.dtype(), op, [&]<class T>() {
+  Tensor values = make_empty(out_shape, x.dtype(), x.device());
+  Tensor indices = make_empty(out_shape, kInt64, x.device());
+  if (!x.is_meta()) kernels::dispatch_all(x.dtype(), op, [&]<class T>() {
     T* pv = static_cast<T*>(values.data_ptr());
     int64_t* pi = indices.data_ptr<int64_t>();
     for_each_row<T>(x, dims, [&](int64_t i, const T* row, int64_t n) {

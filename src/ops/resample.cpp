@@ -202,8 +202,9 @@ Tensor map_backward(const Tensor& g, const PlanPtr& p, const Shape& in_shape) {
   {
     NoGradGuard ng;
     const Tensor gc = g.detach().contiguous();
-    gx = zeros(in_shape, g.dtype());
+    gx = zeros(in_shape, TensorOptions(g.dtype()).device(g.device()));
     kernels::dispatch_floating(g.dtype(), p->backward_op, [&]<class T>() {
+      if (gx.is_meta()) return;  // Note [Meta device]: no kernel on meta
       run_map<true, T>(*p, static_cast<const T*>(gc.data_ptr()), gx.data_ptr<T>(), planes_of(in_shape, *p));
     });
   }
@@ -219,8 +220,9 @@ Tensor map_forward(const Tensor& x, const PlanPtr& p) {
   {
     NoGradGuard ng;
     const Tensor xc = x.detach().contiguous();
-    y = make_empty(mapped_shape(x.sizes(), *p), x.dtype());
+    y = make_empty(mapped_shape(x.sizes(), *p), x.dtype(), x.device());
     kernels::dispatch_numeric(x.dtype(), ops::op_name(p->op), [&]<class T>() {
+      if (y.is_meta()) return;  // Note [Meta device]: no kernel on meta
       run_map<false, T>(*p, static_cast<const T*>(xc.data_ptr()), y.data_ptr<T>(), planes_of(in_shape, *p));
     });
   }
@@ -398,7 +400,7 @@ Tensor constant_pad_nd(const Tensor& input, IntArrayRef pad, const Scalar& value
   Tensor y;
   {
     NoGradGuard ng;
-    y = full(out, value, TensorOptions().dtype(input.dtype()));
+    y = full(out, value, TensorOptions().dtype(input.dtype()).device(input.device()));
     if (std::all_of(len.begin(), len.end(), [](int64_t l) { return l > 0; })) {
       Tensor dst = y, src = input.detach();
       for (int64_t d = 0; d < D; ++d) {

@@ -137,7 +137,8 @@ RNNLayerResult composite(RNNCellType cell, const Tensor& x, const Tensor& h0, co
       outputs[static_cast<size_t>(t)] = hn;
     } else {
       Tensor m = make_empty({d.N, 1}, kBool);  // the sequences still running at t
-      for (int64_t b = 0; b < d.N; ++b) m.data_ptr<bool>()[b] = t < lengths[static_cast<size_t>(b)];
+      if (!m.is_meta())  // Note [Meta device]
+        for (int64_t b = 0; b < d.N; ++b) m.data_ptr<bool>()[b] = t < lengths[static_cast<size_t>(b)];
       h = where(m, hn, h);
       if (cn.defined()) c = where(m, cn, c);
       outputs[static_cast<size_t>(t)] = hn.masked_fill(m.logical_not(), 0.0);
@@ -363,13 +364,14 @@ RNNLayerResult fused(RNNCellType cell, const Tensor& x, const Tensor& h0, const 
                     lstm ? cs.data_ptr<T>() : nullptr, gru ? ghn.data_ptr<T>() : nullptr};
       fused_forward<T>(cell, d, bf, ptr_or_null<T>(b_hhc), gx.data_ptr<T>(), lengths, reverse);
     };
-    if (dt == kFloat32) run.operator()<float>();
+    if (Y.is_meta()) {  // Note [Meta device]: no kernel
+    } else if (dt == kFloat32) run.operator()<float>();
     else run.operator()<double>();
     // Outputs (zero past each length), h_n, c_n.
     if (!lengths.empty()) {
       Tensor mask = make_empty({d.T, N, 1}, kBool);
       for (int64_t t = 0; t < d.T; ++t)
-        for (int64_t b = 0; b < N; ++b) mask.data_ptr<bool>()[t * N + b] = t < lengths[static_cast<size_t>(b)];
+        for (int64_t b = 0; b < N && !mask.is_meta(); ++b) mask.data_ptr<bool>()[t * N + b] = t < lengths[static_cast<size_t>(b)];
       Y.narrow(0, 0, d.T).copy_(hs.masked_fill(mask.logical_not(), 0.0));
     }
     const int64_t last = reverse ? 0 : d.T - 1;
@@ -401,7 +403,8 @@ RNNLayerResult fused(RNNCellType cell, const Tensor& x, const Tensor& h0, const 
           fused_backward_steps<T>(cell, d, bf, gYc.data_ptr<T>(), lengths, reverse, dgx.data_ptr<T>(), dgh.data_ptr<T>(),
                                   dh0.data_ptr<T>(), lstm ? dc0.data_ptr<T>() : nullptr);
         };
-        if (dt == kFloat32) run.operator()<float>();
+        if (dgx.is_meta()) {  // Note [Meta device]: no kernel
+        } else if (dt == kFloat32) run.operator()<float>();
         else run.operator()<double>();
         // The previous state of every step, (T N, H), for dW_hh.
         Tensor hprev = make_empty({d.T, N, H}, dt);
@@ -447,6 +450,7 @@ RNNBackend current_rnn_backend() { return t_rnn_backend; }
 RNNLayerResult rnn_layer(RNNCellType cell, const Tensor& input, const Tensor& h0, const Tensor& c0, const Tensor& w_ih,
                          const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh, const std::vector<int64_t>& lengths,
                          bool reverse) {
+  const detail::MetaOpScope meta_scope(kOp, {&input, &h0, &c0, &w_ih, &w_hh, &b_ih, &b_hh});  // Note [Meta device]
   const Dims d = check(cell, input, h0, c0, w_ih, w_hh, b_ih, b_hh, lengths);
   const Tensor c = cell == RNNCellType::kLSTM ? c0 : Tensor();
   if (t_rnn_backend == RNNBackend::kComposite) {

@@ -74,8 +74,8 @@ Tensor softmax_forward(const Tensor& x, int64_t d, const char* op) {
   memory::OpScope op_scope(op);  // names the allocation in the memory report
   NoGradGuard ng;
   const Tensor xc = x.detach().contiguous();
-  Tensor y = make_empty(x.sizes(), x.dtype());
-  if (x.numel() == 0) return y;
+  Tensor y = make_empty(x.sizes(), x.dtype(), x.device());
+  if (x.numel() == 0 || x.is_meta()) return y;  // Note [Meta device]: no kernel on meta
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < d; ++i) outer *= x.size(i);
   for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.size(i);

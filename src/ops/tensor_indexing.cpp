@@ -37,6 +37,10 @@ Tensor as_positions(const Tensor& t, int64_t dim_size, const char* op) {
     GRAFT_CHECK(t.dim() == 1 && t.size(0) == dim_size, op, "a 1-D bool mask of the indexed dim's size " +
                 std::to_string(dim_size), "a bool tensor of shape " + shape_str(t.sizes()),
                 "graft takes 1-D masks; index with x.index({mask}) per dim, or use masked_fill / where");
+    // Note [Meta device]: the result's size is the mask's count of trues, a value meta tensors lack.
+    GRAFT_CHECK(!t.is_meta(), op, "a bool mask with values", "a meta bool mask of shape " + shape_str(t.sizes()),
+                "a mask's result size depends on its values, which meta tensors do not have; index with int64 "
+                "positions, or use masked_fill / where");
     const Tensor m = t.contiguous();
     const bool* p = m.data_ptr<bool>();
     std::vector<int64_t> pos;
@@ -141,6 +145,8 @@ Tensor& put(const Tensor& self, const std::vector<TensorIndex>& indices, const T
   std::vector<int64_t> per_position(r.view.sizes().begin(), r.view.sizes().end());
   per_position[static_cast<size_t>(r.adv_dim)] = n;
   const Tensor v = value.expand(indexed).reshape(per_position);
+  // Note [Meta device]: nothing to write on meta.
+  if (detail::op_device("index_put_", {&self, &flat_pos, &value}).is_meta()) return const_cast<Tensor&>(self);
   const int64_t* p = flat_pos.data_ptr<int64_t>();
   for (int64_t k = 0; k < n; ++k) {
     Tensor target = r.view.select(r.adv_dim, p[k]);
@@ -168,7 +174,7 @@ Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, co
   return put(*this, indices, value);
 }
 Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value) const {
-  return put(*this, indices, full({}, value, dtype()));
+  return put(*this, indices, full({}, value, TensorOptions(dtype()).device(device())));
 }
 
 }  // namespace graft

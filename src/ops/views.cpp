@@ -171,7 +171,7 @@ Tensor permute(const Tensor& x, IntArrayRef dims) { return x.permute(dims); }
 // its own op so that double backward works (its backward is the slice again).
 Tensor slice_backward(const Tensor& g, IntArrayRef input_sizes, int64_t dim, int64_t start, int64_t end,
                       int64_t step) {
-  Tensor out = zeros(input_sizes, g.dtype());
+  Tensor out = zeros(input_sizes, TensorOptions(g.dtype()).device(g.device()));
   {
     NoGradGuard ng;
     Tensor region = out.slice(dim, start, end, step);

@@ -42,7 +42,7 @@ void Adagrad::step_group(OptimizerParamGroup& group) {
     st.step(st.step() + 1);
     const double step = static_cast<double>(st.step());
     const double clr = o.lr() / (1 + (step - 1) * o.lr_decay());
-    kernels::dispatch_floating(p.dtype(), "Adagrad.step", [&]<class T>() {
+    if (!p.is_meta()) kernels::dispatch_floating(p.dtype(), "Adagrad.step", [&]<class T>() {
       T* pd = p.data_ptr<T>();
       const T* gd = g.data_ptr<T>();
       T* sum = detail::contiguous_buffer(st.sum()).template data_ptr<T>();

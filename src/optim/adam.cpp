@@ -140,7 +140,7 @@ void adam_step(OptimizerParamGroup& group, bool decoupled, const char* op,
     const double bias_correction2 = 1 - std::pow(beta2, step);
     const double step_size = lr / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-    kernels::dispatch_floating(p.dtype(), op, [&]<class T>() {
+    if (!p.is_meta()) kernels::dispatch_floating(p.dtype(), op, [&]<class T>() {
       AdamUpdate<T> u;
       u.p = p.data_ptr<T>();
       u.g = g.data_ptr<T>();

@@ -43,7 +43,7 @@ void RMSprop::step_group(OptimizerParamGroup& group) {
     if (use_momentum && !st.momentum_buffer().defined()) st.momentum_buffer(detail::make_buffer(p));
     if (o.centered() && !st.grad_avg().defined()) st.grad_avg(detail::make_buffer(p));
     st.step(st.step() + 1);
-    kernels::dispatch_floating(p.dtype(), "RMSprop.step", [&]<class T>() {
+    if (!p.is_meta()) kernels::dispatch_floating(p.dtype(), "RMSprop.step", [&]<class T>() {
       T* pd = p.data_ptr<T>();
       const T* gd = g.data_ptr<T>();
       T* sq = detail::contiguous_buffer(st.square_avg()).template data_ptr<T>();

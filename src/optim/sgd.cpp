@@ -149,7 +149,7 @@ void SGD::step_group(OptimizerParamGroup& group) {
     const bool use_momentum = o.momentum() != 0;
     const bool first = !st.momentum_buffer().defined();
     if (use_momentum && first) st.momentum_buffer(detail::make_buffer(p));
-    kernels::dispatch_floating(p.dtype(), "SGD.step", [&]<class T>() {
+    if (!p.is_meta()) kernels::dispatch_floating(p.dtype(), "SGD.step", [&]<class T>() {
       SgdUpdate<T> u;
       u.p = p.data_ptr<T>();
       u.g = g.data_ptr<T>();

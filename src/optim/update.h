@@ -33,8 +33,8 @@ inline T nan_maximum(T a, T b) {
 
 // A buffer of the parameter's shape and dtype, contiguous; `fill` is its initial value.
 inline Tensor make_buffer(const Tensor& like, double fill = 0.0) {
-  Tensor t = make_empty(like.sizes(), like.dtype());
-  t.fill_(fill);
+  Tensor t = make_empty(like.sizes(), like.dtype(), like.device());
+  t.fill_(fill);  // a no-op on meta (Note [Meta device])
   memory::set_category(*t.impl().storage, memory::Category::OptimizerState);
   return t;
 }
@@ -62,6 +62,9 @@ void for_each_param_with_grad(OptimizerParamGroup& group, const char* op, F&& f)
                     dtype_name(param.dtype()),
                 "a gradient of shape " + shape_str(grad.sizes()) + " and dtype " + dtype_name(grad.dtype()),
                 "a .grad set by hand must match its parameter");
+    // On meta parameters (Note [Meta device]) the state is created and counted, and each optimiser
+    // skips its update loop; a meta gradient of a CPU parameter (or the reverse) is an error.
+    const graft::detail::MetaOpScope meta_scope(op, {&param, &grad});
     const Tensor g = grad.is_contiguous() ? grad : grad.contiguous();
     if (param.is_contiguous()) {
       f(param, param, g);

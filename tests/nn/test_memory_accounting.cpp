@@ -466,5 +466,18 @@ TEST(EngineMemory, BackwardOfAChainStaysAtTheTheoreticalMinimum) {
   EXPECT_EQ(memory::stats().allocated_bytes - before, B - kDepth * B);  // x.grad remains
 }
 
+// A clone's parameters are parameters, as are a module's after to(dtype): the copies take the
+// role of the tensors they replace (they were counted as "other" before).
+TEST(MemoryCategories, ClonedAndConvertedParametersStayParameters) {
+  nn::Linear a(100, 50);
+  const int64_t bytes = (100 * 50 + 50) * 4;
+  const int64_t params = memory::stats()[Category::Parameters].current_bytes;
+  const auto b = a->clone();
+  EXPECT_EQ(memory::stats()[Category::Parameters].current_bytes - params, bytes);
+  a->to(kFloat64);
+  // b's float32 copy, and a's float64 parameters in place of its float32 ones: bytes + (2 bytes - bytes).
+  EXPECT_EQ(memory::stats()[Category::Parameters].current_bytes - params, 2 * bytes);
+}
+
 }  // namespace
 }  // namespace graft::test

@@ -63,9 +63,18 @@ template <> constexpr DType dtype_of<int16_t>() { return DType::Int16; }
 template <> constexpr DType dtype_of<int8_t>() { return DType::Int8; }
 template <> constexpr DType dtype_of<uint8_t>() { return DType::UInt8; }
 
-enum class DeviceType : uint8_t { CPU, CUDA };
+// Note [Meta device]
+// A meta tensor (kMeta, as in LibTorch) has sizes, strides and a dtype but no memory: every op runs
+// its checks, its shape rule and its autograd recording on it, and no kernel. Memory accounting
+// counts the bytes it would take in counters of its own (memory::stats(kMeta)), so a model's
+// forward, backward and optimizer step on meta tensors tell what each category would need without
+// allocating it. Reading a meta tensor's data (data_ptr, item, printing values, to(kCPU)) is a
+// graft::Error, never a crash; so is mixing meta and CPU tensors in one op (a 0-dim CPU tensor, a
+// wrapped number, excepted, as in PyTorch). See docs/meta.md.
+enum class DeviceType : uint8_t { CPU, CUDA, Meta };
 inline constexpr DeviceType kCPU = DeviceType::CPU;
 inline constexpr DeviceType kCUDA = DeviceType::CUDA;
+inline constexpr DeviceType kMeta = DeviceType::Meta;
 
 struct Device {
   DeviceType type = DeviceType::CPU;
@@ -73,8 +82,30 @@ struct Device {
   Device() = default;
   Device(DeviceType t, int8_t i = -1) : type(t), index(i) {}  // NOLINT: implicit like LibTorch
   bool is_cpu() const { return type == DeviceType::CPU; }
+  bool is_cuda() const { return type == DeviceType::CUDA; }
+  bool is_meta() const { return type == DeviceType::Meta; }
+  bool has_index() const { return index >= 0; }
   bool operator==(const Device&) const = default;
   std::string str() const;
+};
+
+// The device factories use when their options name none: kCPU, or kMeta inside a
+// DefaultDeviceGuard (thread-local, as PyTorch's `with torch.device("meta"):`).
+Device get_default_device();
+
+// Makes factories (and so modules' parameters) that name no device use `device` on this thread
+// while the guard lives: `{ graft::DefaultDeviceGuard meta(graft::kMeta); nn::Linear big(1 << 16, 1 << 16); }`
+// builds the module on meta tensors, allocating nothing (Note [Meta device]). Ops on meta inputs
+// open one too, so the temporaries they make are meta as well. Guards nest.
+class DefaultDeviceGuard {
+ public:
+  explicit DefaultDeviceGuard(Device device);
+  ~DefaultDeviceGuard();
+  DefaultDeviceGuard(const DefaultDeviceGuard&) = delete;
+  DefaultDeviceGuard& operator=(const DefaultDeviceGuard&) = delete;
+
+ private:
+  Device previous_;
 };
 
 }  // namespace graft

@@ -111,6 +111,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> delet
                  const TensorOptions& options = {});
 
 // Internal building block: a fresh contiguous tensor of `dtype` (no autograd).
-Tensor make_empty(IntArrayRef sizes, DType dtype);
+Tensor make_empty(IntArrayRef sizes, DType dtype);  // CPU, or meta in a detail::MetaOpScope on meta inputs
+Tensor make_empty(IntArrayRef sizes, DType dtype, Device device);
 
 }  // namespace graft

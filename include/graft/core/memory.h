@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "graft/core/dtype.h"
 #include "graft/core/error.h"
 
 namespace graft {
@@ -58,12 +59,19 @@ struct Stats {
   int64_t allocations = 0;           // number of live allocations
   int64_t cached_bytes = 0;          // freed blocks the caching allocator keeps for reuse
   int64_t limit_bytes = 0;           // set_limit() / GRAFT_MEMORY_LIMIT; 0: none
+  // allocated_bytes with each storage rounded up to the block the CPU allocator hands out for it
+  // (its size class, Note [Caching allocator]): what the process holds for the live tensors.
+  int64_t rounded_bytes = 0;
+  int64_t peak_rounded_bytes = 0;
   std::array<CategoryStats, kNumCategories> by_category{};
 
   const CategoryStats& operator[](Category c) const { return by_category[static_cast<size_t>(c)]; }
 };
 
 Stats stats();
+// The counters of one device: kCPU (as stats()), or kMeta: the bytes meta tensors would take
+// (Note [Meta device] in graft/core/dtype.h), by the same rules, with no cache and no limit.
+Stats stats(Device device);
 // Sets the peak (overall and per category) to what is live now.
 void reset_peak_stats();
 // Returns the blocks the caching allocator keeps to the system (Note [Caching allocator]).

@@ -28,6 +28,8 @@ class Allocator {
 
 // The CPU allocator in use (64-byte aligned blocks).
 Allocator* cpu_allocator();
+// The meta device's allocator: it never allocates (meta storages have no memory).
+Allocator* meta_allocator();
 
 struct Storage;
 
@@ -50,6 +52,9 @@ struct SavedLink {
 
 struct Storage {
   Storage(size_t nbytes, Allocator* alloc);
+  // A storage on `device`: the CPU's allocator, or on kMeta no memory at all (data stays null, the
+  // bytes are counted in the meta counters: Note [Meta device] in graft/core/dtype.h).
+  Storage(size_t nbytes, Device device);
   // Wraps memory owned elsewhere (from_blob); `deleter` is called on destruction when non-null.
   Storage(void* data, size_t nbytes, void (*deleter)(void*, void*), void* deleter_ctx);
   ~Storage();

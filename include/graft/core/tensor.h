@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,34 @@ class HookHandle {
   std::function<void()> remover_;
 };
 
+namespace detail {
+// Reading a meta tensor's memory (Note [Meta device] in graft/core/dtype.h): a graft::Error naming
+// the op that tried (memory::current_op()), with a hint.
+[[noreturn]] void throw_meta_data_access();
+}  // namespace detail
+class Tensor;
+namespace detail {
+// The device an op's outputs go to (Note [Meta device]): kMeta when any of `tensors` is a meta
+// tensor, the CPU otherwise. A meta tensor beside a CPU tensor that is not 0-dim is a graft::Error
+// naming `op` (a 0-dim CPU tensor is a wrapped number, as in PyTorch). Undefined tensors are skipped.
+Device op_device(const char* op, std::initializer_list<const Tensor*> tensors);
+// While it lives (on meta inputs), make_empty and the factories that name no device make meta
+// tensors, so an op's temporaries follow its inputs. A no-op for CPU inputs.
+class MetaOpScope {
+ public:
+  MetaOpScope(const char* op, std::initializer_list<const Tensor*> tensors);
+  ~MetaOpScope();
+  MetaOpScope(const MetaOpScope&) = delete;
+  MetaOpScope& operator=(const MetaOpScope&) = delete;
+  bool meta() const { return meta_; }
+
+ private:
+  bool meta_ = false;
+  bool previous_ = false;
+};
+bool in_meta_op();  // a MetaOpScope on meta inputs is open on this thread
+}  // namespace detail
+
 struct TensorImpl {
   TensorImpl(std::shared_ptr<Storage> storage, int64_t offset, IntArrayRef sizes, IntArrayRef strides,
              DType dtype);
@@ -69,6 +98,7 @@ struct TensorImpl {
   autograd::AutogradMeta& autograd_meta();  // creates on first use
   bool is_contiguous() const;
   char* data_bytes() const {
+    if (storage->device.type == DeviceType::Meta) [[unlikely]] detail::throw_meta_data_access();
     return static_cast<char*>(storage->data) + offset * static_cast<int64_t>(element_size(dtype));
   }
 };
@@ -90,6 +120,9 @@ class Tensor {
   DType dtype() const { return impl().dtype; }
   DType scalar_type() const { return impl().dtype; }
   Device device() const { return impl().storage->device; }
+  bool is_meta() const { return impl().storage->device.type == DeviceType::Meta; }
+  bool is_cpu() const { return impl().storage->device.type == DeviceType::CPU; }
+  bool is_cuda() const { return impl().storage->device.type == DeviceType::CUDA; }
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   bool is_contiguous() const { return impl().is_contiguous(); }
   bool is_floating_point() const { return graft::is_floating_point(dtype()); }

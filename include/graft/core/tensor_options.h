@@ -22,12 +22,14 @@ class TensorOptions {
 
   DType dtype() const { return dtype_ ? *dtype_ : get_default_dtype(); }
   bool has_dtype() const { return dtype_.has_value(); }
-  Device device() const { return device_; }
+  // Unset: the default device (get_default_device(): the CPU, or meta inside a DefaultDeviceGuard).
+  Device device() const { return device_ ? *device_ : get_default_device(); }
+  bool has_device() const { return device_.has_value(); }
   bool requires_grad() const { return requires_grad_; }
 
  private:
   std::optional<DType> dtype_;
-  Device device_;
+  std::optional<Device> device_;
   bool requires_grad_ = false;
 };
 

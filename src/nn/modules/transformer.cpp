@@ -62,6 +62,7 @@ Tensor sdpa_mask(const Tensor& attn_mask, const Tensor& key_padding_mask, int64_
 bool is_causal_mask(const Tensor& m, int64_t L, int64_t S) {
   if (!m.defined() || m.dim() != 2 || L != S || m.size(0) != L || m.size(1) != S || m.requires_grad()) return false;
   if (m.dtype() != kBool && m.dtype() != kFloat32 && m.dtype() != kFloat64) return false;
+  if (m.is_meta()) return false;  // no values to recognise (Note [Meta device]): the mask is used as given
   const Tensor c = m.contiguous();
   auto scan = [&](const auto* p, auto masked, auto open) {
     for (int64_t i = 0; i < L; ++i)
