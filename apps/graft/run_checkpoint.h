@@ -2,11 +2,11 @@
 // resuming from one, and reading one back with the configuration it records (also `graft sample`'s).
 #pragma once
 
+#include <graft/graft.h>
+
 #include <cstdint>
 #include <limits>
 #include <string>
-
-#include <graft/graft.h>
 
 #include "config.h"
 
@@ -42,7 +42,7 @@ int64_t resume_run(const TrainConfig& cfg, const Task& task, RunState& run, int6
 // A whole decimal count in [lo, hi] from checkpoint metadata: " 2x", "-1", "" and out-of-range
 // values are errors naming the file and the field (std::stoll would accept " 2x" as 2, and throw a
 // bare "stoll" for "x").
-int64_t parse_count(const std::string& text, const std::string& field, const std::string& file, int64_t lo,
-                    int64_t hi, const std::string& op = "graft train --resume");
+int64_t parse_count(const std::string& text, const std::string& field, const std::string& file, int64_t lo, int64_t hi,
+                    const std::string& op = "graft train --resume");
 
 }  // namespace graft::cli

@@ -3,13 +3,13 @@
 // (graft::diagnostics::append_grad_record), not a copy of its format.
 #pragma once
 
+#include <graft/graft.h>
+
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <graft/graft.h>
-#include <nlohmann/json.hpp>
 
 #include "config.h"
 #include "line_file.h"
@@ -31,7 +31,7 @@ class RunLog {
 
   // The records of Note [Run log]:
   void add_run(const TrainConfig& cfg, int64_t parameters);  // "run", first
-  void add_monitor(const nn::Module& model, int64_t every);   // "monitor", the monitor's header
+  void add_monitor(const nn::Module& model, int64_t every);  // "monitor", the monitor's header
   void add_step(int64_t step, int64_t epoch, double loss, double lr);
   void add_epoch(const EpochRecord& r, int64_t last_step);
   // The monitor's "grad" and "flag" records not in the log yet.

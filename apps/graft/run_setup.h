@@ -2,12 +2,12 @@
 // optimiser and the learning-rate schedule.
 #pragma once
 
+#include <graft/graft.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <graft/graft.h>
 
 #include "config.h"
 #include "task.h"

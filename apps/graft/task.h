@@ -10,15 +10,15 @@
 // (plan.cpp) and the checkpoints (run_checkpoint.cpp) never compare the model's name.
 #pragma once
 
+#include <graft/graft.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <graft/graft.h>
-#include <nlohmann/json_fwd.hpp>
 
 namespace graft::cli {
 
