@@ -32,10 +32,11 @@ stage "dependencies"
 tools/install-deps.sh
 jobs=$(nproc)
 
-# Source checks first (seconds): Notes and the paths comments name, then the layer order.
+# Source checks first (seconds): Notes and the paths comments name, the layer order, the apps' shape.
 stage "source checks"
 tools/check-notes.sh
 tools/check-layers.sh
+tools/check-apps.sh
 
 stage "Release build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON

@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <iostream>
 
+#include "config.h"
+#include "plan.h"
 #include "report.h"
+#include "task.h"
 #include "text.h"
 #include "train.h"
 
@@ -47,7 +50,7 @@ int main(int argc, char** argv) {
   train->add_option("--model", cfg.model,
                     "mlp (784-512-256-10), cnn (two 3x3 conv + pool blocks), gpt (a byte-level decoder-only "
                     "Transformer) or lstm (a byte-level LSTM)")
-      ->check(CLI::IsMember({"mlp", "cnn", "gpt", "lstm"}))
+      ->check(CLI::IsMember(graft::cli::model_names()))
       ->capture_default_str();
   train->add_option("--optimizer", cfg.optimizer,
                     "sgd, adam, adamw, rmsprop or adagrad (default: sgd for mlp and cnn, adamw for gpt and lstm)")
@@ -130,7 +133,7 @@ int main(int argc, char** argv) {
   CLI::App* plan = app.add_subcommand("plan", "Predict the peak memory of a training step (graft train's model and "
                                               "flags) and what fits a budget");
   plan->add_option("--model", plan_cfg.train.model, "mlp, cnn, gpt or lstm")
-      ->check(CLI::IsMember({"mlp", "cnn", "gpt", "lstm"}))
+      ->check(CLI::IsMember(graft::cli::model_names()))
       ->capture_default_str();
   plan->add_option("--optimizer", plan_cfg.train.optimizer,
                    "sgd, adam, adamw, rmsprop or adagrad (default: sgd for mlp and cnn, adamw for gpt and lstm)")

@@ -18,6 +18,9 @@
 //                                                                      every epoch
 //   {"type":"result", ...}                                             graft train --json's object, last
 // Numbers that are not finite are written as null. Unknown types are kept and ignored by the page.
+// The "grad" and "flag" records are the gradient monitor's own (Note [Gradient monitor]: its
+// GradMonitorOptions::jsonl_path lines, graft::diagnostics::append_grad_record), so the two files
+// cannot drift apart; apps/graft/run_log.cpp writes the others.
 #pragma once
 
 #include <string>

@@ -1,5 +1,7 @@
-// The text task, its models and `graft sample` (text.h, Note [Text task]).
+// The text task's data and models (text.h, Note [Text task]).
 #include "text.h"
+
+#include "config.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "train.h"
 
 namespace graft::cli {
 namespace {
@@ -79,8 +80,6 @@ std::vector<std::string> text_files(const fs::path& dir) {
 }
 
 }  // namespace
-
-bool is_text_model(const std::string& model) { return model == "gpt" || model == "lstm"; }
 
 TextCorpus load_text(const std::string& path, int64_t context) {
   const std::string root = path.empty() ? std::string(kFortunesDir) : path;
@@ -231,9 +230,9 @@ GRAFT_MODULE(ByteHead);
 
 }  // namespace
 
-nn::Sequential build_text_model(const TrainConfig& cfg) {
+nn::Sequential build_text_model(const TrainConfig& cfg, TextNet net) {
   nn::Sequential seq;
-  const bool gpt = cfg.model == "gpt";
+  const bool gpt = net == TextNet::kGpt;
   seq->push_back("embed", ByteEmbedding(cfg.width, gpt ? cfg.context : 0));
   if (gpt) {
     for (int64_t i = 0; i < cfg.depth; ++i) seq->push_back("block" + std::to_string(i), CausalBlock(cfg.width, cfg.heads, cfg.dropout));
@@ -243,68 +242,6 @@ nn::Sequential build_text_model(const TrainConfig& cfg) {
   }
   seq->push_back("head", ByteHead(cfg.width));
   return seq;
-}
-
-// ---- graft sample ----
-
-namespace {
-
-// The next byte from the last row of logits: the likeliest at temperature 0, else a draw from
-// softmax(logits / temperature) restricted to the top_k likeliest (all when 0).
-int next_byte(const Tensor& logits_row, double temperature, int64_t top_k) {
-  const Tensor row = logits_row.to(kFloat64).contiguous();
-  const double* l = row.data_ptr<double>();
-  std::vector<int> order(kVocab);
-  std::iota(order.begin(), order.end(), 0);
-  // Likeliest first; ties by byte value, so that a draw does not depend on the sort.
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
-  if (temperature == 0) return order[0];
-  const size_t k = top_k > 0 ? static_cast<size_t>(top_k) : order.size();
-  std::vector<double> w(k);
-  for (size_t i = 0; i < k; ++i) w[i] = std::exp((l[order[i]] - l[order[0]]) / temperature);
-  const double total = std::accumulate(w.begin(), w.end(), 0.0);
-  double u = default_generator().next_double() * total;
-  for (size_t i = 0; i < k; ++i) {
-    if (u < w[i]) return order[i];
-    u -= w[i];
-  }
-  return order[k - 1];
-}
-
-}  // namespace
-
-std::string sample(const SampleConfig& c, std::ostream& out) {
-  const char* op = "graft sample";
-  GRAFT_CHECK(c.length >= 0 && c.length <= 1000000, std::string(op) + " --length", "a length in [0, 1000000] bytes",
-              std::to_string(c.length), "200 is a paragraph");
-  GRAFT_CHECK(std::isfinite(c.temperature) && c.temperature >= 0 && c.temperature <= 100,
-              std::string(op) + " --temperature", "a temperature in [0, 100]", std::to_string(c.temperature),
-              "0.8 is typical; 0 always takes the likeliest byte");
-  GRAFT_CHECK(c.top_k >= 0 && c.top_k <= kVocab, std::string(op) + " --top-k", "0 (all bytes) .. 256",
-              std::to_string(c.top_k), "");
-  set_num_threads(c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  manual_seed(c.seed);
-  const RunCheckpoint run = load_run_checkpoint(c.checkpoint, "graft sample --checkpoint");
-  GRAFT_CHECK(is_text_model(run.config.model), op, "a checkpoint of graft train --model gpt or lstm",
-              c.checkpoint + " of --model " + run.config.model, "graft sample continues text; train a text model");
-  nn::Sequential model = build_text_model(run.config);
-  model->load_state_dict(run.checkpoint.part("model."));
-  model->eval();
-  NoGradGuard no_grad;
-  // An empty prompt starts after a newline, as a fortune does.
-  std::string text = c.prompt.empty() ? std::string("\n") : c.prompt;
-  const size_t shown = c.prompt.empty() ? 1 : 0;
-  const int64_t T = run.config.context;
-  for (int64_t i = 0; i < c.length; ++i) {
-    const int64_t n = std::min<int64_t>(T, static_cast<int64_t>(text.size()));
-    Tensor x = empty({1, n}, kInt64);
-    for (int64_t t = 0; t < n; ++t)
-      x.data_ptr<int64_t>()[t] = static_cast<uint8_t>(text[text.size() - static_cast<size_t>(n - t)]);
-    const Tensor logits = model->forward(x);  // (n, 256)
-    text.push_back(static_cast<char>(next_byte(logits.select(0, n - 1), c.temperature, c.top_k)));
-  }
-  out << text.substr(shown) << '\n' << std::flush;
-  return text.substr(shown);
 }
 
 }  // namespace graft::cli

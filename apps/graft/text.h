@@ -1,5 +1,5 @@
-// `graft train --model gpt|lstm`: the text task (byte-level language modelling) and its models, and
-// `graft sample`.
+// `graft train --model gpt|lstm`: the text task's data (byte-level language modelling) and models
+// (its Task is text_task.cpp), and `graft sample` (sample.cpp).
 //
 // Note [Text task]
 // Any file (or directory of files) is a sequence of bytes; the vocabulary is the 256 byte values, so
@@ -26,15 +26,14 @@
 
 #include <graft/graft.h>
 
+#include "task.h"  // TextNet
+
 namespace graft::cli {
 
-struct TrainConfig;
+struct TrainConfig;  // config.h
 
 inline constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
 inline constexpr int64_t kVocab = 256;
-
-// True for the text models (gpt, lstm).
-bool is_text_model(const std::string& model);
 
 // The training and held-out text of Note [Text task]. `path` is a file or a directory (its regular
 // files, in name order; in the fortunes directory only the fortune files, not their .dat indexes
@@ -64,8 +63,8 @@ class TextDataset : public data::Dataset {
   int64_t context_ = 0, windows_ = 0;
 };
 
-// The text models of Note [Text task], from --model, --context, --width, --depth, --heads, --dropout.
-nn::Sequential build_text_model(const TrainConfig& cfg);
+// The text model `net` of Note [Text task], from --context, --width, --depth, --heads, --dropout.
+nn::Sequential build_text_model(const TrainConfig& cfg, TextNet net);
 
 // `graft sample`: continues `prompt` with `length` bytes drawn from the model in `checkpoint` (a
 // checkpoint graft train --model gpt|lstm wrote), at `temperature` (0: always the likeliest byte)

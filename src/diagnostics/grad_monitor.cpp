@@ -301,6 +301,47 @@ void json_string(std::string& o, std::string_view s) {
 
 }  // namespace
 
+void append_grad_record(std::string& line, const StepRecord& rec) {
+  line += R"({"type":"grad","step":)";
+  json_int(line, rec.step);
+  line += R"(,"params":{)";
+  for (size_t i = 0; i < rec.params.size(); ++i) {
+    const ParamStats& s = rec.params[i];
+    if (i > 0) line += ',';
+    json_string(line, s.name);
+    line += R"(:{"grad_norm":)";
+    json_number(line, s.grad_norm);
+    line += R"(,"grad_max":)";
+    json_number(line, s.grad_max);
+    line += R"(,"weight_norm":)";
+    json_number(line, s.weight_norm);
+    line += R"(,"update_ratio":)";
+    json_number(line, s.update_ratio);
+    line += R"(,"zero_fraction":)";
+    json_number(line, s.zero_fraction);
+    line += R"(,"nan":)";
+    json_int(line, s.nan_count);
+    line += R"(,"inf":)";
+    json_int(line, s.inf_count);
+    line += '}';
+  }
+  line += "}}";
+}
+
+void append_flag_record(std::string& line, const Flag& f) {
+  line += R"({"type":"flag","step":)";
+  json_int(line, f.step);
+  line += R"(,"kind":)";
+  json_string(line, f.kind);
+  line += R"(,"param":)";
+  json_string(line, f.param);
+  line += R"(,"value":)";
+  json_number(line, f.value);
+  line += R"(,"message":)";
+  json_string(line, f.message);
+  line += '}';
+}
+
 struct GradMonitor::State {
   struct Watched {
     std::string name;
@@ -340,18 +381,8 @@ struct GradMonitor::State {
   void add_flag(int64_t step, const char* kind, const std::string& param, double value, const std::string& what) {
     flags.push_back(Flag{step, kind, param, value, "step " + std::to_string(step) + ", " + param + ": " + what});
     if (!out.is_open()) return;
-    const Flag& f = flags.back();
-    line += R"({"type":"flag","step":)";
-    json_int(line, f.step);
-    line += R"(,"kind":)";
-    json_string(line, f.kind);
-    line += R"(,"param":)";
-    json_string(line, f.param);
-    line += R"(,"value":)";
-    json_number(line, f.value);
-    line += R"(,"message":)";
-    json_string(line, f.message);
-    line += "}\n";
+    append_flag_record(line, flags.back());
+    line += '\n';
   }
 
   // Flags and JSON lines for records.back() (Note [Gradient monitor]); one write per step.
@@ -360,30 +391,8 @@ struct GradMonitor::State {
     const StepRecord& rec = records.back();
     line.clear();
     if (out.is_open()) {
-      line += R"({"type":"grad","step":)";
-      json_int(line, rec.step);
-      line += R"(,"params":{)";
-      for (size_t i = 0; i < rec.params.size(); ++i) {
-        const ParamStats& s = rec.params[i];
-        if (i > 0) line += ',';
-        json_string(line, s.name);
-        line += R"(:{"grad_norm":)";
-        json_number(line, s.grad_norm);
-        line += R"(,"grad_max":)";
-        json_number(line, s.grad_max);
-        line += R"(,"weight_norm":)";
-        json_number(line, s.weight_norm);
-        line += R"(,"update_ratio":)";
-        json_number(line, s.update_ratio);
-        line += R"(,"zero_fraction":)";
-        json_number(line, s.zero_fraction);
-        line += R"(,"nan":)";
-        json_int(line, s.nan_count);
-        line += R"(,"inf":)";
-        json_int(line, s.inf_count);
-        line += '}';
-      }
-      line += "}}\n";
+      append_grad_record(line, rec);
+      line += '\n';
     }
     evaluate_flags(rec);
     if (out.is_open()) {

@@ -104,6 +104,12 @@ struct Flag {
   std::string message;
 };
 
+// The "grad" and "flag" records of the JSON Lines above, appended to `line` as one JSON object
+// each (no newline): what the monitor writes to jsonl_path, for a writer of its own that keeps
+// the same records (graft train's run log, Note [Run log] in apps/graft/report.h).
+void append_grad_record(std::string& line, const StepRecord& record);
+void append_flag_record(std::string& line, const Flag& flag);
+
 class GradMonitor {
  public:
   // Watches model.named_parameters() as they are now (float32 or float64 parameters).

@@ -1,0 +1,137 @@
+// `graft train`'s defaults and configuration checks (config.h); the model's own are its task's.
+#include "config.h"
+
+#include <graft/graft.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "paths.h"
+#include "task.h"
+
+namespace graft::cli {
+namespace {
+
+std::string joined(const std::vector<std::string>& allowed) {
+  std::string s;
+  for (const std::string& a : allowed) s += (s.empty() ? "" : " | ") + a;
+  return s;
+}
+
+// The largest values the numeric flags accept (issue 14, item 11): beyond them a count overflows
+// int64 arithmetic somewhere (steps = epochs x batches, the effective batch = batch x accumulate,
+// a plan's bytes = batch x features x 4), or the value is a typo no run needs.
+constexpr int64_t kMaxBatchSize = int64_t{1} << 24;  // 16,777,216 examples
+constexpr int64_t kMaxEpochs = 1000000;
+constexpr int64_t kMaxWorkers = 64;
+
+int max_threads() {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return 4 * cores;
+}
+
+// Bounds of the numeric flags, before anything is computed from them.
+void check_bounds(const TrainConfig& c, const Task& task) {
+  auto in_range = [](const char* flag, int64_t v, int64_t lo, int64_t hi, const std::string& hint) {
+    GRAFT_CHECK(v >= lo && v <= hi, std::string("graft train ") + flag,
+                "a value in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", std::to_string(v), hint);
+  };
+  GRAFT_CHECK(c.batch_size >= 0 && c.batch_size <= kMaxBatchSize, "graft train --batch-size",
+              "a positive batch size of at most " + std::to_string(kMaxBatchSize) + " (or 0 for the model's default)",
+              std::to_string(c.batch_size), "128 is a good start");
+  in_range("--epochs", c.epochs, 1, kMaxEpochs, "5 epochs reach the README's accuracy");
+  in_range("--step-size", c.step_size, 1, kMaxEpochs, "decay every few epochs, e.g. --step-size 2");
+  in_range("--stop-after", c.stop_after, 0, kMaxEpochs, "0 runs to --epochs");
+  in_range("--monitor-every", c.monitor_every, 1, std::numeric_limits<int64_t>::max(),
+           "1 samples every step; 10 every tenth");
+  in_range("--threads", c.threads, 0, max_threads(),
+           "at most 4 threads per core (" + std::to_string(max_threads() / 4) + " cores here); 0 uses every core");
+  in_range("--workers", c.workers, 0, kMaxWorkers, "1 prepares the next batch in the background");
+  auto finite = [](const char* flag, double v) {
+    GRAFT_CHECK(std::isfinite(v), std::string("graft train ") + flag, "a finite number", std::to_string(v), "");
+  };
+  finite("--momentum", c.momentum);
+  finite("--weight-decay", c.weight_decay);
+  finite("--gamma", c.gamma);
+  finite("--dropout", c.dropout);
+  // Batch norm over a batch of one example has no variance to normalise with (PyTorch raises
+  // "Expected more than 1 value per channel when training"). The mlp's BatchNorm1d sees one value per
+  // channel and example; the cnn's BatchNorm2d sees H x W per example, so a batch of 1 works there.
+  GRAFT_CHECK(!(task.needs_two_examples_per_batch(c) && c.batch_size == 1), "graft train --batch-norm",
+              "a batch of at least 2 examples (batch norm needs more than one value per channel)", "--batch-size 1",
+              "use --batch-size 2 or more, or --no-batch-norm");
+}
+
+// "graft train <flag>: one of a | b | c", unless `value` is one of `allowed`.
+void check_choice(const char* flag, const std::string& value, const std::vector<std::string>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end())
+    throw Error(std::string("graft train ") + flag, "one of " + joined(allowed), "'" + value + "'",
+                "see graft train --help");
+}
+
+}  // namespace
+
+int64_t default_batch_size(const std::string& model) { return task_for(model).default_batch_size(); }
+
+std::string default_optimizer(const std::string& model) { return task_for(model).default_optimizer(); }
+
+int64_t default_epochs(const std::string& model) { return task_for(model).default_epochs(); }
+
+TrainConfig with_defaults(TrainConfig c) {
+  if (c.optimizer.empty()) c.optimizer = default_optimizer(c.model);
+  if (c.epochs == 0) c.epochs = default_epochs(c.model);
+  return c;
+}
+
+int64_t batch_size(const TrainConfig& c) { return c.batch_size > 0 ? c.batch_size : default_batch_size(c.model); }
+
+double default_lr(const std::string& optimizer) {
+  if (optimizer == "sgd") return 0.05;
+  if (optimizer == "adagrad") return 0.01;
+  return 1e-3;  // adam, adamw, rmsprop
+}
+
+void validate(const TrainConfig& config) {
+  const Task& task = task_for(config.model);  // an unknown --model first: the defaults are its task's
+  const TrainConfig c = with_defaults(config);
+  check_bounds(c, task);
+  if (!c.optimizer.empty()) check_choice("--optimizer", c.optimizer, {"sgd", "adam", "adamw", "rmsprop", "adagrad"});
+  task.check_flags(c);
+  GRAFT_CHECK(!c.checkpoint_attention || task.has_attention(), "graft train --checkpoint-attention", "--model gpt",
+              "--model " + c.model, "only the Transformer has attention to recompute");
+  check_choice("--schedule", c.schedule, {"none", "step", "exponential", "cosine", "onecycle", "plateau"});
+  check_choice("--init", c.init,
+               {"default", "kaiming_uniform", "kaiming_normal", "xavier_uniform", "xavier_normal", "orthogonal"});
+  check_choice("--progress", c.progress, {"auto", "bar", "lines", "none"});
+  auto positive = [](const char* flag, double v, const char* hint) {
+    GRAFT_CHECK(v > 0, std::string("graft train ") + flag, "a positive value", std::to_string(v), hint);
+  };
+  positive("--gamma", c.gamma, "0.1 divides the learning rate by ten");
+  GRAFT_CHECK(!c.lr || (*c.lr > 0 && std::isfinite(*c.lr)), "graft train --lr", "a positive learning rate",
+              std::to_string(c.lr.value_or(0)), "try 0.05 for sgd, 0.001 for adam");
+  GRAFT_CHECK(c.dropout >= 0 && c.dropout < 1, "graft train --dropout", "a probability in [0, 1)",
+              std::to_string(c.dropout), "0.2 is typical; 0 turns dropout off");
+  GRAFT_CHECK(c.momentum >= 0 && c.weight_decay >= 0 && c.train_limit >= 0 && c.stop_after >= 0,
+              "graft train", "non-negative --momentum, --weight-decay, --train-limit and --stop-after",
+              "a negative value", "pass 0 to turn one off");
+  GRAFT_CHECK(c.stop_after == 0 || !c.save.empty(), "graft train --stop-after", "--save FILE as well",
+              "no --save", "a run stopped early continues with --resume FILE, so save it");
+  GRAFT_CHECK(c.classes >= 0 && c.classes <= 256, "graft train --classes",
+              "0 (10 for Fashion-MNIST, the largest training label + 1 for --data) or 1 .. 256",
+              std::to_string(c.classes), "IDX label files hold uint8 labels, 0 .. 255");
+  // Output paths, before any work (issue 14, items 4 and 5). --resume may name --save's file (a
+  // run continues its own checkpoint), but not the log's or the report's.
+  check_output_directory("graft train", "--save", c.save);
+  check_output_directory("graft train", "--log", c.log);
+  check_output_directory("graft train", "--report", c.report);
+  // An existing target must be a regular file (symlinks followed; issue 14, item 1).
+  check_output_file("graft train", "--save", c.save);
+  check_output_file("graft train", "--log", c.log);
+  check_output_file("graft train", "--report", c.report);
+  check_distinct_paths("graft train", {{"--save", c.save}, {"--log", c.log}, {"--report", c.report}});
+  check_distinct_paths("graft train", {{"--resume", c.resume}, {"--log", c.log}, {"--report", c.report}});
+}
+
+}  // namespace graft::cli

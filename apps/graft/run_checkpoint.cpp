@@ -1,0 +1,160 @@
+// `graft train`'s checkpoints (run_checkpoint.h, Note [Resumable runs] in train.h).
+#include "run_checkpoint.h"
+
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "run_setup.h"
+#include "task.h"
+
+namespace graft::cli {
+namespace {
+
+// The flags that shape a run; a resumed run must agree with its checkpoint on all of them.
+std::map<std::string, std::string> shaping_flags(const TrainConfig& c) {
+  auto num = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  return {{"model", c.model},
+          {"optimizer", c.optimizer},
+          {"lr", num(c.lr.value_or(default_lr(c.optimizer)))},
+          {"momentum", num(c.momentum)},
+          {"nesterov", c.nesterov ? "true" : "false"},
+          {"weight-decay", num(c.weight_decay)},
+          {"schedule", c.schedule},
+          {"step-size", std::to_string(c.step_size)},
+          {"gamma", num(c.gamma)},
+          {"batch-size", std::to_string(batch_size(c))},
+          {"epochs", std::to_string(c.epochs)},
+          {"init", c.init},
+          {"batch-norm", c.batch_norm ? "true" : "false"},
+          {"dropout", num(c.dropout)},
+          {"seed", std::to_string(c.seed)},
+          {"train-limit", std::to_string(c.train_limit)}};
+}
+
+// The common shaping flags and the task's (the text models' shape: graft sample rebuilds the model from it).
+std::map<std::string, std::string> run_flags(const TrainConfig& c, const Task& task) {
+  std::map<std::string, std::string> flags = shaping_flags(c);
+  flags.merge(task.shape_flags(c));
+  return flags;
+}
+
+io::TensorDict generator_state() {
+  const Generator::State st = default_generator().get_state();
+  std::vector<int64_t> words;
+  for (uint64_t w : st.s) words.push_back(std::bit_cast<int64_t>(w));
+  words.push_back(std::bit_cast<int64_t>(st.seed));
+  words.push_back(st.has_spare ? 1 : 0);
+  // Built element by element: graft::tensor({...}) goes through double, which would round the words.
+  Tensor w = empty({static_cast<int64_t>(words.size())}, kInt64);
+  std::copy(words.begin(), words.end(), w.data_ptr<int64_t>());
+  io::TensorDict d;
+  d.insert("words", w);
+  d.insert("spare", tensor(std::vector<double>{st.spare}, kFloat64));
+  return d;
+}
+
+void set_generator_state(const io::TensorDict& d, const std::string& file) {
+  const Tensor* words = d.find("words");
+  const Tensor* spare = d.find("spare");
+  GRAFT_CHECK(words && spare && words->dtype() == kInt64 && words->numel() == 6 && spare->dtype() == kFloat64 &&
+                  spare->numel() == 1,
+              "graft train --resume", "a random-number state (rng.words: 6 int64, rng.spare: 1 float64)",
+              "something else in " + file, "resume from a checkpoint that graft train wrote");
+  const Tensor w = words->contiguous();
+  const int64_t* p = w.data_ptr<int64_t>();
+  Generator::State st{};
+  for (int i = 0; i < 4; ++i) st.s[i] = std::bit_cast<uint64_t>(p[i]);
+  st.seed = std::bit_cast<uint64_t>(p[4]);
+  st.has_spare = p[5] != 0;
+  st.spare = spare->item<double>();
+  // xoshiro256's all-zero state is a fixed point (every draw 0); a spare normal is finite.
+  GRAFT_CHECK((st.s[0] | st.s[1] | st.s[2] | st.s[3]) != 0 && (p[5] == 0 || p[5] == 1) && std::isfinite(st.spare),
+              "graft train --resume", "a random-number state graft wrote (rng.words not all zero, a flag of 0 or 1, "
+              "a finite rng.spare)", "a damaged state in " + file, "resume from a checkpoint that graft train wrote");
+  default_generator().set_state(st);
+}
+
+}  // namespace
+
+int64_t parse_count(const std::string& text, const std::string& field, const std::string& file, int64_t lo,
+                    int64_t hi, const std::string& op) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  GRAFT_CHECK(!text.empty() && ec == std::errc() && ptr == end && v >= lo && v <= hi, op,
+              "a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "] as " + field + " in " + file,
+              "\"" + text + "\"", "the checkpoint's metadata is damaged; resume from a file that graft train wrote");
+  return v;
+}
+
+void save_run(const TrainConfig& cfg, const Task& task, const RunState& run, int64_t epochs_done) {
+  // Every rank takes part in consolidating a sharded state; rank 0 writes (Note [graft train under mpirun]).
+  auto optim_state = run.zero ? run.zero->consolidate_state_dict(0) : run.opt.state_dict();
+  if (run.rank != 0) return;
+  io::Metadata meta = {{"format", "graft-train/1"}, {"epochs_done", std::to_string(epochs_done)},
+                       {"world_size", std::to_string(run.world)}};
+  for (const auto& [k, v] : run_flags(cfg, task)) meta["flag." + k] = v;
+  io::CheckpointParts parts = {
+      {"model.", run.model->state_dict()}, {"optim.", std::move(optim_state)}, {"rng.", generator_state()}};
+  const auto sched_state = run.sched.state_dict();
+  if (!sched_state.is_empty()) parts.emplace_back("sched.", sched_state);
+  io::save_checkpoint(cfg.save, parts, meta);
+}
+
+RunCheckpoint load_run_checkpoint(const std::string& path, const std::string& op) {
+  RunCheckpoint r;
+  r.checkpoint = [&] {
+    try {
+      return io::load_checkpoint(path);
+    } catch (const std::bad_alloc&) {
+      throw Error(op, "a checkpoint that fits in memory", path + " (out of memory reading it)",
+                  "free memory, or check that the file is the checkpoint graft train wrote");
+    }
+  }();
+  const io::Checkpoint& ck = r.checkpoint;
+  const std::string* format = ck.metadata.count("format") ? &ck.metadata.at("format") : nullptr;
+  GRAFT_CHECK(format && *format == "graft-train/1", op, "a checkpoint written by graft train --save",
+              path + " without graft train's metadata", "pass the file that --save wrote");
+  TrainConfig& c = r.config;
+  c.model = ck.meta("flag.model");
+  c.optimizer = ck.meta("flag.optimizer");
+  // A model no task has is left to the caller (graft train --resume: "--model x (as in file)").
+  if (const Task* task = find_task(c.model)) task->read_shape_flags(ck, path, op, c);
+  return r;
+}
+
+int64_t resume_run(const TrainConfig& cfg, const Task& task, RunState& run, int64_t batches_per_epoch) {
+  const io::Checkpoint ck = load_run_checkpoint(cfg.resume, "graft train --resume").checkpoint;
+  GRAFT_CHECK(ck.meta("flag.model") == cfg.model, "graft train --resume",
+              "--model " + ck.meta("flag.model") + " (as in " + cfg.resume + ")", "--model " + cfg.model,
+              "resume with the flags of the run that wrote the checkpoint");
+  for (const auto& [k, v] : run_flags(cfg, task)) {
+    const std::string& saved = ck.meta("flag." + k);
+    GRAFT_CHECK(saved == v, "graft train --resume", "--" + k + " " + saved + " (as in " + cfg.resume + ")",
+                "--" + k + " " + v, "resume with the flags of the run that wrote the checkpoint");
+  }
+  run.model->load_state_dict(ck.part("model."));
+  if (run.zero) run.zero->load_consolidated_state_dict(ck.part("optim."));
+  else run.opt.load_state_dict(ck.part("optim."));
+  const int64_t done = parse_count(ck.meta("epochs_done"), "epochs_done", cfg.resume, 0, cfg.epochs);
+  const std::string saved_world = ck.metadata.count("world_size") ? ck.metadata.at("world_size") : "1";
+  if (saved_world != std::to_string(run.world) && run.sched.per_batch) {
+    // Another world size: another number of batches per epoch. The schedule goes on from the
+    // same epoch (its state counts the old batches).
+    for (int64_t i = 0; i < done * batches_per_epoch; ++i) run.sched.after_batch();
+  } else {
+    run.sched.load_state_dict(ck.part("sched.", /*required=*/false));
+  }
+  run.sched.check_resumed(done, batches_per_epoch, cfg.resume);
+  set_generator_state(ck.part("rng."), cfg.resume);
+  return done;
+}
+
+}  // namespace graft::cli

@@ -1,0 +1,54 @@
+// The pieces `graft train` and `graft plan` build alike: the model (its task's, initialised), the
+// optimiser and the learning-rate schedule.
+#pragma once
+
+#include <graft/graft.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "task.h"
+
+namespace graft::cli {
+
+// The task's model for `data`, re-initialised as --init says and, with --checkpoint-attention,
+// recomputing its attention cores in backward.
+nn::Sequential make_model(const TrainConfig& cfg, const Task& task, const TaskData& data);
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params);
+
+// The schedule steps after every batch (cosine, onecycle) or after every epoch (step, exponential,
+// plateau on the epoch's training loss; the test set never steers training).
+struct Schedule {
+  std::unique_ptr<optim::LRScheduler> scheduler;
+  std::unique_ptr<optim::ReduceLROnPlateau> plateau;
+  bool per_batch = false;
+
+  void after_batch() {
+    if (scheduler && per_batch) scheduler->step();
+  }
+  void after_epoch(double train_loss) {
+    if (scheduler && !per_batch) scheduler->step();
+    if (plateau) plateau->step(train_loss);
+  }
+  OrderedDict<std::string, Tensor> state_dict() const {
+    if (scheduler) return scheduler->state_dict();
+    if (plateau) return plateau->state_dict();
+    return {};
+  }
+  void load_state_dict(const OrderedDict<std::string, Tensor>& state) {
+    if (scheduler) scheduler->load_state_dict(state);
+    if (plateau) plateau->load_state_dict(state);
+  }
+  // After a resume: the schedule has stepped once per finished epoch (or batch), as the run does.
+  void check_resumed(int64_t epochs_done, int64_t batches_per_epoch, const std::string& file) const;
+};
+
+Schedule make_schedule(const TrainConfig& cfg, optim::Optimizer& opt, int64_t batches_per_epoch);
+
+double current_lr(optim::Optimizer& opt);
+
+}  // namespace graft::cli
