@@ -4,6 +4,7 @@
 // loop: element (n, c, s) is kept when u[n, c] >= p (per channel) or u[n, c, s] >= p (per element),
 // and a kept element is scaled by 1 / (1 - p).
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../support/op_table.h"
@@ -88,6 +89,28 @@ GRAFT_OP_RECORDS(dropout) {
                         return F::dropout2d(x, F::Dropout2dFuncOptions().p(q));
                       })});
     }
+  }
+  // The in-place forms on a non-leaf copy (in place on a leaf that requires grad is an error), with
+  // the same masks as the out-of-place ones.
+  using InPlace = Tensor& (*)(Tensor&, double, bool);
+  const std::vector<std::tuple<const char*, InPlace, int64_t>> in_place = {
+      {"dropout_", &dropout_, 0}, {"feature_dropout_", &feature_dropout_, 2}, {"dropout2d_", &dropout2d_, 2}};
+  for (const auto& [name, fn, channel_dims] : in_place) {
+    recs.push_back({.name = name,
+                    .variant = "p0.5_train",
+                    .fn =
+                        [fn = fn](const TensorList& a) {
+                          Tensor y = a[0] * 1.0;
+                          manual_seed(kSeed);
+                          fn(y, 0.5, true);
+                          return y;
+                        },
+                    .reference = [cd = channel_dims](const TensorList& a) { return ref_dropout(a[0], 0.5, true, cd); },
+                    .samples = lazy_samples(images),
+                    .errors = dropout_errors(name, [fn = fn](const Tensor& x, double q) {
+                      Tensor y = x.clone();
+                      return fn(y, q, true);
+                    })});
   }
   // An unbatched image (C, H, W): one uniform per channel.
   recs.push_back({.name = "dropout2d", .variant = "unbatched",

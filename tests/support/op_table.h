@@ -53,6 +53,26 @@ struct OpRecordRegistrar {
   OpRecordRegistrar(const char* file, std::vector<OpRecord> records);
 };
 
+// Fresh leaves of a sample as the checks use them: floating inputs in `float_dtype`, requires_grad
+// set as the record says (float64 only), on `device` (the meta walk, tests/ops/test_meta_ops.cpp).
+inline TensorList record_inputs(const OpRecord& r, const TensorList& sample, DType float_dtype = kFloat64,
+                                Device device = Device(kCPU)) {
+  TensorList out;
+  for (size_t i = 0; i < sample.size(); ++i) {
+    const Tensor& s = sample[i];
+    if (!s.defined()) {
+      out.push_back(s);
+      continue;
+    }
+    Tensor t = s.is_floating_point() ? s.detach().to(float_dtype, true) : s.detach().clone();
+    if (device.is_meta()) t = t.to(device);
+    const bool diff = t.is_floating_point() && (r.differentiable.empty() || (i < r.differentiable.size() && r.differentiable[i]));
+    if (diff && float_dtype == kFloat64) t.requires_grad_();
+    out.push_back(t);
+  }
+  return out;
+}
+
 // ---- shorthands of the records files ----
 // One copy here rather than one per records file: the test files are compiled a few to a compiler
 // run, where two files' helpers of the same name collide (Note [Unity test builds]).
