@@ -12,6 +12,7 @@
 
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
+#include "graft/core/half.h"
 #include "graft/core/shape.h"
 
 #if GRAFT_WITH_MPI
@@ -33,9 +34,42 @@ const char* reduce_op_name(ReduceOp op) {
 // ---- Work ----
 
 void Work::wait() {
+  if (before_) run_continuation();
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [&] { return done_; });
   if (error_) std::rethrow_exception(error_);
+}
+Tensor Work::result() const {
+  std::lock_guard lock(mutex_);
+  return result_;
+}
+void Work::set_result(Tensor result) {
+  std::lock_guard lock(mutex_);
+  result_ = std::move(result);  // never on the communication thread's Work (Work::result)
+}
+WorkPtr Work::then(WorkPtr before, std::function<Tensor(const Tensor&)> next, std::string description) {
+  GRAFT_CHECK(before != nullptr && next != nullptr, "Work.then", "a Work and a continuation", "a null one",
+              "pass the Work a collective returned and the function to run on its result");
+  auto w = std::make_shared<Work>(std::move(description));
+  w->before_ = std::move(before);
+  w->next_ = std::move(next);
+  return w;
+}
+void Work::run_continuation() {
+  std::lock_guard once(continuation_mutex_);
+  if (!next_) return;  // ran already
+  auto next = std::move(next_);
+  next_ = nullptr;
+  try {
+    before_->wait();
+    set_result(next(before_->result()));
+    finish(nullptr);
+  } catch (...) {
+    finish(std::current_exception());
+  }
+  const auto started = before_->started_at();
+  std::lock_guard lock(mutex_);
+  if (started != Clock::time_point{}) started_ = started;
 }
 bool Work::is_completed() const {
   std::lock_guard lock(mutex_);
@@ -90,16 +124,24 @@ std::string describe(const char* op, const Tensor& t) {
   return std::string(op) + " of " + dtype_name(t.dtype()) + " " + shape_str(t.sizes());
 }
 
-void check_tensor(const char* op, const Tensor& t, bool reduces, ReduceOp rop = ReduceOp::SUM) {
+// allow_bf16_sum: DistributedDataParallel's hooks (detail::all_reduce) may sum bfloat16; the public
+// collectives do not reduce it.
+void check_tensor(const char* op, const Tensor& t, bool reduces, ReduceOp rop = ReduceOp::SUM,
+                  bool allow_bf16_sum = false) {
   GRAFT_CHECK(t.defined(), op, "a defined tensor", "an undefined tensor", "pass the tensor to communicate");
   GRAFT_CHECK(t.is_contiguous(), op, "a contiguous tensor", "a tensor with strides " + shape_str(t.strides()),
               "call .contiguous() first (and copy the result back if the collective writes into it)");
   const DType d = t.dtype();
   const bool plain = d == kFloat32 || d == kFloat64 || d == kInt32 || d == kInt64 || d == kUInt8 || d == kInt8;
   const bool bits_only = d == kFloat16 || d == kBFloat16 || d == kInt16 || d == kBool;
-  GRAFT_CHECK(plain || (!reduces && bits_only), op,
-              reduces ? "float32, float64, int32, int64, uint8 or int8" : "a numeric or boolean dtype",
-              dtype_name(d), "cast to float32 for the reduction, and back afterwards");
+  // bfloat16 sums (each partial sum rounded to bfloat16: bf16_compress_hook's all-reduce).
+  const bool bf16_sum = allow_bf16_sum && d == kBFloat16 && rop == ReduceOp::SUM;
+  GRAFT_CHECK(plain || (!reduces && bits_only) || (reduces && bf16_sum), op,
+              !reduces         ? "a numeric or boolean dtype"
+              : allow_bf16_sum ? "float32, float64, int32, int64, uint8 or int8 (or bfloat16 with ReduceOp::SUM)"
+                               : "float32, float64, int32, int64, uint8 or int8",
+              dtype_name(d) + (reduces ? std::string(" with ReduceOp::") + reduce_op_name(rop) : std::string()),
+              "cast to float32 for the reduction, and back afterwards");
   GRAFT_CHECK(!(reduces && rop == ReduceOp::AVG && !is_floating_point(d)), op, "a floating dtype for ReduceOp::AVG",
               dtype_name(d), "use SUM and divide, or cast to float first");
 }
@@ -195,6 +237,14 @@ MPI_Op mpi_op(ReduceOp op) {
   }
   return MPI_SUM;
 }
+// ReduceOp::SUM of bfloat16 (check_tensor allows no other reduction of it): each partial sum in
+// float32, rounded to bfloat16 (MPI has no bfloat16 type; the elements travel as 16-bit integers).
+void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i)
+    b[i] = float_to_bfloat16_bits(bfloat16_bits_to_float(a[i]) + bfloat16_bits_to_float(b[i]));
+}
 int mpi_count(const char* op, int64_t n) {
   GRAFT_CHECK(n <= INT32_MAX, op, "at most 2^31 - 1 elements per collective", std::to_string(n),
               "split the tensor (DistributedDataParallel's buckets are far smaller)");
@@ -289,6 +339,7 @@ class MpiGroup final : public Group {
   // all, under the timeout) has just passed. The data then moves with MPI's blocking collective,
   // whose algorithms are faster than the non-blocking ones (Note [Communication thread]).
   bool rendezvous() const { return options_.check_collectives; }
+  MPI_Op reduction(ReduceOp op, DType d) const { return d == kBFloat16 ? bf16_sum_ : mpi_op(op); }
 
  private:
   static std::string format_seconds(double s) {
@@ -310,6 +361,7 @@ class MpiGroup final : public Group {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    MPI_Op_create(&bf16_sum, /*commute=*/1, &bf16_sum_);
     ready.set_value();
 
     for (;;) {
@@ -354,6 +406,7 @@ class MpiGroup final : public Group {
       }
     }
     if (!broken_) {
+      MPI_Op_free(&bf16_sum_);
       MPI_Comm_free(&comm_);
       if (owns_mpi_) MPI_Finalize();
     }
@@ -404,6 +457,7 @@ class MpiGroup final : public Group {
   bool owns_mpi_ = false;
   std::exception_ptr broken_;
   bool mismatch_ = false;
+  MPI_Op bf16_sum_ = MPI_OP_NULL;
   int64_t sequence_ = 0;
 };
 
@@ -508,20 +562,20 @@ std::chrono::milliseconds get_timeout() { return g_group ? g_group->options().ti
 namespace detail {
 
 WorkPtr all_reduce(const Tensor& t, ReduceOp op, std::string label) {
-  check_tensor("all_reduce", t, true, op);
+  check_tensor("all_reduce", t, true, op, /*allow_bf16_sum=*/true);
   const int64_t n = t.numel();
   return queue(
       "all_reduce", kAllReduce, signature(kAllReduce, n, t.dtype(), static_cast<int64_t>(op)), std::move(label),
       [t, op, n](auto& m, const Job& job) {
 #if GRAFT_WITH_MPI
         if (m.rendezvous()) {
-          m.check(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), mpi_count("all_reduce", n), mpi_type(t.dtype()), mpi_op(op),
-                                m.comm_),
+          m.check(MPI_Allreduce(MPI_IN_PLACE, t.data_ptr(), mpi_count("all_reduce", n), mpi_type(t.dtype()),
+                                m.reduction(op, t.dtype()), m.comm_),
                   job);
         } else {
           MPI_Request req;
           m.check(MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), mpi_count("all_reduce", n), mpi_type(t.dtype()),
-                                 mpi_op(op), m.comm_, &req),
+                                 m.reduction(op, t.dtype()), m.comm_, &req),
                   job);
           m.wait_one(req, job);
         }
@@ -574,13 +628,13 @@ WorkPtr reduce_scatter_v(const Tensor& output, const Tensor& input, std::vector<
         std::vector<int> c(counts.size());
         for (size_t i = 0; i < counts.size(); ++i) c[i] = mpi_count("reduce_scatter", counts[i]);
         if (m.rendezvous()) {
-          m.check(MPI_Reduce_scatter(input.data_ptr(), output.data_ptr(), c.data(), mpi_type(input.dtype()), mpi_op(op),
-                                     m.comm_),
+          m.check(MPI_Reduce_scatter(input.data_ptr(), output.data_ptr(), c.data(), mpi_type(input.dtype()),
+                                     m.reduction(op, input.dtype()), m.comm_),
                   job);
         } else {
           MPI_Request req;
           m.check(MPI_Ireduce_scatter(input.data_ptr(), output.data_ptr(), c.data(), mpi_type(input.dtype()),
-                                      mpi_op(op), m.comm_, &req),
+                                      m.reduction(op, input.dtype()), m.comm_, &req),
                   job);
           m.wait_one(req, job);
         }

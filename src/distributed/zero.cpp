@@ -115,12 +115,36 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(Layout&& l, ZeroRedundancyOptio
   shard_grad_ = zeros({shard_.numel()}, TensorOptions().dtype(shard_.dtype()));
   memory::set_category(*shard_grad_.impl().storage, memory::Category::Gradients);
   shard_.mutable_grad() = shard_grad_;
-  nn::parallel::Reducer::Sharding sharding;
-  sharding.stage = options_.stage();
-  sharding.chunk = chunk_;
-  sharding.shard_grad = shard_grad_;
-  if (options_.stage() == 1) sharding.on_synced = [this] { gather_gradient_shard(); };
-  reducer_->attach_sharding(std::move(sharding));
+  if (options_.stage() == 1) {
+    reducer_->attach_sharded_optimizer([this] { gather_gradient_shard(); });
+    return;
+  }
+  // Stage 2: each bucket reduce-scattered (AVG), this rank's part added into the gradient shard
+  // (Note [DDP communication hooks]). The hook holds the shard's gradient, not this optimiser.
+  reducer_->attach_sharded_optimizer(nullptr);
+  const int64_t chunk = chunk_, rank = distributed::get_rank(), world = distributed::get_world_size();
+  Tensor shard_grad = shard_grad_;
+  reducer_->register_comm_hook(
+      [chunk, rank, world, shard_grad](distributed::GradBucket& bucket) {
+        const int64_t a = bucket.flat_offset(), n = bucket.buffer().numel();
+        std::vector<int64_t> counts(static_cast<size_t>(world));
+        for (int64_t r = 0; r < world; ++r)
+          counts[static_cast<size_t>(r)] =
+              std::max<int64_t>(0, std::min(a + n, (r + 1) * chunk) - std::max(a, r * chunk));
+        Tensor piece = empty({counts[static_cast<size_t>(rank)]}, TensorOptions().dtype(bucket.buffer().dtype()));
+        const int64_t lo = std::max(a, rank * chunk) - rank * chunk;
+        auto work = distributed::detail::reduce_scatter_v(piece, bucket.buffer(), counts, distributed::ReduceOp::AVG,
+                                                          "reduce_scatter of " + bucket.label());
+        return distributed::Work::then(
+            std::move(work),
+            [shard_grad, piece, lo](const Tensor&) {
+              NoGradGuard no_grad;
+              if (piece.numel() > 0) shard_grad.narrow(0, lo, piece.numel()).add_(piece);
+              return Tensor();  // consumed: the reducer reads no result
+            },
+            "ZeRO stage 2 reduce_scatter of " + bucket.label());
+      },
+      distributed::CommHookOptions().consumes_gradients(true));
 }
 
 ZeroRedundancyOptimizer::~ZeroRedundancyOptimizer() = default;

@@ -2,8 +2,8 @@
 //
 //   nn::parallel::DistributedDataParallel ddp(model);
 //   optim::ZeroRedundancyOptimizer opt(
-//       ddp.parameters(), [](std::vector<Tensor> p) { return std::make_unique<optim::Adam>(p, optim::AdamOptions(1e-3)); },
-//       optim::ZeroRedundancyOptions().stage(2), &ddp.reducer());
+//       ddp.parameters(), [](std::vector<Tensor> p) { return std::make_unique<optim::Adam>(p,
+//       optim::AdamOptions(1e-3)); }, optim::ZeroRedundancyOptions().stage(2), &ddp.reducer());
 //   ... loss.backward(); opt.step(); opt.zero_grad();
 //
 // Note [ZeRO shards]
@@ -14,8 +14,9 @@
 // shard of the averaged gradient. Its state (Adam's two moments) is thus 1/N of a full optimiser's.
 // step() copies the current parameter values into the shard, steps it, and all-gathers the shards
 // so that every rank ends with the same updated parameters. Stage 1 takes the shard's gradient from
-// the all-reduced buckets after backward; stage 2 has DDP reduce-scatter each bucket straight into
-// it (Reducer::Sharding), so no rank keeps the full gradient between steps. clip_grad_norm_ and
+// the all-reduced buckets after backward; stage 2 registers a communication hook that
+// reduce-scatters each bucket straight into it (Note [DDP communication hooks]), so no rank keeps the
+// full gradient between steps. clip_grad_norm_ and
 // GradAccumulator's rescaling act on the shard, the norm all-reduced over the ranks, so clipping
 // is the global one. Per-element optimisers only (SGD, Adam, AdamW, Adagrad, RMSprop: an update that
 // needs a whole tensor, as a per-layer trust ratio, would see pieces), one parameter group.
