@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails when an #include runs up a layer (docs/ARCHITECTURE.md, "Layers"). Each file of include/,
 # src/ and apps/ belongs to the layer of its folder; it may include its own layer and the layers
-# below it, never one above. Apps may use the public API (include/graft) only, not src/.
+# below it, never one above. Apps may use the public API (include/graft) only, not src/. Both
+# spellings are read: #include "graft/..." (or a path next to the file) and #include <graft/...>.
 #
 #   layer 0  core                 include/graft/core, src/core
 #   layer 1  runtime, kernels     include/graft/runtime, src/runtime, src/kernels
@@ -59,17 +60,23 @@ while IFS= read -r file; do
   dir=$(dirname "$file")
   while IFS= read -r line; do
     inc=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' <<<"$line")
+    angle=0
+    if [[ -z "$inc" ]]; then
+      inc=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\(graft\/[^>]*\)>.*/\1/p' <<<"$line")
+      angle=1
+    fi
     [[ -z "$inc" ]] && continue
-    # Resolve the include as the compiler would: next to the file, then include/, then src/.
+    # Resolve the include as the compiler would: next to the file (quoted only), then include/,
+    # then src/.
     target=""
-    if [[ -f "$dir/$inc" ]]; then
+    if (( angle == 0 )) && [[ -f "$dir/$inc" ]]; then
       target=$(realpath --relative-to=. "$dir/$inc")
     elif [[ -f "include/$inc" ]]; then
       target="include/$inc"
     elif [[ -f "src/$inc" ]]; then
       target="src/$inc"
     else
-      echo "check-layers: $file includes \"$inc\", which is not in the tree"
+      echo "check-layers: $file includes $( ((angle)) && echo "<$inc>" || echo "\"$inc\""), which is not in the tree"
       status=1
       continue
     fi
@@ -86,7 +93,7 @@ while IFS= read -r file; do
       status=1
     fi
     count=$((count + 1))
-  done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
+  done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*("|<graft/)' "$file" || true)
 done < <(find include src apps -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
 
 if (( status == 0 )); then

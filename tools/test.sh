@@ -32,11 +32,13 @@ stage "dependencies"
 tools/install-deps.sh
 jobs=$(nproc)
 
-# Source checks first (seconds): Notes and the paths comments name, the layer order, the apps' shape.
+# Source checks first (seconds): Notes and the paths comments name, the layer order, the apps' shape,
+# and no tensor memory touched in src/ops outside its allow-list.
 stage "source checks"
 tools/check-notes.sh
 tools/check-layers.sh
 tools/check-apps.sh
+tools/check-data-ptr.sh
 
 stage "Release build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON

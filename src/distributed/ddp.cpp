@@ -11,6 +11,44 @@
 #include "graft/core/shape.h"
 #include "graft/engine/engine.h"
 
+namespace graft::distributed {
+
+std::vector<Tensor> GradBucket::gradients() const {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < parameters_.size(); ++i)
+    out.push_back(buffer_.narrow(0, offsets_[i], parameters_[i].numel()).view(parameters_[i].sizes()));
+  return out;
+}
+
+namespace ddp_comm_hooks {
+
+WorkPtr allreduce_hook(std::nullptr_t, GradBucket& bucket) {
+  return detail::all_reduce(bucket.buffer(), ReduceOp::AVG, "all_reduce of " + bucket.label());
+}
+
+WorkPtr bf16_compress_hook(std::nullptr_t, GradBucket& bucket) {
+  NoGradGuard no_grad;
+  // Divided before the sum, as PyTorch's hook (the sum of N quotients cannot overflow where the
+  // sum of N gradients would).
+  // The quotient computed in float32 and rounded to bfloat16, as PyTorch's bfloat16 div_ does
+  // (graft's div_ has no bfloat16 kernel).
+  Tensor compressed =
+      bucket.buffer().to(kBFloat16).to(kFloat32).div_(static_cast<double>(get_world_size())).to(kBFloat16);
+  WorkPtr work = detail::all_reduce(compressed, ReduceOp::SUM, "all_reduce (bfloat16) of " + bucket.label());
+  const DType dtype = bucket.buffer().dtype();
+  return Work::then(
+      std::move(work),
+      [compressed, dtype](const Tensor&) {
+        NoGradGuard guard;
+        return compressed.to(dtype);
+      },
+      "bf16_compress_hook of " + bucket.label());
+}
+
+}  // namespace ddp_comm_hooks
+
+}  // namespace graft::distributed
+
 namespace graft::nn::parallel {
 
 namespace {
@@ -259,20 +297,59 @@ int64_t Reducer::bucket_flat_offset(size_t bucket) const {
 
 int64_t Reducer::flat_numel() const { return bucket_flat_offset(buckets_.size()); }
 
-void Reducer::attach_sharding(Sharding sharding) {
-  GRAFT_CHECK(sharding_.stage == 0, "ZeroRedundancyOptimizer", "one sharded optimiser per DistributedDataParallel",
-              "a second one", "construct one ZeroRedundancyOptimizer for the model");
-  sharding_ = std::move(sharding);
-  scatter_out_.assign(buckets_.size(), Tensor());
-  if (sharding_.stage == 2) {
-    // Only the shard is kept between steps: the buckets go, and so do the full gradients.
+void Reducer::attach_sharded_optimizer(std::function<void()> on_synced) {
+  GRAFT_CHECK(!sharded_, "ZeroRedundancyOptimizer", "one sharded optimiser per DistributedDataParallel", "a second one",
+              "construct one ZeroRedundancyOptimizer for the model");
+  sharded_ = true;
+  on_synced_ = std::move(on_synced);
+}
+
+void Reducer::register_comm_hook(distributed::CommHook hook, distributed::CommHookOptions options) {
+  const char* op = "DistributedDataParallel.register_comm_hook";
+  GRAFT_CHECK(hook != nullptr, op, "a hook", "null", "pass a function (GradBucket&) -> WorkPtr");
+  GRAFT_CHECK(comm_hook_ == nullptr, op, "one communication hook per model", "a second one",
+              "register the hook once (ZeroRedundancyOptimizer stage 2 registers its reduce-scatter as one)");
+  GRAFT_CHECK(!expect_ && !callback_queued_, op, "a hook registered between iterations",
+              "a registration after a forward whose backward has not run", "register the hook before training");
+  comm_hook_ = std::move(hook);
+  hook_consumes_ = options.consumes_gradients();
+  if (hook_consumes_) {
+    // Only what the hook keeps lives between steps: the buckets go, and so do the full gradients.
     for (auto& b : buckets_) b.buffer = Tensor();
     for (Tensor& p : params_) p.mutable_grad() = Tensor();
   }
 }
 
+distributed::WorkPtr Reducer::launch(size_t b, const std::string& what) {
+  const Bucket& bucket = buckets_[b];
+  std::vector<Tensor> params;
+  for (size_t p : bucket.params) params.push_back(params_[p]);
+  distributed::GradBucket grad_bucket(b, buckets_.size(), bucket.buffer, std::move(params), bucket.offsets,
+                                      bucket_flat_offset(b), what);
+  if (!comm_hook_) return distributed::ddp_comm_hooks::allreduce_hook(nullptr, grad_bucket);
+  distributed::WorkPtr work = comm_hook_(grad_bucket);
+  GRAFT_CHECK(work != nullptr, "DistributedDataParallel comm hook", "a Work (the reduced buffer as its result)",
+              "null for " + what, "return the Work of the collective (or Work::then of it)");
+  return work;
+}
+
+void Reducer::take_result(size_t b, const distributed::Work& work) {
+  if (hook_consumes_) return;
+  const Bucket& bucket = buckets_[b];
+  const Tensor r = work.result();
+  if (!r.defined()) return;  // reduced in place (allreduce_hook)
+  GRAFT_CHECK(r.numel() == bucket.numel && r.dtype() == bucket.dtype, "DistributedDataParallel comm hook",
+              "a Work whose result is the reduced bucket (" + std::to_string(bucket.numel) + " " +
+                  dtype_name(bucket.dtype) + " elements)",
+              std::to_string(r.numel()) + " " + dtype_name(r.dtype()) + " elements",
+              "return the collective's Work, or Work::then(work, f) with f returning the buffer's new values");
+  if (r.data_ptr() == bucket.buffer.data_ptr()) return;
+  NoGradGuard no_grad;
+  bucket.buffer.copy_(r.reshape({-1}));
+}
+
 void Reducer::on_grad_ready(size_t p) {
-  if (!expect_ || (!sync_enabled_ && sharding_.stage != 2)) return;
+  if (!expect_ || (!sync_enabled_ && !hook_consumes_)) return;
   if (!callback_queued_) {
     // The first gradient of this backward: the iteration starts.
     callback_queued_ = true;
@@ -305,7 +382,7 @@ void Reducer::on_grad_ready(size_t p) {
   {
     NoGradGuard no_grad;
     Bucket& bucket = buckets_[bucket_of_[p]];
-    if (!bucket.buffer.defined()) {  // stage 2: a bucket for this backward only
+    if (!bucket.buffer.defined()) {  // a consuming hook's: a bucket for this backward only
       bucket.buffer = zeros({bucket.numel}, TensorOptions().dtype(bucket.dtype));
       memory::set_category(*bucket.buffer.impl().storage, memory::Category::Gradients);
     }
@@ -313,8 +390,8 @@ void Reducer::on_grad_ready(size_t p) {
     Tensor s = slot(p);
     if (g.defined() && g.data_ptr() != s.data_ptr()) s.copy_(g);
     if (!g.defined()) s.zero_();
-    if (sharding_.stage == 2) {
-      params_[p].mutable_grad() = Tensor();  // the bucket holds it until the reduce-scatter
+    if (hook_consumes_) {
+      params_[p].mutable_grad() = Tensor();  // the bucket holds it until the hook has taken it
     } else if (options_.gradient_as_bucket_view()) {
       params_[p].mutable_grad() = s;
     }
@@ -334,18 +411,7 @@ void Reducer::launch_ready_buckets() {
     const size_t b = next_launch_++;
     const std::string what = "DDP bucket " + std::to_string(b) + " (" + std::to_string(buckets_[b].numel) + " " +
                              dtype_name(buckets_[b].dtype) + ": " + list_names(names_, buckets_[b].params) + ")";
-    if (sharding_.stage == 2) {
-      const int64_t world = distributed::get_world_size(), rank = distributed::get_rank();
-      const int64_t a = bucket_flat_offset(b), n = buckets_[b].numel, c = sharding_.chunk;
-      std::vector<int64_t> counts(static_cast<size_t>(world));
-      for (int64_t r = 0; r < world; ++r)
-        counts[static_cast<size_t>(r)] = std::max<int64_t>(0, std::min(a + n, (r + 1) * c) - std::max(a, r * c));
-      scatter_out_[b] = empty({counts[static_cast<size_t>(rank)]}, TensorOptions().dtype(buckets_[b].dtype));
-      works_[b] = distributed::detail::reduce_scatter_v(scatter_out_[b], buckets_[b].buffer, counts,
-                                                        distributed::ReduceOp::AVG, "reduce_scatter of " + what);
-    } else {
-      works_[b] = distributed::detail::all_reduce(buckets_[b].buffer, distributed::ReduceOp::AVG, "all_reduce of " + what);
-    }
+    works_[b] = launch(b, what);
     record(ReducerEvent::Kind::kBucketQueued, static_cast<int64_t>(b));
   }
 }
@@ -362,6 +428,7 @@ void Reducer::finalize() {
     if (!works_[b]) continue;
     try {
       works_[b]->wait();
+      if (!error) take_result(b, *works_[b]);
     } catch (...) {
       if (!error) error = std::current_exception();
     }
@@ -401,23 +468,15 @@ void Reducer::finalize() {
     const auto* u = used_map_.data_ptr<int32_t>();
     for (size_t p = 0; p < params_.size(); ++p) globally_used[p] = u[p] != 0;
   }
-  NoGradGuard no_grad;
-  if (sharding_.stage == 2) {
-    const int64_t rank = distributed::get_rank(), c = sharding_.chunk;
-    for (size_t b = 0; b < buckets_.size(); ++b) {
-      const int64_t a = bucket_flat_offset(b), lo = std::max(a, rank * c);
-      if (scatter_out_[b].defined() && scatter_out_[b].numel() > 0)
-        sharding_.shard_grad.narrow(0, lo - rank * c, scatter_out_[b].numel()).add_(scatter_out_[b]);
-      scatter_out_[b] = Tensor();
-      buckets_[b].buffer = Tensor();
-    }
+  if (hook_consumes_) {
+    for (auto& b : buckets_) b.buffer = Tensor();  // the hook has what it keeps
     return;
   }
   deliver(globally_used);
 }
 
 void Reducer::sync_now() {
-  if (sharding_.stage == 2) return;  // every backward already reduce-scattered its gradients
+  if (hook_consumes_) return;  // every backward's hook already took its gradients
   // The gradients as they are (accumulated under no_sync), every bucket at once.
   wait_launched();
   {
@@ -429,17 +488,16 @@ void Reducer::sync_now() {
       else if (g.data_ptr() != s.data_ptr()) s.copy_(g);
     }
   }
-  for (size_t b = 0; b < buckets_.size(); ++b)
-    works_[b] = distributed::detail::all_reduce(buckets_[b].buffer, distributed::ReduceOp::AVG,
-                                                "all_reduce of DDP bucket " + std::to_string(b) + " (sync_now)");
+  for (size_t b = 0; b < buckets_.size(); ++b) works_[b] = launch(b, "DDP bucket " + std::to_string(b) + " (sync_now)");
   std::exception_ptr error;
-  for (auto& w : works_) {
+  for (size_t b = 0; b < works_.size(); ++b) {
     try {
-      w->wait();
+      works_[b]->wait();
+      if (!error) take_result(b, *works_[b]);
     } catch (...) {
       if (!error) error = std::current_exception();
     }
-    w.reset();
+    works_[b].reset();
   }
   if (error) std::rethrow_exception(error);
   deliver(std::vector<char>(params_.size(), 1));
@@ -457,7 +515,7 @@ void Reducer::deliver(const std::vector<char>& used) {
       else g = slot(p).clone();
     }
   }
-  if (sharding_.on_synced) sharding_.on_synced();
+  if (on_synced_) on_synced_();
 }
 
 }  // namespace graft::nn::parallel

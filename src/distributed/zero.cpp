@@ -15,26 +15,14 @@ namespace graft::optim {
 
 namespace {
 
-// Rank r's elements of the flat order: [r chunk, r chunk + count(r)).
-int64_t share(int64_t numel, int64_t chunk, int64_t r) {
-  return std::max<int64_t>(0, std::min(numel, (r + 1) * chunk) - r * chunk);
-}
-
-std::vector<int64_t> shares(int64_t numel, int64_t chunk) {
-  std::vector<int64_t> c(static_cast<size_t>(distributed::get_world_size()));
-  for (size_t r = 0; r < c.size(); ++r) c[r] = share(numel, chunk, static_cast<int64_t>(r));
-  return c;
-}
-
-// Calls fn(flat view of the parameter's part, shard view) for every parameter overlapping the shard.
+// Calls fn(i, [lo, hi) in parameter i's flat elements, [lo, hi) in the shard) for every parameter
+// whose elements overlap rank's shard.
 template <class F>
-void for_each_overlap(const std::vector<Tensor>& params, const std::vector<int64_t>& offsets, int64_t lo, int64_t len,
-                      const Tensor& shard, F&& fn) {
+void for_each_overlap(const std::vector<Tensor>& params, const std::vector<int64_t>& offsets,
+                      const distributed::FlatShards& shards, int64_t rank, F&& fn) {
   for (size_t i = 0; i < params.size(); ++i) {
-    const int64_t o = offsets[i], n = params[i].numel();
-    const int64_t a = std::max(o, lo), b = std::min(o + n, lo + len);
-    if (a >= b) continue;
-    fn(params[i].view({-1}).narrow(0, a - o, b - a), shard.narrow(0, a - lo, b - a));
+    const auto r = shards.overlap(rank, offsets[i], params[i].numel());
+    if (r.size() > 0) fn(i, r.lo - offsets[i], r.lo - shards.begin(rank), r.size());
   }
 }
 
@@ -77,17 +65,17 @@ ZeroRedundancyOptimizer::Layout ZeroRedundancyOptimizer::build(const std::vector
   for (const Tensor& p : rp)
     GRAFT_CHECK(p.dtype() == dtype, op, "parameters of one dtype", std::string(dtype_name(dtype)) + " and " + dtype_name(p.dtype()),
                 "convert the model to one dtype (model->to(...))");
-  l.numel = reducer->flat_numel();
   const int64_t world = distributed::get_world_size(), rank = distributed::get_rank();
-  l.chunk = (l.numel + world - 1) / world;
-  const int64_t mine = share(l.numel, l.chunk, rank);
-  GRAFT_CHECK(mine > 0, op, "at least one element per rank", std::to_string(l.numel) + " elements over " + std::to_string(world) + " ranks",
+  l.shards = distributed::FlatShards(reducer->flat_numel(), world);
+  const int64_t mine = l.shards.count(rank);
+  GRAFT_CHECK(mine > 0, op, "at least one element per rank", std::to_string(l.shards.numel) + " elements over " + std::to_string(world) + " ranks",
               "use fewer ranks or a larger model");
   l.shard = empty({mine}, TensorOptions().dtype(dtype));
   {
     NoGradGuard no_grad;
-    for_each_overlap(l.params, l.offsets, rank * l.chunk, mine, l.shard,
-                     [](const Tensor& p, const Tensor& s) { s.copy_(p); });
+    for_each_overlap(l.params, l.offsets, l.shards, rank, [&](size_t i, int64_t at, int64_t in_shard, int64_t n) {
+      l.shard.narrow(0, in_shard, n).copy_(l.params[i].view({-1}).narrow(0, at, n));
+    });
   }
   l.shard.requires_grad_(true);
   l.inner = make_optimizer({l.shard});
@@ -108,35 +96,50 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(Layout&& l, ZeroRedundancyOptio
       flat_offset_(std::move(l.offsets)),
       reducer_(reducer),
       options_(options),
-      numel_(l.numel),
-      chunk_(l.chunk),
+      shards_(l.shards),
+      rank_(distributed::get_rank()),
       shard_(std::move(l.shard)),
       inner_(std::move(l.inner)) {
   shard_grad_ = zeros({shard_.numel()}, TensorOptions().dtype(shard_.dtype()));
   memory::set_category(*shard_grad_.impl().storage, memory::Category::Gradients);
   shard_.mutable_grad() = shard_grad_;
-  nn::parallel::Reducer::Sharding sharding;
-  sharding.stage = options_.stage();
-  sharding.chunk = chunk_;
-  sharding.shard_grad = shard_grad_;
-  if (options_.stage() == 1) sharding.on_synced = [this] { gather_gradient_shard(); };
-  reducer_->attach_sharding(std::move(sharding));
+  if (options_.stage() == 1) {
+    reducer_->attach_sharded_optimizer([this] { gather_gradient_shard(); });
+    return;
+  }
+  // Stage 2: each bucket reduce-scattered (AVG), this rank's part added into the gradient shard
+  // (Note [DDP communication hooks]). The hook holds the shard's gradient, not this optimiser.
+  reducer_->attach_sharded_optimizer(nullptr);
+  Tensor shard_grad = shard_grad_;
+  reducer_->register_comm_hook(
+      [shards = shards_, rank = rank_, shard_grad](distributed::GradBucket& bucket) {
+        const int64_t a = bucket.flat_offset(), n = bucket.buffer().numel();
+        const std::vector<int64_t> counts = shards.counts_in(a, n);
+        Tensor piece = empty({counts[static_cast<size_t>(rank)]}, TensorOptions().dtype(bucket.buffer().dtype()));
+        const int64_t lo = shards.overlap(rank, a, n).lo - shards.begin(rank);
+        auto work = distributed::detail::reduce_scatter_v(piece, bucket.buffer(), counts, distributed::ReduceOp::AVG,
+                                                          "reduce_scatter of " + bucket.label());
+        return distributed::Work::then(
+            std::move(work),
+            [shard_grad, piece, lo](const Tensor&) {
+              NoGradGuard no_grad;
+              if (piece.numel() > 0) shard_grad.narrow(0, lo, piece.numel()).add_(piece);
+              return Tensor();  // consumed: the reducer reads no result
+            },
+            "ZeRO stage 2 reduce_scatter of " + bucket.label());
+      },
+      distributed::CommHookOptions().consumes_gradients(true));
 }
 
 ZeroRedundancyOptimizer::~ZeroRedundancyOptimizer() = default;
 
 void ZeroRedundancyOptimizer::gather_gradient_shard() {
   NoGradGuard no_grad;
-  const int64_t rank = distributed::get_rank();
   shard_grad_.zero_();
-  for (size_t i = 0; i < params_.size(); ++i) {
+  for_each_overlap(params_, flat_offset_, shards_, rank_, [&](size_t i, int64_t at, int64_t in_shard, int64_t n) {
     const Tensor& g = params_[i].grad();
-    if (!g.defined()) continue;
-    const int64_t o = flat_offset_[i], n = params_[i].numel(), lo = rank * chunk_;
-    const int64_t a = std::max(o, lo), b = std::min(o + n, lo + shard_.numel());
-    if (a >= b) continue;
-    shard_grad_.narrow(0, a - lo, b - a).copy_(g.reshape({-1}).narrow(0, a - o, b - a));
-  }
+    if (g.defined()) shard_grad_.narrow(0, in_shard, n).copy_(g.reshape({-1}).narrow(0, at, n));
+  });
 }
 
 Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
@@ -146,18 +149,18 @@ Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
     loss = closure();
   }
   NoGradGuard no_grad;
-  const int64_t rank = distributed::get_rank();
   // The shard from the parameters as they are now (a load_state_dict or a manual edit included).
-  for_each_overlap(params_, flat_offset_, rank * chunk_, shard_.numel(), shard_,
-                   [](const Tensor& p, const Tensor& s) { s.copy_(p); });
+  for_each_overlap(params_, flat_offset_, shards_, rank_, [&](size_t i, int64_t at, int64_t in_shard, int64_t n) {
+    shard_.narrow(0, in_shard, n).copy_(params_[i].view({-1}).narrow(0, at, n));
+  });
   shard_.mutable_grad() = shard_grad_;
   // Schedulers set this optimiser's options (lr; OneCycleLR also momentum or betas): the inner one
   // steps with them.
   inner_->param_groups()[0].set_options(param_groups_[0].options().clone());
   inner_->step();
   // Every rank's updated shard, into every parameter.
-  Tensor flat = empty({numel_}, TensorOptions().dtype(shard_.dtype()));
-  distributed::detail::all_gather_v(flat, shard_, shares(numel_, chunk_), "all_gather of the ZeRO parameter shards")->wait();
+  Tensor flat = empty({shards_.numel}, TensorOptions().dtype(shard_.dtype()));
+  distributed::detail::all_gather_v(flat, shard_, shards_.counts(), "all_gather of the ZeRO parameter shards")->wait();
   for (size_t i = 0; i < params_.size(); ++i)
     params_[i].view({-1}).copy_(flat.narrow(0, flat_offset_[i], params_[i].numel()));
   ++steps_taken_;
@@ -166,9 +169,9 @@ Tensor ZeroRedundancyOptimizer::step(LossClosure closure) {
 
 void ZeroRedundancyOptimizer::gather_gradients() {
   NoGradGuard no_grad;
-  Tensor flat = empty({numel_}, TensorOptions().dtype(shard_grad_.dtype()));
+  Tensor flat = empty({shards_.numel}, TensorOptions().dtype(shard_grad_.dtype()));
   memory::set_category(*flat.impl().storage, memory::Category::Gradients);
-  distributed::detail::all_gather_v(flat, shard_grad_, shares(numel_, chunk_), "all_gather of the ZeRO gradient shards")
+  distributed::detail::all_gather_v(flat, shard_grad_, shards_.counts(), "all_gather of the ZeRO gradient shards")
       ->wait();
   for (size_t i = 0; i < params_.size(); ++i)
     params_[i].mutable_grad() = flat.narrow(0, flat_offset_[i], params_[i].numel()).view(params_[i].sizes());
@@ -222,7 +225,7 @@ double ZeroRedundancyOptimizer::clip_grad_norm_(double max_norm, double norm_typ
 // step) is the same for every parameter.
 OrderedDict<std::string, Tensor> ZeroRedundancyOptimizer::consolidate_state_dict(int to) {
   const bool here = distributed::get_rank() == to;
-  const auto counts = shares(numel_, chunk_);
+  const auto counts = shards_.counts();
   const OrderedDict<std::string, Tensor> inner = inner_->state_dict();
   OrderedDict<std::string, Tensor> out;
   const std::string state_prefix = "state.0.", group_prefix = "param_groups.0.";
@@ -232,7 +235,7 @@ OrderedDict<std::string, Tensor> ZeroRedundancyOptimizer::consolidate_state_dict
       const std::string name = key.substr(state_prefix.size());
       const Tensor& t = item.value();
       if (t.dim() == 1 && t.numel() == shard_.numel()) {
-        Tensor flat = empty({numel_}, TensorOptions().dtype(t.dtype()));
+        Tensor flat = empty({shards_.numel}, TensorOptions().dtype(t.dtype()));
         distributed::detail::all_gather_v(flat, t.contiguous(), counts, "all_gather of ZeRO state " + name)->wait();
         if (here)
           for (size_t i = 0; i < params_.size(); ++i)
@@ -256,7 +259,7 @@ OrderedDict<std::string, Tensor> ZeroRedundancyOptimizer::consolidate_state_dict
 
 void ZeroRedundancyOptimizer::load_consolidated_state_dict(const OrderedDict<std::string, Tensor>& full) {
   const char* op = "ZeroRedundancyOptimizer.load_consolidated_state_dict";
-  const int64_t lo = distributed::get_rank() * chunk_;
+  const int64_t lo = shards_.begin(rank_);
   OrderedDict<std::string, Tensor> inner;
   const std::string first = "state.0.";
   for (const auto& item : full) {
@@ -274,9 +277,8 @@ void ZeroRedundancyOptimizer::load_consolidated_state_dict(const OrderedDict<std
           const Tensor& t = full[k];
           GRAFT_CHECK(t.numel() == params_[i].numel(), op, "state " + k + " of " + std::to_string(params_[i].numel()) + " elements",
                       std::to_string(t.numel()), "the checkpoint is of another model");
-          const int64_t o = flat_offset_[i], n = params_[i].numel();
-          const int64_t a = std::max(o, lo), b = std::min(o + n, lo + shard_.numel());
-          if (a < b) shard.narrow(0, a - lo, b - a).copy_(t.reshape({-1}).narrow(0, a - o, b - a));
+          const auto r = shards_.overlap(rank_, flat_offset_[i], params_[i].numel());
+          if (r.size() > 0) shard.narrow(0, r.lo - lo, r.size()).copy_(t.reshape({-1}).narrow(0, r.lo - flat_offset_[i], r.size()));
         }
         inner.insert("state.0." + name, shard);
       } else {

@@ -519,6 +519,23 @@ TEST(ZeroRedundancyOptimizer, StateAndGradientBytesPerRankAreAShare) {
   }
 }
 
+// Note [ZeRO shards]'s arithmetic, worked out by hand: 10 elements over 3 ranks are 4 + 4 + 2.
+TEST(ZeroRedundancyOptimizer, FlatShardsAreCeilChunksWithFewerOnTheLastRanks) {
+  const dist::FlatShards s(10, 3);
+  EXPECT_EQ(s.chunk, 4);
+  EXPECT_EQ(s.counts(), (std::vector<int64_t>{4, 4, 2}));
+  EXPECT_EQ(s.begin(2), 8);
+  EXPECT_EQ(s.end(2), 10);
+  // A bucket of elements [3, 7): rank 0 owns 3, rank 1 owns 4..6, rank 2 none.
+  EXPECT_EQ(s.counts_in(3, 4), (std::vector<int64_t>{1, 3, 0}));
+  EXPECT_EQ(s.overlap(1, 3, 4).lo, 4);
+  EXPECT_EQ(s.overlap(1, 3, 4).hi, 7);
+  EXPECT_EQ(s.overlap(2, 3, 4).size(), 0);
+  // Fewer elements than ranks' worth: the last rank owns none.
+  EXPECT_EQ(dist::FlatShards(2, 3).counts(), (std::vector<int64_t>{1, 1, 0}));
+  EXPECT_EQ(dist::FlatShards(7, 1).counts(), (std::vector<int64_t>{7}));
+}
+
 }  // namespace
 }  // namespace graft::test
 

@@ -35,9 +35,27 @@
 // micro-batch of a group) turns communication off: backward only accumulates into .grad, and the next
 // synchronised backward all-reduces the sum. Buffers (BatchNorm's running statistics) are broadcast
 // from rank 0 before each forward when broadcast_buffers is on.
+//
+// Note [DDP communication hooks]
+// What a bucket's reduction does is a communication hook (PyTorch's register_comm_hook): the
+// reducer calls hook(bucket) when the bucket's last gradient arrives (and for every bucket in
+// sync_now), with a GradBucket naming its flat buffer, its index and its parameters, and the hook
+// returns a Work for the reduced buffer: either a collective's own Work (its result() undefined:
+// the buffer was reduced in place) or one whose result() after wait is a tensor of the bucket's
+// numel and dtype, which the reducer copies into the buffer before the gradients are delivered
+// (Work::then's continuation returns it). Without a registered hook the reducer calls ddp_comm_hooks::allreduce_hook
+// (an all_reduce with ReduceOp::AVG in place). Hooks run on the thread running backward and must issue the same
+// collectives on every rank (Note [Collective checks] catches those that do not); work to do after the collective goes
+// in Work::then (it runs when the reducer waits, at the end of backward). bf16_compress_hook halves the bytes moved:
+// the bucket cast to bfloat16 and divided by the world size, summed in bfloat16, cast back (PyTorch's
+// default_hooks.bf16_compress_hook; the average is then rounded to bfloat16's 8 significant bits). A hook registered
+// with consumes_gradients keeps what it needs itself: ZeroRedundancyOptimizer stage 2 reduce-scatters each bucket into
+// its shard (Note [ZeRO shards]); the buckets then exist only during backward, no parameter gets a .grad, and every
+// backward communicates (no_sync has no full gradient to keep).
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -51,6 +69,64 @@
 #include "graft/nn/functional.h"  // GRAFT_ARG
 #include "graft/nn/module.h"
 #include "graft/optim/grad_accumulator.h"
+
+namespace graft::distributed {
+
+// PyTorch's torch.distributed.GradBucket: what a communication hook is given (Note [DDP
+// communication hooks]).
+class GradBucket {
+ public:
+  GradBucket(size_t index, size_t num_buckets, Tensor buffer, std::vector<Tensor> parameters,
+             std::vector<int64_t> offsets, int64_t flat_offset, std::string label)
+      : index_(index),
+        num_buckets_(num_buckets),
+        buffer_(std::move(buffer)),
+        parameters_(std::move(parameters)),
+        offsets_(std::move(offsets)),
+        flat_offset_(flat_offset),
+        label_(std::move(label)) {}
+  size_t index() const noexcept { return index_; }
+  bool is_last() const noexcept { return index_ + 1 == num_buckets_; }
+  // Flat, the bucket's dtype: the parameters' gradients end to end.
+  const Tensor& buffer() const noexcept { return buffer_; }
+  const std::vector<Tensor>& parameters() const noexcept { return parameters_; }
+  // Views of buffer() shaped like the parameters.
+  std::vector<Tensor> gradients() const;
+  // Of each parameter's gradient in buffer(), and of buffer()'s first element in the flat order of
+  // all buckets (bucket 0 first: the order of ZeRO's shards).
+  const std::vector<int64_t>& offsets() const noexcept { return offsets_; }
+  int64_t flat_offset() const noexcept { return flat_offset_; }
+  // "DDP bucket 2 (4096 float32: fc2.weight, fc2.bias)", for the collectives' error messages.
+  const std::string& label() const noexcept { return label_; }
+
+ private:
+  size_t index_, num_buckets_;
+  Tensor buffer_;
+  std::vector<Tensor> parameters_;
+  std::vector<int64_t> offsets_;
+  int64_t flat_offset_;
+  std::string label_;
+};
+
+using CommHook = std::function<WorkPtr(GradBucket&)>;
+
+struct CommHookOptions {
+  // The hook keeps the reduced gradients itself (ZeroRedundancyOptimizer stage 2): its Work's result
+  // is not read, buckets live only during backward, no .grad is set, no_sync does not apply.
+  GRAFT_ARG(bool, consumes_gradients) = false;
+};
+
+// PyTorch's torch.distributed.algorithms.ddp_comm_hooks.default_hooks, in its (state, bucket)
+// spelling: state is the process group, nullptr for the default (graft has one).
+namespace ddp_comm_hooks {
+// The reducer's own reduction: all_reduce (AVG) of the buffer in place.
+WorkPtr allreduce_hook(std::nullptr_t process_group, GradBucket& bucket);
+// The buffer cast to bfloat16 and divided by the world size (rounded to bfloat16), all-reduced
+// (SUM, in bfloat16), cast back to the bucket's dtype.
+WorkPtr bf16_compress_hook(std::nullptr_t process_group, GradBucket& bucket);
+}  // namespace ddp_comm_hooks
+
+}  // namespace graft::distributed
 
 namespace graft::nn::parallel {
 
@@ -89,7 +165,7 @@ class Reducer final : public optim::GradientSync {
   void sync_now() override;
 
   struct Bucket {
-    Tensor buffer;                 // flat, the bucket's dtype (stage 2: only during backward)
+    Tensor buffer;  // flat, the bucket's dtype (a consuming hook's: only during backward)
     int64_t numel = 0;
     DType dtype = kFloat32;
     std::vector<size_t> params;    // indices into parameter_names(), in bucket order
@@ -105,31 +181,40 @@ class Reducer final : public optim::GradientSync {
   double last_wait_seconds() const noexcept { return wait_seconds_; }
   const DistributedDataParallelOptions& options() const noexcept { return options_; }
 
-  // optim::ZeroRedundancyOptimizer's attachment (graft/distributed/zero.h). The flat order of the
-  // gradients is the buckets' (bucket 0 first); rank r owns elements [r chunk, (r + 1) chunk).
-  // Stage 1: on_synced runs after each synchronised backward (the all-reduced gradients are in the
-  // buckets). Stage 2: each bucket is reduce-scattered (AVG) and this rank's part added into
-  // shard_grad; the buckets exist only during backward and no parameter keeps a .grad, so between
-  // steps a rank holds 1/N of the gradients. Stage 2 communicates every backward (no_sync would
-  // need the whole gradient).
-  struct Sharding {
-    int stage = 0;
-    int64_t chunk = 0;
-    Tensor shard_grad;
-    std::function<void()> on_synced;
-  };
-  void attach_sharding(Sharding sharding);
+  // PyTorch's DistributedDataParallel.register_comm_hook(state, hook): hook(state, bucket) reduces
+  // each bucket (Note [DDP communication hooks]); once per model, before the first backward.
+  //   ddp.register_comm_hook(nullptr, graft::distributed::ddp_comm_hooks::bf16_compress_hook);
+  template <class State, class Hook>
+  requires std::is_invocable_r_v<distributed::WorkPtr, Hook&, State&, distributed::GradBucket&>
+  void register_comm_hook(State state, Hook hook, distributed::CommHookOptions options = {}) {
+    register_comm_hook(
+        distributed::CommHook([state = std::move(state), hook = std::move(hook)](
+                                  distributed::GradBucket& bucket) mutable { return hook(state, bucket); }),
+        options);
+  }
+  void register_comm_hook(distributed::CommHook hook, distributed::CommHookOptions options = {});
+  bool has_comm_hook() const noexcept { return comm_hook_ != nullptr; }
+
+  // optim::ZeroRedundancyOptimizer's attachment (graft/distributed/zero.h), once per model:
+  // on_synced (stage 1; null for stage 2, which registers a consuming hook) runs after each
+  // synchronised backward, when the reduced gradients are in the buckets and .grad. The flat order
+  // of the gradients is the buckets' (bucket 0 first; GradBucket::flat_offset).
+  void attach_sharded_optimizer(std::function<void()> on_synced);
   int64_t bucket_flat_offset(size_t bucket) const;
   int64_t flat_numel() const;
 
  private:
   void on_grad_ready(size_t param);
+  // Calls the hook on bucket b (the default: allreduce_hook); take_result copies what its Work
+  // produced into the buffer (after wait()).
+  distributed::WorkPtr launch(size_t b, const std::string& what);
+  void take_result(size_t b, const distributed::Work& work);
   void mark_ready(size_t param);
   void launch_ready_buckets();
   void finalize();
   void wait_launched() noexcept;
   // The averaged gradients from the buckets into .grad (parameters `used` by some rank), then
-  // ZeRO stage 1's hook.
+  // ZeRO stage 1's callback.
   void deliver(const std::vector<char>& used);
   Tensor slot(size_t param) const;
   void record(ReducerEvent::Kind kind, int64_t index);
@@ -157,8 +242,10 @@ class Reducer final : public optim::GradientSync {
   distributed::WorkPtr used_work_;
   std::vector<ReducerEvent> events_;
   double comm_seconds_ = 0, wait_seconds_ = 0;
-  Sharding sharding_;
-  std::vector<Tensor> scatter_out_;  // stage 2: this rank's part of each bucket
+  distributed::CommHook comm_hook_;
+  bool hook_consumes_ = false;  // CommHookOptions::consumes_gradients
+  bool sharded_ = false;        // a ZeroRedundancyOptimizer is attached
+  std::function<void()> on_synced_;
 };
 
 namespace detail {
@@ -224,6 +311,10 @@ class DistributedDataParallel {
 
   ModuleType& module() noexcept { return module_; }
   Reducer& reducer() noexcept { return *reducer_; }
+  // PyTorch's ddp.register_comm_hook(state, hook) (Note [DDP communication hooks]).
+  template <class State, class Hook>
+  requires std::is_invocable_r_v<distributed::WorkPtr, Hook&, State&, distributed::GradBucket&>
+  void register_comm_hook(State state, Hook hook) { reducer_->register_comm_hook(std::move(state), std::move(hook)); }
   std::vector<Tensor> parameters(bool recurse = true) const { return detail::module_ptr(module_)->parameters(recurse); }
   OrderedDict<std::string, Tensor> named_parameters(bool recurse = true) const {
     return detail::module_ptr(module_)->named_parameters(recurse);

@@ -40,6 +40,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -88,18 +89,38 @@ class Work {
   // When the communication thread started and finished it (for overlap measurements).
   Clock::time_point started_at() const;
   Clock::time_point completed_at() const;
+  // What a then() continuation returned, after wait(); undefined for the collectives themselves,
+  // which write in place (into the tensor given, or the output). The communication thread's Works
+  // hold no tensor, so the memory of a collective's tensors is the caller's alone once it returns.
+  Tensor result() const;
+
+  // c10d's Future::then: a Work that ends when `before` has ended and `next(before's result)` has
+  // returned; its result is what next returned. next runs on the thread that first waits for the new
+  // Work (never on the communication thread), once; an error of `before` or of next is the new
+  // Work's error. started_at() is before's, completed_at() the moment next returned; is_completed()
+  // is true once a wait() has run next.
+  static std::shared_ptr<Work> then(std::shared_ptr<Work> before, std::function<Tensor(const Tensor&)> next,
+                                    std::string description);
 
   // ---- for the communication thread ----
   void mark_started();
   void finish(std::exception_ptr error);
 
  private:
+  void run_continuation();
+  void set_result(Tensor result);
+
   std::string description_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
   std::exception_ptr error_;
+  Tensor result_;
   Clock::time_point started_{}, completed_{};
+  // then(): the Work waited for and the continuation (run once, under continuation_mutex_).
+  std::shared_ptr<Work> before_;
+  std::function<Tensor(const Tensor&)> next_;
+  std::mutex continuation_mutex_;
 };
 using WorkPtr = std::shared_ptr<Work>;
 
@@ -128,8 +149,9 @@ void barrier();
 
 namespace detail {
 // For DistributedDataParallel and ZeroRedundancyOptimizer: the same collectives with a label for
-// errors, and a reduce-scatter with a count per rank (MPI_Reduce_scatter): rank r receives
-// counts[r] elements, the reduction of input[sum(counts[:r]) : sum(counts[:r+1])].
+// errors (all_reduce also sums bfloat16 with ReduceOp::SUM, each partial sum rounded to bfloat16
+// as NCCL sums it: bf16_compress_hook), and a reduce-scatter with a count per rank (MPI_Reduce_scatter): rank r
+// receives counts[r] elements, the reduction of input[sum(counts[:r]) : sum(counts[:r+1])].
 WorkPtr all_reduce(const Tensor& tensor, ReduceOp op, std::string label);
 WorkPtr broadcast(const Tensor& tensor, int src, std::string label);
 WorkPtr reduce_scatter_v(const Tensor& output, const Tensor& input, std::vector<int64_t> counts, ReduceOp op,

@@ -2,32 +2,68 @@
 //
 //   nn::parallel::DistributedDataParallel ddp(model);
 //   optim::ZeroRedundancyOptimizer opt(
-//       ddp.parameters(), [](std::vector<Tensor> p) { return std::make_unique<optim::Adam>(p, optim::AdamOptions(1e-3)); },
-//       optim::ZeroRedundancyOptions().stage(2), &ddp.reducer());
+//       ddp.parameters(), [](std::vector<Tensor> p) { return std::make_unique<optim::Adam>(p,
+//       optim::AdamOptions(1e-3)); }, optim::ZeroRedundancyOptions().stage(2), &ddp.reducer());
 //   ... loss.backward(); opt.step(); opt.zero_grad();
 //
 // Note [ZeRO shards]
 // The parameters (one floating dtype) are laid end to end in the order of DDP's buckets, N elements
 // in all; rank r owns the elements [r C, (r + 1) C) with C = ceil(N / world_size) (the last rank
-// fewer), so every rank holds the same share up to rounding. The inner optimiser (made by the
+// fewer; distributed::FlatShards below, which every use of these numbers goes through: the
+// optimiser's shard, its all-gathers, stage 2's reduce-scatter counts per bucket), so every rank
+// holds the same share up to rounding. The inner optimiser (made by the
 // factory) sees one parameter: this rank's shard, a flat copy of those elements, whose .grad is the
 // shard of the averaged gradient. Its state (Adam's two moments) is thus 1/N of a full optimiser's.
 // step() copies the current parameter values into the shard, steps it, and all-gathers the shards
 // so that every rank ends with the same updated parameters. Stage 1 takes the shard's gradient from
-// the all-reduced buckets after backward; stage 2 has DDP reduce-scatter each bucket straight into
-// it (Reducer::Sharding), so no rank keeps the full gradient between steps. clip_grad_norm_ and
+// the all-reduced buckets after backward; stage 2 registers a communication hook that
+// reduce-scatters each bucket straight into it (Note [DDP communication hooks]), so no rank keeps the
+// full gradient between steps. clip_grad_norm_ and
 // GradAccumulator's rescaling act on the shard, the norm all-reduced over the ranks, so clipping
 // is the global one. Per-element optimisers only (SGD, Adam, AdamW, Adagrad, RMSprop: an update that
 // needs a whole tensor, as a per-layer trust ratio, would see pieces), one parameter group.
 // state_dict() is this rank's shard; consolidate_state_dict() gathers the full one on a rank.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "graft/distributed/ddp.h"
 #include "graft/optim/optimizer.h"
+
+namespace graft::distributed {
+
+// Note [ZeRO shards]'s arithmetic, the one place it is written: `numel` elements laid end to end
+// over `world` ranks, rank r owning [begin(r), end(r)) with chunk = ceil(numel / world); the last
+// ranks own fewer (none, when numel < world ranks' worth), nothing is padded.
+struct FlatShards {
+  int64_t numel = 0, world = 1, chunk = 0;
+  FlatShards() = default;
+  FlatShards(int64_t numel_, int64_t world_) : numel(numel_), world(world_), chunk((numel_ + world_ - 1) / world_) {}
+  int64_t begin(int64_t rank) const noexcept { return std::min(numel, rank * chunk); }
+  int64_t end(int64_t rank) const noexcept { return std::min(numel, (rank + 1) * chunk); }
+  int64_t count(int64_t rank) const noexcept { return end(rank) - begin(rank); }
+  // count(r) for every rank (an all-gather of the shards).
+  std::vector<int64_t> counts() const { return counts_in(0, numel); }
+  // The flat indices [lo, hi) of [offset, offset + n) that rank owns (lo >= hi: none).
+  struct Range {
+    int64_t lo = 0, hi = 0;
+    int64_t size() const noexcept { return std::max<int64_t>(0, hi - lo); }
+  };
+  Range overlap(int64_t rank, int64_t offset, int64_t n) const noexcept {
+    return {std::max(offset, begin(rank)), std::min(offset + n, end(rank))};
+  }
+  // overlap(r, offset, n).size() for every rank (a bucket's reduce-scatter counts).
+  std::vector<int64_t> counts_in(int64_t offset, int64_t n) const {
+    std::vector<int64_t> c(static_cast<size_t>(world));
+    for (int64_t r = 0; r < world; ++r) c[static_cast<size_t>(r)] = overlap(r, offset, n).size();
+    return c;
+  }
+};
+
+}  // namespace graft::distributed
 
 namespace graft::optim {
 
@@ -48,7 +84,7 @@ class ZeroRedundancyOptimizer final : public Optimizer {
 
   // This rank's share of the N elements (C, or fewer on the last ranks).
   int64_t shard_numel() const noexcept { return shard_.numel(); }
-  int64_t chunk() const noexcept { return chunk_; }
+  int64_t chunk() const noexcept { return shards_.chunk; }
   int64_t gradient_shard_bytes() const noexcept { return static_cast<int64_t>(shard_grad_.nbytes()); }
   Optimizer& inner() noexcept { return *inner_; }
   // Stage 2: every parameter's .grad from the ranks' shards (an all-gather; every rank must call it),
@@ -69,7 +105,7 @@ class ZeroRedundancyOptimizer final : public Optimizer {
   struct Layout {
     std::vector<Tensor> params;
     std::vector<int64_t> offsets;
-    int64_t numel = 0, chunk = 0;
+    distributed::FlatShards shards;
     Tensor shard;
     std::unique_ptr<Optimizer> inner;
   };
@@ -82,7 +118,8 @@ class ZeroRedundancyOptimizer final : public Optimizer {
   std::vector<int64_t> flat_offset_;  // of each parameter in the flat order
   nn::parallel::Reducer* reducer_;
   ZeroRedundancyOptions options_;
-  int64_t numel_ = 0, chunk_ = 0;
+  distributed::FlatShards shards_;
+  int64_t rank_ = 0;
   Tensor shard_;       // leaf: this rank's elements
   Tensor shard_grad_;  // its gradient (shard_.grad())
   std::unique_ptr<Optimizer> inner_;
