@@ -1,4 +1,4 @@
-// dtype sizes, names and promotion.
+// dtype sizes and names (from kDTypeTable, Note [One dtype table]) and promotion.
 #include "graft/core/dtype.h"
 
 #include <atomic>
@@ -8,37 +8,15 @@
 
 namespace graft {
 
-size_t element_size(DType t) {
-  switch (t) {
-    case DType::Float32: return 4;
-    case DType::Float64: return 8;
-    case DType::Int64: return 8;
-    case DType::Bool: return 1;
-    case DType::Float16: return 2;
-    case DType::BFloat16: return 2;
-    case DType::Int32: return 4;
-    case DType::Int16: return 2;
-    case DType::Int8: return 1;
-    case DType::UInt8: return 1;
-  }
-  return 0;
+const DTypeInfo& dtype_info(DType t) {
+  const auto i = static_cast<size_t>(t);
+  GRAFT_ASSERT(i < kNumDTypes, "every DType has a row in kDTypeTable");
+  return kDTypeTable[i];
 }
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Int64: return "int64";
-    case DType::Bool: return "bool";
-    case DType::Float16: return "float16";
-    case DType::BFloat16: return "bfloat16";
-    case DType::Int32: return "int32";
-    case DType::Int16: return "int16";
-    case DType::Int8: return "int8";
-    case DType::UInt8: return "uint8";
-  }
-  return "?";
-}
+size_t element_size(DType t) { return static_cast<size_t>(t) < kNumDTypes ? dtype_info(t).itemsize : 0; }
+
+const char* dtype_name(DType t) { return static_cast<size_t>(t) < kNumDTypes ? dtype_info(t).name : "?"; }
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;

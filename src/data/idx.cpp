@@ -203,30 +203,36 @@ IdxArray parse_with_op(std::span<const uint8_t> bytes, const std::string& op) {
   return decode(bytes, op);
 }
 
+// The graft dtype whose elements an IDX type stores; none for a byte that names no IDX type.
+std::optional<DType> element_dtype(IdxType t) {
+  switch (t) {
+    case IdxType::UInt8:
+      return DType::UInt8;
+    case IdxType::Int8:
+      return DType::Int8;
+    case IdxType::Int16:
+      return DType::Int16;
+    case IdxType::Int32:
+      return DType::Int32;
+    case IdxType::Float32:
+      return DType::Float32;
+    case IdxType::Float64:
+      return DType::Float64;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
+// Each IDX element type is a graft dtype of the same name and size (Note [One dtype table]).
 const char* idx_type_name(IdxType t) {
-  switch (t) {
-    case IdxType::UInt8: return "uint8";
-    case IdxType::Int8: return "int8";
-    case IdxType::Int16: return "int16";
-    case IdxType::Int32: return "int32";
-    case IdxType::Float32: return "float32";
-    case IdxType::Float64: return "float64";
-  }
-  return "?";
+  const std::optional<DType> d = element_dtype(t);
+  return d ? dtype_name(*d) : "?";
 }
 
 size_t idx_type_size(IdxType t) {
-  switch (t) {
-    case IdxType::UInt8:
-    case IdxType::Int8: return 1;
-    case IdxType::Int16: return 2;
-    case IdxType::Int32:
-    case IdxType::Float32: return 4;
-    case IdxType::Float64: return 8;
-  }
-  return 0;
+  const std::optional<DType> d = element_dtype(t);
+  return d ? element_size(*d) : 0;
 }
 
 int64_t IdxArray::numel() const {

@@ -6,8 +6,8 @@
 #include "graft/core/factory.h"
 #include "graft/core/shape.h"
 #include "graft/distributed/process_group.h"
-#include "graft/nn/init.h"
 #include "graft/nn/modules/container.h"
+#include "nn/modules/batch_norm_base.h"
 
 namespace graft::nn {
 
@@ -55,43 +55,19 @@ std::shared_ptr<Module> converted(const std::shared_ptr<Module>& m) {
 
 }  // namespace
 
-void SyncBatchNormImpl::reset() {
-  const int64_t C = options.num_features();
-  GRAFT_CHECK(C > 0, name(), "a positive num_features", "num_features " + std::to_string(C),
-              "pass num_features = the input's channel count, input.size(1)");
-  weight = register_parameter("weight", options.affine() ? graft::ones({C}) : Tensor(), options.affine());
-  bias = register_parameter("bias", options.affine() ? graft::zeros({C}) : Tensor(), options.affine());
-  const bool track = options.track_running_stats();
-  running_mean = register_buffer("running_mean", track ? graft::zeros({C}) : Tensor());
-  running_var = register_buffer("running_var", track ? graft::ones({C}) : Tensor());
-  num_batches_tracked = register_buffer("num_batches_tracked", track ? graft::zeros({}, kInt64) : Tensor());
-}
+template class BatchNormImplBase<SyncBatchNormImpl>;
 
-Tensor SyncBatchNormImpl::forward(const Tensor& x) {
+void SyncBatchNormImpl::check_input_dim(const Tensor& x) const {
   const int64_t C = options.num_features();
   GRAFT_CHECK(x.dim() >= 2 && x.size(1) == C, "SyncBatchNorm", "an input (N, " + std::to_string(C) + ", *)",
               shape_str(x.sizes()), "the channel dimension is dim 1 and must equal num_features");
-  const bool training = is_training();
-  if (!training || distributed::get_world_size() == 1) {
-    // BatchNorm's path (eval, or one rank).
-    const bool update = training && options.track_running_stats() && !autograd::is_checkpoint_recompute();
-    double factor = options.momentum().value_or(0.0);
-    if (update) {
-      {
-        NoGradGuard ng;
-        num_batches_tracked.add_(1);
-      }
-      if (!options.momentum()) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
-    }
-    const bool pass = !training || update;
-    return functional::batch_norm(x, pass ? running_mean : Tensor(), pass ? running_var : Tensor(),
-                                  functional::BatchNormFuncOptions()
-                                      .weight(weight)
-                                      .bias(bias)
-                                      .training(training || !running_mean.defined())
-                                      .momentum(factor)
-                                      .eps(options.eps()));
-  }
+}
+
+Tensor SyncBatchNormImpl::forward(const Tensor& x) {
+  // BatchNorm's forward in eval and on one rank.
+  if (!is_training() || distributed::get_world_size() == 1) return BatchNormImplBase::forward(x);
+  check_input_dim(x);
+  const int64_t C = options.num_features();
   std::vector<int64_t> dims{0}, shape(static_cast<size_t>(x.dim()), 1);
   for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
   shape[1] = C;

@@ -28,27 +28,9 @@ using io::detail::Writer;
 
 constexpr uint64_t kMaxHeader = 100'000'000;  // as the reference implementation
 
-struct DTypeInfo {
-  const char* name;
-  DType dtype;
-  size_t size;
-  int rank;  // the reference implementation's dtype order; saving sorts by it, descending
-};
-constexpr DTypeInfo kDTypes[] = {
-    {"BOOL", DType::Bool, 1, 0},     {"F16", DType::Float16, 2, 7}, {"BF16", DType::BFloat16, 2, 8},
-    {"F32", DType::Float32, 4, 11},  {"F64", DType::Float64, 8, 12}, {"I64", DType::Int64, 8, 13},
-    {"U8", DType::UInt8, 1, 1},      {"I8", DType::Int8, 1, 2},     {"I16", DType::Int16, 2, 5},
-    {"I32", DType::Int32, 4, 9},
-};
+// graft's dtypes, their safetensors names, item sizes and order: kDTypeTable (Note [One dtype table]).
 // Valid safetensors dtypes graft has no tensors for.
 constexpr const char* kOtherDTypes[] = {"F8_E5M2", "F8_E4M3", "U16", "U32", "U64"};
-
-const DTypeInfo& info_of(DType d) {
-  for (auto& i : kDTypes)
-    if (i.dtype == d) return i;
-  GRAFT_ASSERT(false, "every graft dtype has a safetensors name");
-  return kDTypes[0];
-}
 
 std::string named(std::string_view s) { return "'" + std::string(s) + "'"; }
 
@@ -91,13 +73,14 @@ std::vector<OutEntry> prepare(const Items& items, const std::string& op) {
     GRAFT_CHECK(t.device().is_cpu(), op, "CPU tensors", "tensor " + named(name) + " on " + t.device().str(),
                 "move it to the CPU first");
     Tensor c = t.detach();
-    const DTypeInfo& info = info_of(c.dtype());
+    const DTypeInfo& info = dtype_info(c.dtype());
     if (!c.is_contiguous()) c = c.contiguous();
     entries.push_back({name, c, &info});
   }
   // Descending dtype, then name: every tensor starts aligned to its element size.
   std::sort(entries.begin(), entries.end(), [](const OutEntry& a, const OutEntry& b) {
-    if (a.info->rank != b.info->rank) return a.info->rank > b.info->rank;
+    if (a.info->safetensors_rank != b.info->safetensors_rank)
+      return a.info->safetensors_rank > b.info->safetensors_rank;
     return a.name < b.name;
   });
   return entries;
@@ -112,9 +95,9 @@ std::string header_json(const std::vector<OutEntry>& entries, const Metadata& me
   }
   uint64_t offset = 0;
   for (const auto& e : entries) {
-    const uint64_t n = static_cast<uint64_t>(e.t.numel()) * e.info->size;
+    const uint64_t n = static_cast<uint64_t>(e.t.numel()) * e.info->itemsize;
     ordered_json ti = ordered_json::object();
-    ti["dtype"] = e.info->name;
+    ti["dtype"] = e.info->safetensors_name;
     ti["shape"] = e.t.sizes().vec();
     ti["data_offsets"] = {offset, offset + n};
     h[e.name] = std::move(ti);
@@ -146,7 +129,7 @@ void write_all(Writer& w, const Items& items, const Metadata& metadata, const st
       continue;
     }
     buf.clear();
-    append_bytes(e.t, e.info->size, buf);
+    append_bytes(e.t, e.info->itemsize, buf);
     w.write(buf.data(), buf.size());
   }
 }
@@ -196,8 +179,8 @@ uint64_t non_negative(const ordered_json& v, const std::string& op, const std::s
 const DTypeInfo& parse_dtype(const ordered_json& v, const std::string& op, const std::string& name) {
   GRAFT_CHECK(v.is_string(), op, "a string \"dtype\" for tensor " + named(name), v.dump(), "e.g. \"F32\"");
   const auto& s = v.get_ref<const std::string&>();
-  for (auto& i : kDTypes)
-    if (s == i.name) return i;
+  for (const DTypeInfo& i : kDTypeTable)
+    if (s == i.safetensors_name) return i;
   for (const char* other : kOtherDTypes) {
     GRAFT_CHECK(s != other, op, "a dtype graft has (F32, F64, I64, BOOL, F16, BF16) for tensor " + named(name),
                 "\"" + s + "\"", "convert the tensor before saving it, e.g. t.to(torch.int64) for integers");
@@ -279,9 +262,9 @@ Header parse_header(std::span<const uint8_t> json_bytes, uint64_t buffer_size, c
       numel *= v;
       e.shape.push_back(static_cast<int64_t>(v));
     }
-    GRAFT_CHECK(numel <= std::numeric_limits<uint64_t>::max() / e.info->size, op,
+    GRAFT_CHECK(numel <= std::numeric_limits<uint64_t>::max() / e.info->itemsize, op,
                 "a byte size that fits in 64 bits for tensor " + named(key), shape.dump(), "the file is corrupt");
-    const uint64_t nbytes = numel * e.info->size;
+    const uint64_t nbytes = numel * e.info->itemsize;
     const auto& offs = value["data_offsets"];
     GRAFT_CHECK(offs.is_array() && offs.size() == 2, op, "\"data_offsets\": [begin, end] for tensor " + named(key),
                 offs.dump(), "the file is corrupt");
@@ -294,8 +277,8 @@ Header parse_header(std::span<const uint8_t> json_bytes, uint64_t buffer_size, c
                     "-byte data buffer",
                 offs.dump(), "the file is truncated or corrupt");
     GRAFT_CHECK(e.end - e.begin == nbytes, op,
-                std::to_string(nbytes) + " bytes for tensor " + named(key) + " (" + e.info->name + ", shape " +
-                    shape.dump() + ")",
+                std::to_string(nbytes) + " bytes for tensor " + named(key) + " (" + e.info->safetensors_name +
+                    ", shape " + shape.dump() + ")",
                 std::to_string(e.end - e.begin) + " bytes in data_offsets " + offs.dump(),
                 "the shape, dtype and offsets disagree; the file is corrupt");
     h.entries.push_back(std::move(e));
@@ -342,7 +325,7 @@ SafetensorsContents materialise(Header h, const LoadOptions& options, const std:
     const size_t n = static_cast<size_t>(e.end - e.begin);
     auto* dst = static_cast<uint8_t*>(t.data_ptr());
     if (n) read(e.begin, std::span<uint8_t>(dst, n), e.name);
-    to_from_little_endian(dst, n, e.info->size);
+    to_from_little_endian(dst, n, e.info->itemsize);
     if (e.info->dtype == DType::Bool) {
       for (size_t i = 0; i < n; ++i) {
         GRAFT_CHECK(dst[i] <= 1, op, "BOOL values stored as bytes 0 or 1",

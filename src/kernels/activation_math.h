@@ -1,7 +1,9 @@
 // The activations' scalar math, written once: gelu's constants, the forward formulas of the
 // strided and double paths, and the derivatives in terms of what the backward saves (y for relu,
 // sigmoid and tanh; x for gelu). Used by the strided ops (src/ops/elementwise.cpp), the fast float32
-// kernels (vec_f32.h) and the fused epilogue (linear_epilogue.cpp).
+// kernels (vec_f32.h), the fused epilogue (linear_epilogue.cpp) and the fused recurrent cells
+// (src/ops/rnn.cpp and vec_f32.cpp's LSTM / GRU loops; their float32 forward uses vec_f32.h's
+// sigmoid_f32 / tanh_f32, the float64 one the templates below).
 //
 // The float32 forward formulas and gelu's float32 derivatives are vectorisable rewrites
 // (Note [Fast float32 gelu] in vec_f32.h: rational fits, exp by bit tricks) and cannot be the
@@ -102,6 +104,12 @@ T relu_grad_times(T g, T y) {
 template <class T>
 T sigmoid_grad(const T& y) {
   return y * (one<T>() - y);
+}
+// g * sigmoid'(x) from y = sigmoid(x), multiplied as (g y)(1 - y): the order of the fused LSTM and
+// GRU cells' backward (src/ops/rnn.cpp, vec_f32.cpp), whose gate gradients are rounded so.
+template <class T>
+T sigmoid_grad_times(T g, T y) {
+  return g * y * (one<T>() - y);
 }
 // tanh'(x) = 1 - y^2.
 template <class T>

@@ -67,11 +67,11 @@ void lstm_cell_backward_block(const float* __restrict gates, const float* __rest
     const float i = gates[j], f = gates[H + j], g = gates[2 * H + j], o = gates[3 * H + j];
     const float dht = dh_next[j] + gout[j];
     const float tc = tanh_f32(c[j]);
-    const float dct = dc[j] + dht * o * (1.0f - tc * tc);
-    dgates[j] = dct * g * i * (1.0f - i);
-    dgates[H + j] = dct * c_prev[j] * f * (1.0f - f);
-    dgates[2 * H + j] = dct * i * (1.0f - g * g);
-    dgates[3 * H + j] = dht * tc * o * (1.0f - o);
+    const float dct = dc[j] + dht * o * activation::tanh_grad(tc);
+    dgates[j] = activation::sigmoid_grad_times(dct * g, i);
+    dgates[H + j] = activation::sigmoid_grad_times(dct * c_prev[j], f);
+    dgates[2 * H + j] = dct * i * activation::tanh_grad(g);
+    dgates[3 * H + j] = activation::sigmoid_grad_times(dht * tc, o);
     dc[j] = dct * f;
     dh_prev[j] = 0.0f;
   }
@@ -101,9 +101,9 @@ void gru_cell_backward_block(const float* __restrict gates, const float* __restr
   for (int64_t j = 0; j < H; ++j) {
     const float r = gates[j], z = gates[H + j], n = gates[2 * H + j];
     const float dht = dh_next[j] + gout[j];
-    const float dn_pre = dht * (1.0f - z) * (1.0f - n * n);
-    const float dz_pre = dht * (h_prev[j] - n) * z * (1.0f - z);
-    const float dr_pre = dn_pre * ghn[j] * r * (1.0f - r);
+    const float dn_pre = dht * (1.0f - z) * activation::tanh_grad(n);
+    const float dz_pre = activation::sigmoid_grad_times(dht * (h_prev[j] - n), z);
+    const float dr_pre = activation::sigmoid_grad_times(dn_pre * ghn[j], r);
     dgx[j] = dr_pre, dgx[H + j] = dz_pre, dgx[2 * H + j] = dn_pre;
     dgh[j] = dr_pre, dgh[H + j] = dz_pre, dgh[2 * H + j] = dn_pre * r;
     dh_prev[j] = dht * z;

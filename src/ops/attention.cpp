@@ -87,9 +87,7 @@ Tensor additive_mask(const Tensor& m, const Tensor& q, const Shape& scores) {
   GRAFT_CHECK(broadcasts, kOp, "attn_mask broadcastable to the scores' shape " + shape_str(scores),
               "attn_mask of shape " + shape_str(m.sizes()),
               "the scores are (..., L, S); a key-padding mask of shape (N, S) needs .view({N, 1, 1, S})");
-  if (m.dtype() != kBool) return m;
-  NoGradGuard ng;
-  return where(m, zeros({}, q.dtype()), full({}, -std::numeric_limits<double>::infinity(), q.dtype()));
+  return m.dtype() == kBool ? detail::attention_additive_mask(m, q.dtype()) : m;
 }
 
 Call make_call(const Tensor& q, const Tensor& k, const Tensor& v, const std::optional<Tensor>& attn_mask,
@@ -141,25 +139,7 @@ Tensor dropout_scale(const Call& c, DType dtype) {
 
 // p = softmax(q k^T scale + mask) with fully masked rows 0, shape (..., L, S).
 Tensor math_probs(const Call& c, const Tensor& q, const Tensor& k) {
-  Tensor s = matmul(q, k.transpose(-2, -1)) * c.scale;
-  if (c.mask.defined()) s = s + c.mask;
-  if (c.causal) {
-    Tensor above;  // key j > query i
-    {
-      NoGradGuard ng;
-      above = arange(c.S, kInt64).unsqueeze(0).gt(arange(c.L, kInt64).unsqueeze(1));
-    }
-    s = s.masked_fill(above, -std::numeric_limits<double>::infinity());
-  }
-  if (c.S == 0) return s;
-  // "safe softmax": a row with every score -inf gets 0 instead of 0 / 0 (masked_fill first, so
-  // the softmax itself never sees such a row and backward stays finite).
-  Tensor empty_row;
-  {
-    NoGradGuard ng;
-    empty_row = s.detach().amax({-1}, /*keepdim=*/true).eq(-std::numeric_limits<double>::infinity());
-  }
-  return softmax(s.masked_fill(empty_row, 0.0), -1).masked_fill(empty_row, 0.0);
+  return detail::attention_probs(q, k, c.mask, c.causal, c.scale);
 }
 
 Tensor math_forward(const Call& c, const Tensor& q, const Tensor& k, const Tensor& v) {
@@ -300,6 +280,33 @@ Tensor attention_float(const Tensor& q, const Tensor& k, const Tensor& v, const 
 }
 
 }  // namespace
+
+Tensor detail::attention_additive_mask(const Tensor& keep, DType dtype) {
+  NoGradGuard ng;
+  return where(keep, zeros({}, dtype), full({}, -std::numeric_limits<double>::infinity(), dtype));
+}
+
+Tensor detail::attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, bool is_causal, double scale) {
+  Tensor s = matmul(q, k.transpose(-2, -1)) * scale;
+  if (mask.defined()) s = s + (mask.dtype() == kBool ? attention_additive_mask(mask, s.dtype()) : mask);
+  if (is_causal) {
+    Tensor above;  // key j > query i
+    {
+      NoGradGuard ng;
+      above = arange(s.size(-1), kInt64).unsqueeze(0).gt(arange(s.size(-2), kInt64).unsqueeze(1));
+    }
+    s = s.masked_fill(above, -std::numeric_limits<double>::infinity());
+  }
+  if (s.size(-1) == 0) return s;
+  // "safe softmax": a row with every score -inf gets 0 instead of 0 / 0 (masked_fill first, so
+  // the softmax itself never sees such a row and backward stays finite).
+  Tensor empty_row;
+  {
+    NoGradGuard ng;
+    empty_row = s.detach().amax({-1}, /*keepdim=*/true).eq(-std::numeric_limits<double>::infinity());
+  }
+  return softmax(s.masked_fill(empty_row, 0.0), -1).masked_fill(empty_row, 0.0);
+}
 
 SDPBackendGuard::SDPBackendGuard(SDPBackend backend, int64_t q_tile, int64_t kv_tile)
     : previous_(t_backend.backend), previous_q_tile_(t_backend.q_tile), previous_kv_tile_(t_backend.kv_tile) {

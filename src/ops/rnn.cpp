@@ -13,7 +13,8 @@
 // Backward through time walks the steps in reverse: per step the gate gradients dG (N, G H) from
 // dh, dc and the saved gates, then dh_prev = dG_h W_hh (one product); after the loop,
 //   dW_ih = dG_x^T x,  dx = dG_x W_ih,  dW_hh = dG_h^T h_prev,  db = column sums of dG
-// as three large products over all T N rows. Gate derivatives: sigmoid' = s (1 - s),
+// as three large products over all T N rows. Gate derivatives (src/kernels/activation_math.h's
+// sigmoid_grad_times, tanh_grad, relu_grad_times): sigmoid' = s (1 - s),
 // tanh' = 1 - t^2, relu' = [h > 0]; LSTM: dc_t = dc_{t+1} f_{t+1} + dh_t o (1 - tanh(c_t)^2);
 // GRU: dh_prev = dh z + dG_h W_hh with dG_h's n part = dn_pre r (dn_pre = dh (1 - z)(1 - n^2)).
 // In float32 the LSTM's and GRU's per-row gate passes, forward and backward, are the array kernels
@@ -29,6 +30,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../kernels/activation_math.h"
 #include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
@@ -57,8 +59,11 @@ const char* cell_name(RNNCellType c) {
   return "?";
 }
 
+namespace act = kernels::activation;
+
+// The cells' forward: vec_f32.h's fast float32 sigmoid and tanh, activation_math.h's in float64.
 float sigm(float x) { return kernels::sigmoid_f32(x); }
-double sigm(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double sigm(double x) { return act::sigmoid(x); }
 float tanh_(float x) { return kernels::tanh_f32(x); }
 double tanh_(double x) { return std::tanh(x); }
 
@@ -269,7 +274,7 @@ void fused_backward_steps(RNNCellType cell, const Dims& d, const Buffers<T>& bf,
         case RNNCellType::kRNNReLU:
           for (int64_t j = 0; j < H; ++j) {
             const T g = dhb[j] + gout[j];
-            dgxb[j] = cell == RNNCellType::kRNNTanh ? g * (T(1) - hb[j] * hb[j]) : (hb[j] > T(0) ? g : T(0));
+            dgxb[j] = cell == RNNCellType::kRNNTanh ? g * act::tanh_grad(hb[j]) : act::relu_grad_times(g, hb[j]);
             dhpb[j] = 0;
           }
           break;
@@ -285,11 +290,11 @@ void fused_backward_steps(RNNCellType cell, const Dims& d, const Buffers<T>& bf,
             const T i = gtb[j], f = gtb[H + j], g = gtb[2 * H + j], o = gtb[3 * H + j];
             const T dht = dhb[j] + gout[j];
             const T tc = tanh_(cb[j]);
-            const T dct = dcb[j] + dht * o * (T(1) - tc * tc);
-            dgxb[j] = dct * g * i * (T(1) - i);
-            dgxb[H + j] = dct * cpb[j] * f * (T(1) - f);
-            dgxb[2 * H + j] = dct * i * (T(1) - g * g);
-            dgxb[3 * H + j] = dht * tc * o * (T(1) - o);
+            const T dct = dcb[j] + dht * o * act::tanh_grad(tc);
+            dgxb[j] = act::sigmoid_grad_times(dct * g, i);
+            dgxb[H + j] = act::sigmoid_grad_times(dct * cpb[j], f);
+            dgxb[2 * H + j] = dct * i * act::tanh_grad(g);
+            dgxb[3 * H + j] = act::sigmoid_grad_times(dht * tc, o);
             dcb[j] = dct * f;  // dc_prev
             dhpb[j] = 0;
           }
@@ -305,9 +310,9 @@ void fused_backward_steps(RNNCellType cell, const Dims& d, const Buffers<T>& bf,
           for (int64_t j = 0; j < H; ++j) {
             const T r = gtb[j], z = gtb[H + j], n = gtb[2 * H + j];
             const T dht = dhb[j] + gout[j];
-            const T dn_pre = dht * (T(1) - z) * (T(1) - n * n);
-            const T dz_pre = dht * (hpb[j] - n) * z * (T(1) - z);
-            const T dr_pre = dn_pre * ghnb[j] * r * (T(1) - r);
+            const T dn_pre = dht * (T(1) - z) * act::tanh_grad(n);
+            const T dz_pre = act::sigmoid_grad_times(dht * (hpb[j] - n), z);
+            const T dr_pre = act::sigmoid_grad_times(dn_pre * ghnb[j], r);
             dgxb[j] = dr_pre, dgxb[H + j] = dz_pre, dgxb[2 * H + j] = dn_pre;
             dghb[j] = dr_pre, dghb[H + j] = dz_pre, dghb[2 * H + j] = dn_pre * r;
             dhpb[j] = dht * z;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 
 #include "graft/graft.h"
 
@@ -368,6 +369,27 @@ TEST(SyncBatchNorm, EqualsBatchNormOnTheGlobalBatch) {
       EXPECT_LE(rel_diff(item.value(), ref_buffers[item.key()]), 1e-12) << item.key();
     }
   }
+}
+
+// SyncBatchNorm is BatchNorm's base with its own statistics: BatchNorm's state, reset_parameters and
+// PyTorch's repr, "SyncBatchNorm(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
+TEST(SyncBatchNorm, HasBatchNormsStateAndRepr) {
+  nn::SyncBatchNorm bn(nn::SyncBatchNormOptions(4).momentum(std::nullopt));
+  std::vector<std::string> keys;
+  for (const auto& item : bn->state_dict()) keys.push_back(item.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}));
+  {
+    NoGradGuard ng;
+    bn->weight.fill_(3.0);
+    bn->running_var.fill_(2.0);
+  }
+  bn->reset_parameters();
+  EXPECT_EQ(bn->weight.sum().item<double>(), 4.0);
+  EXPECT_EQ(bn->running_var.sum().item<double>(), 4.0);
+  std::ostringstream os;
+  os << *bn;
+  EXPECT_EQ(os.str(), "SyncBatchNorm(4, eps=1e-05, momentum=None, affine=True, track_running_stats=True)");
+  EXPECT_TRUE(nn::SyncBatchNorm(nn::SyncBatchNormOptions(4).affine(false))->parameters().empty());
 }
 
 // A group that ends early (flush after 2 of 4 micro-batches, both under no_sync) is averaged over

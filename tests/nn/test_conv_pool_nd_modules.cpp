@@ -149,5 +149,35 @@ TEST(ConvPoolNdModules, InASequential) {
   EXPECT_EQ(net->named_parameters().size(), 6u);
 }
 
+// LibTorch's class shape: every convolution is a ConvNdImpl<D, Derived> (the transposed ones through
+// ConvTransposeNdImpl), holding ConvNdOptions<D> with `transposed` set by the options it was made from.
+TEST(ConvNdImpl, OneBaseForEveryConvolution) {
+  nn::Conv2d conv(nn::Conv2dOptions(4, 6, {3, 2}).groups(2));
+  nn::ConvNdImpl<2, nn::Conv2dImpl>& base = *conv;
+  EXPECT_FALSE(base.options.transposed());
+  EXPECT_EQ(base.weight.sizes().vec(), (std::vector<int64_t>{6, 2, 3, 2}));  // (out, in / groups, kH, kW)
+  nn::ConvTranspose1d up(nn::ConvTranspose1dOptions(4, 6, 3).groups(2).output_padding(1).stride(2));
+  nn::ConvTransposeNdImpl<1, nn::ConvTranspose1dImpl>& tbase = *up;
+  EXPECT_TRUE(tbase.options.transposed());
+  EXPECT_EQ(tbase.options.output_padding()[0], 1);
+  EXPECT_EQ(up->weight.sizes().vec(), (std::vector<int64_t>{4, 3, 3}));  // (in, out / groups, kL)
+  // reset_parameters redraws in place: PyTorch's bound 1 / sqrt(fan_in), fan_in = 3 * 3 here.
+  NoGradGuard ng;
+  up->weight.fill_(7.0);
+  up->reset_parameters();
+  EXPECT_LE(up->weight.abs().max().item<double>(), 1.0 / 3.0);
+  // ConvTranspose2d checks as the others do, naming itself.
+  EXPECT_TRUE(throws_error([] { nn::ConvTranspose2d(nn::ConvTranspose2dOptions(3, 4, 3).groups(2)); },
+                           {"ConvTranspose2d", "in_channels divisible by groups", "groups = 2"}));
+  EXPECT_TRUE(throws_error(
+      [] {
+        nn::ConvTranspose2d(nn::ConvTranspose2dOptions(2, 4, {3, 0}));
+      },
+      {"ConvTranspose2d", "positive kernel_size", "(3, 0)"}));
+  const nn::ConvNdOptions<3> made = nn::Conv3dOptions(2, 4, 3).padding(1);
+  EXPECT_EQ(made.padding()[2], 1);
+  EXPECT_FALSE(made.transposed());
+}
+
 }  // namespace
 }  // namespace graft::test

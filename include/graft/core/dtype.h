@@ -33,6 +33,43 @@ inline constexpr DType kFloat16 = DType::Float16;
 inline constexpr DType kHalf = DType::Float16;
 inline constexpr DType kBFloat16 = DType::BFloat16;
 
+// Note [One dtype table]
+// Every name a dtype has (graft's and torch's "float32", LibTorch's c10::ScalarType "Float",
+// PyTorch's Tensor.type() "torch.FloatTensor", safetensors' "F32") and its item size live in
+// kDTypeTable, one row per DType in enum order; dtype_name, element_size, the printers and the
+// safetensors reader and writer all read it, so a new dtype is one new row.
+struct DTypeInfo {
+  DType dtype;
+  const char* name;              // graft's name, also PyTorch's torch.<name>: "float32"
+  const char* scalar_type_name;  // LibTorch's c10::ScalarType name: "Float"
+  const char* tensor_type;       // PyTorch's Tensor.type() of a CPU tensor: "torch.FloatTensor"
+  const char* safetensors_name;  // the safetensors header's dtype: "F32"
+  int safetensors_rank;          // the safetensors reference's dtype order (saving sorts by it, descending)
+  size_t itemsize;               // bytes per element
+};
+inline constexpr DTypeInfo kDTypeTable[] = {
+    {DType::Float32, "float32", "Float", "torch.FloatTensor", "F32", 11, 4},
+    {DType::Float64, "float64", "Double", "torch.DoubleTensor", "F64", 12, 8},
+    {DType::Int64, "int64", "Long", "torch.LongTensor", "I64", 13, 8},
+    {DType::Bool, "bool", "Bool", "torch.BoolTensor", "BOOL", 0, 1},
+    {DType::Float16, "float16", "Half", "torch.HalfTensor", "F16", 7, 2},
+    {DType::BFloat16, "bfloat16", "BFloat16", "torch.BFloat16Tensor", "BF16", 8, 2},
+    {DType::Int32, "int32", "Int", "torch.IntTensor", "I32", 9, 4},
+    {DType::Int16, "int16", "Short", "torch.ShortTensor", "I16", 5, 2},
+    {DType::Int8, "int8", "Char", "torch.CharTensor", "I8", 2, 1},
+    {DType::UInt8, "uint8", "Byte", "torch.ByteTensor", "U8", 1, 1},
+};
+inline constexpr size_t kNumDTypes = sizeof(kDTypeTable) / sizeof(kDTypeTable[0]);
+static_assert(
+    [] {
+      for (size_t i = 0; i < kNumDTypes; ++i)
+        if (static_cast<size_t>(kDTypeTable[i].dtype) != i) return false;
+      return true;
+    }(),
+    "kDTypeTable has one row per DType, in enum order");
+// The row of t (Note [One dtype table]).
+const DTypeInfo& dtype_info(DType t);
+
 size_t element_size(DType t);
 const char* dtype_name(DType t);  // "float32", "float64", "int64", "bool", ...
 inline bool is_floating_point(DType t) {

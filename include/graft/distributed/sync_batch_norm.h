@@ -20,12 +20,13 @@ namespace graft::nn {
 
 using SyncBatchNormOptions = BatchNormOptions;
 
-class SyncBatchNormImpl : public Cloneable<SyncBatchNormImpl> {
+// On BatchNorm's base, as LibTorch's BatchNorm1d/2d/3d are: the options, weight, bias, running
+// statistics, reset(), reset_parameters(), reset_running_stats() and the printed line are
+// BatchNorm's; forward differs only in training on more than one rank.
+class SyncBatchNormImpl : public BatchNormImplBase<SyncBatchNormImpl> {
  public:
-  explicit SyncBatchNormImpl(const SyncBatchNormOptions& options) : options(options) { reset(); }
-  void reset() override;
+  explicit SyncBatchNormImpl(const SyncBatchNormOptions& options) : BatchNormImplBase(options) { reset(); }
   Tensor forward(const Tensor& input);
-  bool uses_batch_statistics() const noexcept override { return is_training(); }
 
   // Replaces every BatchNorm1d / BatchNorm2d of `module` (itself included when it is one) by a
   // SyncBatchNorm with its options, parameters and running statistics (PyTorch's
@@ -34,10 +35,12 @@ class SyncBatchNormImpl : public Cloneable<SyncBatchNormImpl> {
   // construction); other modules are changed in place and returned.
   static std::shared_ptr<Module> convert_sync_batchnorm(std::shared_ptr<Module> module);
 
-  SyncBatchNormOptions options;
-  Tensor weight, bias;
-  Tensor running_mean, running_var, num_batches_tracked;
+ protected:
+  // Input (N, C, *) with C = num_features.
+  void check_input_dim(const Tensor& input) const override;
 };
 GRAFT_MODULE(SyncBatchNorm);
+
+extern template class BatchNormImplBase<SyncBatchNormImpl>;
 
 }  // namespace graft::nn

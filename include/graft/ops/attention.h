@@ -22,6 +22,8 @@
 
 #include <cstdint>
 
+#include "graft/core/tensor.h"
+
 namespace graft {
 
 enum class SDPBackend { kDefault, kMath, kEfficientAttention };
@@ -43,5 +45,18 @@ class SDPBackendGuard {
 
 // The backend set on this thread (kDefault unless a guard says otherwise).
 SDPBackend current_sdp_backend();
+
+// The plain formula's pieces, shared with nn::MultiheadAttention so that its weights
+// (need_weights = true) and masks are the op's own (src/ops/attention.cpp). Compositions of graft
+// ops with no node of their own, not ops of the op list.
+namespace detail {
+// A bool mask in scaled_dot_product_attention's convention (true = may attend) as the additive
+// scores 0 / -inf of `dtype`.
+Tensor attention_additive_mask(const Tensor& keep, DType dtype);
+// p = softmax(q k^T scale + mask) over the keys, shape (..., L, S): mask undefined, bool (true =
+// may attend) or additive, broadcastable to the scores; is_causal masks key j > query i. A row
+// whose scores are all -inf gives 0 (the "safe softmax"), as the op does.
+Tensor attention_probs(const Tensor& q, const Tensor& k, const Tensor& mask, bool is_causal, double scale);
+}  // namespace detail
 
 }  // namespace graft

@@ -259,23 +259,9 @@ std::string parameter_line(const std::string& key, const Tensor& p, bool dict) {
     if (d) size += 'x';
     size += std::to_string(p.size(d));
   }
-  std::string type;
-  if (dict) {  // ParameterDict shows Tensor.type(): "torch.FloatTensor"
-    switch (p.dtype()) {
-      case DType::Float32: type = "torch.FloatTensor"; break;
-      case DType::Float64: type = "torch.DoubleTensor"; break;
-      case DType::Float16: type = "torch.HalfTensor"; break;
-      case DType::BFloat16: type = "torch.BFloat16Tensor"; break;
-      case DType::Int64: type = "torch.LongTensor"; break;
-      case DType::Int32: type = "torch.IntTensor"; break;
-      case DType::Int16: type = "torch.ShortTensor"; break;
-      case DType::Int8: type = "torch.CharTensor"; break;
-      case DType::UInt8: type = "torch.ByteTensor"; break;
-      case DType::Bool: type = "torch.BoolTensor"; break;
-    }
-  } else {
-    type = std::string("torch.") + dtype_name(p.dtype());
-  }
+  // ParameterDict shows Tensor.type() ("torch.FloatTensor"), ParameterList the dtype ("torch.float32").
+  const std::string type =
+      dict ? std::string(dtype_info(p.dtype()).tensor_type) : std::string("torch.") + dtype_name(p.dtype());
   return "  (" + key + "): Parameter containing: [" + type + " of size " + size + "]";
 }
 

@@ -1,11 +1,10 @@
-// Dropout, built from graft ops so that its gradient is the mask's: x * mask / (1 - p).
+// Dropout modules: options, checks and printing; the masking is graft::dropout / graft::dropout2d
+// (src/ops/dropout.cpp), reached through nn::functional.
 #include "graft/nn/modules/dropout.h"
 
 #include <utility>
 
 #include "../../core/format.h"
-#include "graft/core/factory.h"
-#include "graft/ops/ops.h"
 
 namespace graft::nn {
 
@@ -17,18 +16,13 @@ void DropoutImpl::reset() {
 }
 
 Tensor DropoutImpl::forward(const Tensor& input) {
-  const double p = options.p();
-  if (!is_training() || p == 0.0) return input;
-  GRAFT_CHECK(input.is_floating_point(), "Dropout", "a floating-point input",
-              std::string("a ") + dtype_name(input.dtype()) + " tensor", "convert it: input.to(graft::kFloat32)");
-  // keep = U[0, 1) >= p: kept with probability 1 - p; p = 1 zeroes everything.
-  Tensor scaled_mask = p == 1.0 ? graft::zeros_like(input)
-                                : graft::rand(input.sizes(), input.dtype()).ge(p).to(input.dtype()) / (1.0 - p);
-  if (options.inplace()) {
-    Tensor out = input;
-    return out.mul_(scaled_mask);
-  }
-  return input * scaled_mask;
+  // The module names itself in the one message it owns; the mask is graft::dropout's (ops/dropout.cpp).
+  if (is_training() && options.p() != 0.0)
+    GRAFT_CHECK(input.is_floating_point(), "Dropout", "a floating-point input",
+                std::string("a ") + dtype_name(input.dtype()) + " tensor", "convert it: input.to(graft::kFloat32)");
+  const auto func_options =
+      functional::DropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace());
+  return functional::dropout(input, func_options);
 }
 
 std::string DropoutImpl::extra_repr() const {

@@ -44,40 +44,13 @@ template <size_t D> bool all_equal(const ExpandingArray<D>& a, int64_t v) {
   return true;
 }
 
-// LibTorch's name of a dtype, as c10::ScalarType prints: "Float", "Double", "Long".
-const char* scalar_type_name(DType t) {
-  switch (t) {
-    case DType::Float32:
-      return "Float";
-    case DType::Float64:
-      return "Double";
-    case DType::Float16:
-      return "Half";
-    case DType::BFloat16:
-      return "BFloat16";
-    case DType::Int64:
-      return "Long";
-    case DType::Int32:
-      return "Int";
-    case DType::Int16:
-      return "Short";
-    case DType::Int8:
-      return "Char";
-    case DType::UInt8:
-      return "Byte";
-    case DType::Bool:
-      return "Bool";
-  }
-  return "?";
-}
-
 // ParameterList / ParameterDict: "graft::nn::ParameterList(\n(0): Parameter containing: [Float of size [2, 3]]\n)".
 std::string parameter_container(const char* kind, const OrderedDict<std::string, Tensor>& params) {
   std::ostringstream s;
   s << "graft::nn::" << kind << "(\n";
   for (const auto& item : params) {
     const Tensor& p = item.value();
-    s << "(" << item.key() << "): Parameter containing: [" << scalar_type_name(p.dtype()) << " of size [";
+    s << "(" << item.key() << "): Parameter containing: [" << dtype_info(p.dtype()).scalar_type_name << " of size [";
     for (int64_t d = 0; d < p.dim(); ++d) s << (d ? ", " : "") << p.size(d);
     s << "]]\n";
   }

@@ -8,6 +8,7 @@
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/nn/functional.h"
+#include "graft/ops/attention.h"
 #include "graft/ops/ops.h"
 
 namespace graft::nn {
@@ -46,8 +47,8 @@ Tensor sdpa_mask(const Tensor& attn_mask, const Tensor& key_padding_mask, int64_
                   str(dtype_name(dtype)) + ")", str("a mask of dtype ") + dtype_name(m->dtype()),
                   "a bool mask marks masked positions with true; a float mask is added to the scores");
   auto allowed = [](const Tensor& m) { return m.logical_not(); };
-  auto additive = [dtype](const Tensor& m) {
-    return m.dtype() == kBool ? where(m, full({}, -kInf, dtype), zeros({}, dtype)) : m;
+  auto additive = [dtype, allowed](const Tensor& m) {
+    return m.dtype() == kBool ? graft::detail::attention_additive_mask(allowed(m), dtype) : m;
   };
   if (!am.defined() && !kpm.defined()) return {};
   if (!kpm.defined()) return am.dtype() == kBool ? allowed(am) : am;
@@ -81,17 +82,7 @@ Tensor with_causal(const Tensor& mask, int64_t L, int64_t S, DType dtype) {
   const Tensor causal = arange(L, kInt64).unsqueeze(1).ge(arange(S, kInt64).unsqueeze(0));  // (L, S)
   if (!mask.defined()) return causal;
   if (mask.dtype() == kBool) return mask.logical_and(causal);
-  return mask + where(causal, zeros({}, dtype), full({}, -kInf, dtype));
-}
-
-// softmax over the last dim with rows of all -inf giving 0 (as scaled_dot_product_attention).
-Tensor safe_softmax(const Tensor& s) {
-  Tensor empty_row;
-  {
-    NoGradGuard ng;
-    empty_row = s.detach().amax({-1}, true).eq(-kInf);
-  }
-  return softmax(s.masked_fill(empty_row, 0.0), -1).masked_fill(empty_row, 0.0);
+  return mask + graft::detail::attention_additive_mask(causal, dtype);
 }
 
 // (T, N, E) -> (N, H, T, d)
@@ -245,10 +236,9 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query_i
                                                                                    : std::nullopt,
                                                         p, causal_core);
   } else {
-    // The weights are asked for: the plain formula, keeping (N, H, L, S).
-    Tensor s = matmul(qh, kh.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
-    if (mask.defined()) s = mask.dtype() == kBool ? s.masked_fill(mask.logical_not(), -kInf) : s + mask;
-    weights = safe_softmax(s);
+    // The weights are asked for: the op's plain formula, keeping the probabilities (N, H, L, S).
+    weights = graft::detail::attention_probs(qh, kh, mask, /*is_causal=*/false,
+                                             1.0 / std::sqrt(static_cast<double>(head_dim)));
     const Tensor w = p > 0 ? graft::dropout(weights, p, true) : weights;
     out = matmul(w, vh);
     if (average_attn_weights) weights = weights.mean({1});
