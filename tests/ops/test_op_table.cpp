@@ -184,9 +184,12 @@ TEST(OpCoverage, EveryPublicOpIsListed) {
   // F::interpolate only picks upsample_nearest2d or upsample_bilinear2d (their records cover it);
   // F::softmin (softmax of -x) and F::normalize (x / max(norm, eps)) are compositions of listed ops,
   // as in LibTorch, checked against PyTorch in tests/ops/test_act_loss_fixtures.cpp.
-  // is_autocast_enabled (autocast.h) asks for the mode, it computes nothing.
+  // is_autocast_enabled (autocast.h) asks for the mode, it computes nothing; detail::attention_probs
+  // and detail::attention_additive_mask (attention.h) are scaled_dot_product_attention's own formula,
+  // shared with MultiheadAttention, not ops of their own.
   const std::set<std::string> not_ops = {"var_all",     "std_all", "adaptive_max_pool2d_with_indices",
-                                         "interpolate", "softmin", "normalize", "is_autocast_enabled"};
+                                         "interpolate", "softmin", "normalize", "is_autocast_enabled",
+                                         "attention_probs", "attention_additive_mask"};
   size_t declared = 0;
   // Every ops header, so that an op declared beside its guard (attention.h, rnn.h) is seen too.
   for (const char* header : {"/include/graft/ops/ops.h", "/include/graft/ops/attention.h", "/include/graft/ops/rnn.h",
