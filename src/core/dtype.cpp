@@ -70,7 +70,7 @@ bool set_meta_op(bool on) { return std::exchange(t_meta_op, on); }
 }  // namespace detail
 
 DefaultDeviceGuard::DefaultDeviceGuard(Device device) : previous_(t_default_device) {
-  GRAFT_CHECK(device.is_cpu() || device.is_meta(), "DefaultDeviceGuard", "the CPU or the meta device", device.str(),
+  GRAFT_CHECK(device.is_cpu() || device.is_meta(), "DefaultDeviceGuard", "a CPU device or the meta device", device.str(),
               "graft runs on the CPU and on meta tensors so far; the CUDA device is planned");
   t_default_device = device;
 }

@@ -18,7 +18,7 @@ void check_sizes(IntArrayRef size, const char* op) {
 }
 
 void check_device(const TensorOptions& o, const char* op) {
-  GRAFT_CHECK(o.device().is_cpu() || o.device().is_meta(), op, "a CPU or meta device", o.device().str(),
+  GRAFT_CHECK(o.device().is_cpu() || o.device().is_meta(), op, "a CPU device or the meta device", o.device().str(),
               "graft runs on the CPU (and on meta tensors, which have no data) so far; the CUDA device is planned");
 }
 

@@ -163,7 +163,7 @@ Storage::Storage(size_t n, Allocator* alloc) : nbytes(n), allocator(alloc) {
 }
 
 Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
-  GRAFT_CHECK(dev.is_cpu() || dev.is_meta(), "empty", "a CPU or meta device", dev.str(),
+  GRAFT_CHECK(dev.is_cpu() || dev.is_meta(), "empty", "a CPU device or the meta device", dev.str(),
               "graft runs on the CPU and on meta tensors so far; the CUDA device is planned");
   if (dev.is_meta()) {
     allocator = meta_allocator();  // counted (allocator set), never allocated

@@ -306,7 +306,7 @@ void Module::to(DType dtype, bool /*non_blocking*/) {
 // dtype (Note [Meta device]), keeping the tensors' identity (as to(dtype) does), requires_grad and
 // memory category; the values are gone. Back to the CPU is an error: meta tensors have no values.
 void Module::to(Device device, bool /*non_blocking*/) {
-  GRAFT_CHECK(device.is_cpu() || device.is_meta(), "Module::to", "the CPU or the meta device", device.str(),
+  GRAFT_CHECK(device.is_cpu() || device.is_meta(), "Module::to", "a CPU device or the meta device", device.str(),
               "graft runs on the CPU and on meta tensors so far; the CUDA device is planned");
   NoGradGuard no_grad;
   auto move = [&](const Tensor& t) {

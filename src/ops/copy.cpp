@@ -108,7 +108,7 @@ Tensor Tensor::to(DType dt, bool copy) const {
 // (a new tensor without history: autograd does not cross devices here, so make it a leaf again with
 // requires_grad_() when you need one); a meta tensor has no values to bring to the CPU.
 Tensor Tensor::to(Device device, bool /*non_blocking*/, bool copy) const {
-  GRAFT_CHECK(device.is_cpu() || device.is_meta(), "Tensor::to", "the CPU or the meta device", device.str(),
+  GRAFT_CHECK(device.is_cpu() || device.is_meta(), "Tensor::to", "a CPU device or the meta device", device.str(),
               "graft runs on the CPU and on meta tensors so far; the CUDA device is planned");
   if (device.type == this->device().type) return copy ? clone() : *this;
   GRAFT_CHECK(device.is_meta(), "Tensor::to", "a tensor with data to copy to the CPU",
