@@ -14,17 +14,26 @@
 
 namespace graft::nn {
 
+namespace detail {
+// The state of a normalisation over C channels, as LibTorch's NormImplBase::reset registers it:
+// weight and bias (affine), running_mean, running_var and num_batches_tracked (track_running_stats).
+// Shared by BatchNormImplBase and InstanceNormImplBase; `m` is the module, `hint` ends the error.
+template <class M>
+void register_norm_state(M& m, const char* hint) {
+  const int64_t C = m.options.num_features();
+  GRAFT_CHECK(C > 0, m.name(), "a positive num_features", "num_features " + std::to_string(C), hint);
+  const bool affine = m.options.affine(), track = m.options.track_running_stats();
+  m.weight = m.register_parameter("weight", affine ? graft::empty({C}) : Tensor(), affine);
+  m.bias = m.register_parameter("bias", affine ? graft::empty({C}) : Tensor(), affine);
+  m.running_mean = m.register_buffer("running_mean", track ? graft::zeros({C}) : Tensor());
+  m.running_var = m.register_buffer("running_var", track ? graft::ones({C}) : Tensor());
+  m.num_batches_tracked = m.register_buffer("num_batches_tracked", track ? graft::zeros({}, kInt64) : Tensor());
+}
+}  // namespace detail
+
 template <class Derived>
 void BatchNormImplBase<Derived>::reset() {
-  const int64_t C = options.num_features();
-  GRAFT_CHECK(C > 0, this->name(), "a positive num_features", "num_features " + std::to_string(C),
-              "pass num_features = the input's channel count, input.size(1)");
-  weight = this->register_parameter("weight", options.affine() ? graft::empty({C}) : Tensor(), options.affine());
-  bias = this->register_parameter("bias", options.affine() ? graft::empty({C}) : Tensor(), options.affine());
-  const bool track = options.track_running_stats();
-  running_mean = this->register_buffer("running_mean", track ? graft::zeros({C}) : Tensor());
-  running_var = this->register_buffer("running_var", track ? graft::ones({C}) : Tensor());
-  num_batches_tracked = this->register_buffer("num_batches_tracked", track ? graft::zeros({}, kInt64) : Tensor());
+  detail::register_norm_state(*this, "pass num_features = the input's channel count, input.size(1)");
   reset_parameters();
 }
 

@@ -97,15 +97,7 @@ std::string GroupNormImpl::extra_repr() const {
 
 template <class Derived, int64_t D>
 void InstanceNormImplBase<Derived, D>::reset() {
-  const int64_t C = options.num_features();
-  GRAFT_CHECK(C > 0, this->name(), "a positive num_features", "num_features " + std::to_string(C),
-              "pass num_features = the input's channel count");
-  weight = this->register_parameter("weight", options.affine() ? graft::empty({C}) : Tensor(), options.affine());
-  bias = this->register_parameter("bias", options.affine() ? graft::empty({C}) : Tensor(), options.affine());
-  const bool track = options.track_running_stats();
-  running_mean = this->register_buffer("running_mean", track ? graft::zeros({C}) : Tensor());
-  running_var = this->register_buffer("running_var", track ? graft::ones({C}) : Tensor());
-  num_batches_tracked = this->register_buffer("num_batches_tracked", track ? graft::zeros({}, kInt64) : Tensor());
+  detail::register_norm_state(*this, "pass num_features = the input's channel count");
   reset_parameters();
 }
 
