@@ -179,7 +179,13 @@ class LocalGroup final : public internal::Group {
   }
 };
 
-std::unique_ptr<internal::Group> g_group;
+// Note [The group outlives exit]
+// A plain pointer, deleted only by destroy_process_group(), never by a static destructor: a rank
+// that leaves main() without destroying the group (after an error, say) must not shut the MPI
+// group down at exit, because MPI_Finalize waits for the other ranks, which may have failed or be
+// stuck in a collective that will only time out; the rank would then hang at exit instead of
+// ending with its error (tests/distributed/faults.sh, the "throw" case, caught it: 62 s).
+internal::Group* g_group = nullptr;
 std::mutex g_group_mutex;
 
 internal::Group& group(const char* op) {
@@ -214,8 +220,9 @@ void init_process_group(const std::string& backend, ProcessGroupOptions options)
   }
   GRAFT_CHECK(options.timeout.count() > 0, "init_process_group", "a timeout > 0",
               std::to_string(options.timeout.count()) + " ms", "pass e.g. std::chrono::seconds(60)");
-  g_group = internal::make_mpi_group(options);
-  if (!g_group) g_group = std::make_unique<LocalGroup>(options);
+  std::unique_ptr<internal::Group> made = internal::make_mpi_group(options);
+  if (!made) made = std::make_unique<LocalGroup>(options);
+  g_group = made.release();  // Note [The group outlives exit]
 }
 
 bool is_initialized() { return g_group != nullptr; }
@@ -224,7 +231,8 @@ void destroy_process_group() {
   std::lock_guard lock(g_group_mutex);
   if (!g_group) return;
   g_group->shutdown();
-  g_group.reset();
+  delete g_group;
+  g_group = nullptr;
 }
 
 int get_rank() { return g_group ? g_group->rank() : 0; }
