@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../autograd/composite_backward.h"
 #include "graft/autograd/node.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
@@ -384,5 +385,14 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
   }
   return task.captured;
 }
+
+// The fused ops' create_graph backward differentiates their composites through grad() (Note [The
+// create_graph policy] in src/autograd/composite_backward.h): installed when the engine is linked.
+namespace {
+TensorList composite_grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs) {
+  return grad(outputs, inputs, grad_outputs, /*retain_graph=*/true, /*create_graph=*/true, /*allow_unused=*/true);
+}
+[[maybe_unused]] const bool composite_grad_installed = (detail::set_composite_grad(&composite_grad), true);
+}  // namespace
 
 }  // namespace graft::autograd

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../autograd/composite_backward.h"
 #include "../kernels/attention.h"
 #include "autocast_internal.h"
 #include "graft/core/generator.h"
@@ -148,19 +149,6 @@ Tensor math_forward(const Call& c, const Tensor& q, const Tensor& k, const Tenso
   return matmul(p, v);
 }
 
-// The kernel's backward as graft ops (for create_graph): with p the probabilities, pd = p after
-// dropout (scale z), dv = pd^T g, dp = (g v^T) z, ds = p (dp - sum_j dp p), dq = ds k scale,
-// dk = ds^T q scale.
-TensorList math_backward(const Call& c, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g) {
-  const Tensor p = math_probs(c, q, k);
-  const Tensor z = dropout_scale(c, p.dtype());
-  const Tensor pd = z.defined() ? p * z : p;
-  Tensor dp = matmul(g, v.transpose(-2, -1));
-  if (z.defined()) dp = dp * z;
-  const Tensor ds = p * (dp - (dp * p).sum({-1}, /*keepdim=*/true));
-  return {matmul(ds, k) * c.scale, matmul(ds.transpose(-2, -1), q) * c.scale, matmul(pd.transpose(-2, -1), g)};
-}
-
 // ---- the memory-efficient kernel ----
 
 // The kernel's view of a tensor: contiguous, leading dims flattened.
@@ -236,7 +224,9 @@ Tensor efficient_forward(const Call& c, const Tensor& q, const Tensor& k, const 
   if (auto node = make_node("ScaledDotProductEfficientAttentionBackward0", OpId::scaled_dot_product_attention,
                             {&q, &k, &v}, [c](Node& n, const Tensor& g) -> TensorList {
         const Tensor q = n.saved(0), k = n.saved(1), v = n.saved(2);
-        if (GradMode::is_enabled()) return math_backward(c, q, k, v, g);  // create_graph
+        if (GradMode::is_enabled())  // Note [The create_graph policy]: the math path, differentiated
+          return autograd::differentiate_composite(
+              n, {q, k, v}, [&](const TensorList& in) { return math_forward(c, in[0], in[1], in[2]); }, g);
         memory::OpScope op_scope(kOp);
         NoGradGuard ng;
         const Tensor out = n.saved(3), lse = n.saved(4);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "../autograd/composite_backward.h"
 #include "../core/dispatch.h"
 #include "../kernels/linear_epilogue.h"
 #include "ops/autocast_internal.h"
@@ -517,9 +518,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
 // saves the same bytes (addmm: x and W; the activation: y, or its input z for gelu).
 // Values: the epilogue uses the activation ops' own formulas (kernels/linear_epilogue.cpp), and the
 // product plus the bias rounds once either way, so y has the unfused pair's bits; gb differs from
-// sum(0) by summation order only. Under create_graph the backward is built from graft ops
-// (detail::relu_backward and its siblings, sum, mm), so it is differentiable again; for gelu z is
-// then recomputed from the saved x, W and b, so that second derivatives reach them through z.
+// sum(0) by summation order only. Under create_graph the backward differentiates the unfused pair
+// act(linear(x, W, b)) recomputed from the saved x, W and b (Note [The create_graph policy]).
 // Everything that is not float32 or float64 with a bias of shape (out) (autocast's lower precision
 // products, integer tensors, a broadcast bias) takes the two ops instead.
 namespace {
@@ -588,46 +588,30 @@ Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bia
   if (records) {
     const bool has_bias = bias.defined();
     const autograd::ForwardOp op{static_cast<int>(OpId::fused_linear), kind.op};
-    auto node = autograd::make_node(kind.node, op, {&x, &weight, &bias}, [kind, has_bias](Node& n, const Tensor& g) -> TensorList {
+    auto node = autograd::make_node(kind.node, op, {&x, &weight, &bias}, [kind, has_bias, activation](Node& n, const Tensor& g) -> TensorList {
       const Tensor xs = n.saved(0), w = n.saved(1), s = n.saved(2);
       const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1);
       const bool need_b = has_bias && n.needs_input_grad(2);
-      Tensor gz, gb;
-      if (GradMode::is_enabled()) {  // create_graph: differentiable ops
-        using K = kernels::EpilogueActivation;
-        switch (kind.kernel) {
-          case K::ReLU: gz = detail::relu_backward(g, s); break;
-          case K::Sigmoid: gz = detail::sigmoid_backward(g, s); break;
-          case K::Tanh: gz = detail::tanh_backward(g, s); break;
-          case K::Gelu:
-          case K::GeluTanh: {
-            const Tensor zr = linear(xs, w, has_bias ? n.saved(3) : Tensor());
-            gz = detail::gelu_backward(g, zr, kind.kernel == K::GeluTanh);
-            break;
-          }
-        }
-        if (need_b) gb = gz.sum(0);
-      } else {
-        const Tensor gc = g.is_contiguous() ? g : g.contiguous();
-        const int64_t r = s.size(0), c = s.size(1);
-        gz = make_empty({r, c}, s.dtype(), s.device());
-        if (need_b) gb = make_empty({c}, s.dtype(), s.device());
-        if (!s.is_meta()) kernels::dispatch_floating(s.dtype(), kind.node, [&]<class T>() {
-          kernels::activation_backward<T>(kind.kernel, gc.data_ptr<T>(), s.data_ptr<T>(), gz.data_ptr<T>(),
-                                          gb.defined() ? gb.data_ptr<T>() : nullptr, r, c);
-        });
-      }
+      if (GradMode::is_enabled())  // Note [The create_graph policy]: the two ops, differentiated
+        return autograd::differentiate_composite(
+            n, {xs, w, has_bias ? n.saved(3) : Tensor()},
+            [&](const TensorList& in) { return unfused_activation(linear(in[0], in[1], in[2]), activation); }, g);
+      const Tensor gc = g.is_contiguous() ? g : g.contiguous();
+      const int64_t r = s.size(0), c = s.size(1);
+      Tensor gz = make_empty({r, c}, s.dtype(), s.device()), gb;
+      if (need_b) gb = make_empty({c}, s.dtype(), s.device());
+      if (!s.is_meta()) kernels::dispatch_floating(s.dtype(), kind.node, [&]<class T>() {
+        kernels::activation_backward<T>(kind.kernel, gc.data_ptr<T>(), s.data_ptr<T>(), gz.data_ptr<T>(),
+                                        gb.defined() ? gb.data_ptr<T>() : nullptr, r, c);
+      });
       return {need_x ? mm(gz, w) : Tensor(), need_w ? mm(gz.t(), xs) : Tensor(), gb};  // an undefined bias has an empty edge
     });
     node->save(x);
     node->save(weight);
     set_history(y, node);  // before saving y: a saved output carries its grad_fn (Note [Saved tensors])
-    if (keep_z) {
-      node->save(z);
-      if (has_bias) node->save(bias);
-    } else {
-      node->save(y, /*is_output=*/true);
-    }
+    if (keep_z) node->save(z);
+    else node->save(y, /*is_output=*/true);
+    if (has_bias) node->save(bias);  // for the composite (Note [The create_graph policy])
   }
   if (input.dim() == 2) return y;
   Shape shape(input.sizes());

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "../autograd/composite_backward.h"
 #include "../core/dispatch.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
@@ -267,10 +268,16 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
 //                               rows; D = #counted rows for mean, else 1; g_i = g for mean/sum.
 // It saves the logits and lse (N values), where the composite saves log_softmax's (N, C) output.
 // The node is named NllLossBackward0, as loss.grad_fn is in PyTorch (whose next function is
-// LogSoftmaxBackward0; here it is the logits' own grad_fn). Under create_graph the backward is
-// built from graft ops instead, (softmax(x) - one_hot(t)) * mask * g / D, so that it is itself
-// differentiable. Tested against the composite route and PyTorch's fixtures (tests/ops).
+// LogSoftmaxBackward0; here it is the logits' own grad_fn). Under create_graph the backward
+// differentiates composite_cross_entropy, the general route (Note [The create_graph policy]).
+// Tested against the composite route and PyTorch's fixtures (tests/ops).
 namespace {
+
+// The fused op's composite (the general route's formula for its case): its specification, and what
+// its backward differentiates under create_graph (Note [The create_graph policy]).
+Tensor composite_cross_entropy(const Tensor& x, const Tensor& t, int64_t ignore_index, Reduction red) {
+  return nll_reduce(nll_parts(log_softmax(x, 1), t, Tensor(), ignore_index), t, red);
+}
 
 bool fused_cross_entropy_applies(const Tensor& input, const Tensor& target, const Tensor& weight,
                                  double label_smoothing) {
@@ -314,13 +321,9 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ig
         const Tensor xs = n.saved(0), ts = n.saved(1), ls = n.saved(2);
         const int64_t rows = xs.size(0), cols = xs.size(1);
         const double denom = red == Reduction::Mean ? static_cast<double>(counted) : 1.0;
-        if (GradMode::is_enabled()) {  // create_graph: differentiable ops
-          const Tensor mask = ne(ts, Scalar(ignore_index));
-          const Tensor safe = where(mask, ts, Scalar(int64_t{0}));
-          const Tensor onehot = one_hot(safe, cols).to(xs.dtype());
-          const Tensor gi = red == Reduction::None ? g.unsqueeze(1) : g / denom;
-          return {(softmax(xs, 1) - onehot) * mask.to(xs.dtype()).unsqueeze(1) * gi};
-        }
+        if (GradMode::is_enabled())  // Note [The create_graph policy]
+          return autograd::differentiate_composite(
+              n, {xs}, [&](const TensorList& in) { return composite_cross_entropy(in[0], ts, ignore_index, red); }, g);
         Tensor dx = make_empty({rows, cols}, xs.dtype(), xs.device());
         const Tensor gc = g.is_contiguous() ? g : g.contiguous();
         if (!xs.is_meta()) kernels::dispatch_floating(xs.dtype(), "NllLossBackward0", [&]<class T>() {

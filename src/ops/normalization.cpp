@@ -15,14 +15,16 @@
 // The batch-statistics dx is d/dx of y through mean and var: d mean / dx = 1/n and d var / dx =
 // 2 (x - mean) / n, so dxhat's projection on 1 and on xhat is removed.
 // The fused kernel runs when backward does not record (create_graph=false). Under create_graph the
-// same formulas are composed of graft ops, recomputing mean and invstd from x, so double backward
-// differentiates them.
+// op's composite (bn_composite, ln_composite, gn_composite: the forward in graft ops, recomputing
+// mean and invstd from x) is differentiated instead (Note [The create_graph policy] in
+// src/autograd/composite_backward.h), so double backward differentiates the statistics too.
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "../core/dispatch.h"
+#include "../autograd/composite_backward.h"
+#include "../kernels/normalization.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -31,6 +33,8 @@ namespace graft {
 using autograd::make_node;
 using autograd::Node;
 using autograd::set_history;
+
+namespace nk = kernels::normalization;
 
 namespace {
 
@@ -51,47 +55,15 @@ void check_input(const Tensor& x, const char* op) {
               std::string("a ") + dtype_name(x.dtype()) + " input", "convert it: input.to(graft::kFloat32)");
 }
 
-// Per-group statistics of `groups` groups of n values each, the values of group g being
-// x[(o * groups + g) * inner + i] for o < outer, i < inner (n = outer * inner).
-template <class T>
-void group_stats(const T* x, int64_t outer, int64_t groups, int64_t inner, double eps, double* mean, double* var,
-                 double* invstd) {
-  const double n = static_cast<double>(outer * inner);
-  for (int64_t g = 0; g < groups; ++g) {
-    const double K = static_cast<double>(x[g * inner]);
-    double s = 0, sq = 0;
-    for (int64_t o = 0; o < outer; ++o) {
-      const T* row = x + (o * groups + g) * inner;
-      for (int64_t i = 0; i < inner; ++i) {
-        const double d = static_cast<double>(row[i]) - K;
-        s += d;
-        sq += d * d;
-      }
-    }
-    mean[g] = K + s / n;
-    var[g] = std::max(0.0, (sq - s * s / n) / n);
-    invstd[g] = 1.0 / std::sqrt(var[g] + eps);
-  }
-}
-
-std::vector<double> to_doubles(const Tensor& t) {
-  NoGradGuard ng;
-  const Tensor d = t.detach().to(kFloat64).contiguous();
-  const double* p = d.data_ptr<double>();
-  return {p, p + d.numel()};
-}
-
 // The saved statistics of a normalisation of `like`: the values, or a meta tensor of their count on
 // meta inputs (Note [Meta device]: nothing was computed).
-Tensor vec_tensor(const std::vector<double>& v);
 Tensor stats_tensor(const std::vector<double>& v, const Tensor& like) {
-  return like.is_meta() ? make_empty({static_cast<int64_t>(v.size())}, kFloat64, like.device()) : vec_tensor(v);
+  return like.is_meta() ? make_empty({static_cast<int64_t>(v.size())}, kFloat64, like.device()) : nk::from_doubles(v);
 }
 
-Tensor vec_tensor(const std::vector<double>& v) {
-  Tensor t = make_empty({static_cast<int64_t>(v.size())}, kFloat64);
-  std::copy(v.begin(), v.end(), t.data_ptr<double>());
-  return t;
+// A kernel's float64 parameter gradient as a tensor of the given dtype and shape, or undefined.
+Tensor param_grad(bool need, const std::vector<double>& v, DType dtype, IntArrayRef shape) {
+  return need ? nk::from_doubles(v).to(dtype).reshape(shape) : Tensor();
 }
 
 // ---- batch_norm ----
@@ -108,203 +80,55 @@ Shape bn_channel_shape(int64_t rank, int64_t C) {
   return s;
 }
 
-// Backward of batch_norm composed of graft ops (for create_graph; Note [Normalisation kernels]).
-TensorList bn_backward_composite(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& mean_,
-                                 const Tensor& invstd_, bool training, double eps, bool need_x, bool need_w,
-                                 bool need_b) {
+// batch_norm as graft ops: the specification of the kernels, differentiated under create_graph
+// (Note [The create_graph policy] in src/autograd/composite_backward.h). Training normalises with
+// the batch statistics (biased variance); evaluation with the saved running mean and invstd.
+Tensor bn_composite(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& mean_, const Tensor& invstd_,
+                    bool training, double eps) {
   const auto dims = bn_dims(x.dim());
   const Shape cs = bn_channel_shape(x.dim(), x.size(1));
-  Tensor inv, xhat;
+  Tensor y;
   if (training) {
     const Tensor xc = x - x.mean(dims, true);
-    inv = rsqrt((xc * xc).mean(dims, true) + eps);
-    xhat = xc * inv;
+    y = xc * rsqrt((xc * xc).mean(dims, true) + eps);
   } else {
-    inv = invstd_.to(x.dtype()).reshape(cs);
-    xhat = (x - mean_.to(x.dtype()).reshape(cs)) * inv;
+    y = (x - mean_.to(x.dtype()).reshape(cs)) * invstd_.to(x.dtype()).reshape(cs);
   }
-  Tensor dx, dw, db;
-  if (need_x) {
-    const Tensor dxhat = w.defined() ? g * w.reshape(cs) : g;
-    dx = training ? inv * (dxhat - dxhat.mean(dims, true) - xhat * (dxhat * xhat).mean(dims, true)) : dxhat * inv;
-  }
-  if (need_w) dw = (g * xhat).sum(dims);
-  if (need_b) db = g.sum(dims);
-  return {dx, dw, db};
+  if (w.defined()) y = y * w.reshape(cs);
+  if (b.defined()) y = y + b.reshape(cs);
+  return y;
 }
 
-// The fused backward kernel.
-TensorList bn_backward_fused(const Tensor& g_, const Tensor& x_, const Tensor& w_, const Tensor& mean_,
-                             const Tensor& invstd_, bool training, bool need_x, bool need_w, bool need_b) {
-  NoGradGuard ng;
-  const Tensor g = g_.detach().contiguous(), x = x_.detach().contiguous();
-  const Tensor w = w_.defined() ? w_.detach().contiguous() : Tensor();
-  const int64_t N = x.size(0), C = x.size(1), S = x.numel() / std::max<int64_t>(1, N * C);
-  const double n = static_cast<double>(N * S);
-  const double* mean = mean_.data_ptr<double>();
-  const double* invstd = invstd_.data_ptr<double>();
-  Tensor dx = need_x ? make_empty(x.sizes(), x.dtype()) : Tensor();
-  std::vector<double> dw(static_cast<size_t>(C)), db(static_cast<size_t>(C));
-  kernels::dispatch_floating(x.dtype(), "batch_norm", [&]<class T>() {
-    const T* px = static_cast<const T*>(x.data_ptr());
-    const T* pg = static_cast<const T*>(g.data_ptr());
-    const T* pw = w.defined() ? static_cast<const T*>(w.data_ptr()) : nullptr;
-    for (int64_t c = 0; c < C; ++c) {
-      const double m = mean[c], inv = invstd[c];
-      double sum_dy = 0, sum_dy_xhat = 0;
-      for (int64_t b = 0; b < N; ++b) {
-        const int64_t off = (b * C + c) * S;
-        for (int64_t s = 0; s < S; ++s) {
-          const double dy = static_cast<double>(pg[off + s]);
-          sum_dy += dy;
-          sum_dy_xhat += dy * (static_cast<double>(px[off + s]) - m);
-        }
-      }
-      sum_dy_xhat *= inv;
-      dw[static_cast<size_t>(c)] = sum_dy_xhat;
-      db[static_cast<size_t>(c)] = sum_dy;
-      if (!need_x) continue;
-      T* pdx = dx.data_ptr<T>();
-      const double scale = (pw ? static_cast<double>(pw[c]) : 1.0) * inv;
-      // training: dx = scale * (dy - sum_dy / n - xhat * sum_dy_xhat / n)
-      const double a = training ? sum_dy / n : 0.0, k = training ? sum_dy_xhat / n * inv : 0.0;
-      for (int64_t b = 0; b < N; ++b) {
-        const int64_t off = (b * C + c) * S;
-        for (int64_t s = 0; s < S; ++s)
-          pdx[off + s] = static_cast<T>(
-              scale * (static_cast<double>(pg[off + s]) - a - (static_cast<double>(px[off + s]) - m) * k));
-      }
-    }
-  });
-  return {dx, need_w ? vec_tensor(dw).to(x.dtype()) : Tensor(), need_b ? vec_tensor(db).to(x.dtype()) : Tensor()};
-}
 
 // ---- layer_norm ----
 
-TensorList ln_backward_composite(const Tensor& g, const Tensor& x, const Tensor& w, IntArrayRef ns, double eps,
-                                 bool need_x, bool need_w, bool need_b) {
+// layer_norm as graft ops (Note [The create_graph policy]): over the trailing ns dims.
+Tensor ln_composite(const Tensor& x, const Tensor& w, const Tensor& b, IntArrayRef ns, double eps) {
   std::vector<int64_t> dims;
   for (int64_t d = x.dim() - static_cast<int64_t>(ns.size()); d < x.dim(); ++d) dims.push_back(d);
   const Tensor xc = x - x.mean(dims, true);
-  const Tensor inv = rsqrt((xc * xc).mean(dims, true) + eps);
-  const Tensor xhat = xc * inv;
-  Tensor dx, dw, db;
-  if (need_x) {
-    const Tensor dxhat = w.defined() ? g * w : g;
-    dx = inv * (dxhat - dxhat.mean(dims, true) - xhat * (dxhat * xhat).mean(dims, true));
-  }
-  if (need_w) dw = sum_to(g * xhat, ns);
-  if (need_b) db = sum_to(g, ns);
-  return {dx, dw, db};
+  Tensor y = xc * rsqrt((xc * xc).mean(dims, true) + eps);
+  if (w.defined()) y = y * w;
+  if (b.defined()) y = y + b;
+  return y;
 }
 
-TensorList ln_backward_fused(const Tensor& g_, const Tensor& x_, const Tensor& w_, const Tensor& mean_,
-                             const Tensor& invstd_, IntArrayRef ns, bool need_x, bool need_w, bool need_b) {
-  NoGradGuard ng;
-  const Tensor g = g_.detach().contiguous(), x = x_.detach().contiguous();
-  const Tensor w = w_.defined() ? w_.detach().contiguous() : Tensor();
-  const int64_t M = numel_of(ns), R = M == 0 ? 0 : x.numel() / M;
-  const double* mean = mean_.data_ptr<double>();
-  const double* invstd = invstd_.data_ptr<double>();
-  Tensor dx = need_x ? make_empty(x.sizes(), x.dtype()) : Tensor();
-  std::vector<double> dw(static_cast<size_t>(M)), db(static_cast<size_t>(M)), dxhat(static_cast<size_t>(M));
-  kernels::dispatch_floating(x.dtype(), "layer_norm", [&]<class T>() {
-    const T* px = static_cast<const T*>(x.data_ptr());
-    const T* pg = static_cast<const T*>(g.data_ptr());
-    const T* pw = w.defined() ? static_cast<const T*>(w.data_ptr()) : nullptr;
-    for (int64_t r = 0; r < R; ++r) {
-      const T* xr = px + r * M;
-      const T* gr = pg + r * M;
-      const double m = mean[r], inv = invstd[r];
-      double sum_dxhat = 0, sum_dxhat_xhat = 0;
-      for (int64_t i = 0; i < M; ++i) {
-        const double dy = static_cast<double>(gr[i]), xhat = (static_cast<double>(xr[i]) - m) * inv;
-        const double d = pw ? dy * static_cast<double>(pw[i]) : dy;
-        dxhat[static_cast<size_t>(i)] = d;
-        sum_dxhat += d;
-        sum_dxhat_xhat += d * xhat;
-        dw[static_cast<size_t>(i)] += dy * xhat;
-        db[static_cast<size_t>(i)] += dy;
-      }
-      if (!need_x) continue;
-      T* dr = dx.data_ptr<T>() + r * M;
-      const double nn = static_cast<double>(M);
-      for (int64_t i = 0; i < M; ++i) {
-        const double xhat = (static_cast<double>(xr[i]) - m) * inv;
-        dr[i] = static_cast<T>(inv / nn * (nn * dxhat[static_cast<size_t>(i)] - sum_dxhat - xhat * sum_dxhat_xhat));
-      }
-    }
-  });
-  Tensor tw, tb;
-  if (need_w) tw = vec_tensor(dw).to(x.dtype()).reshape(ns);
-  if (need_b) tb = vec_tensor(db).to(x.dtype()).reshape(ns);
-  return {dx, tw, tb};
-}
 
 // ---- group_norm ----
 // Viewed as (N, G, M) with M = C / G * S values per group; weight and bias are per channel.
 
-TensorList gn_backward_composite(const Tensor& g, const Tensor& x, const Tensor& w, int64_t G, double eps,
-                                 bool need_x, bool need_w, bool need_b) {
+// group_norm as graft ops (Note [The create_graph policy]): each group of (N, G, M) normalised.
+Tensor gn_composite(const Tensor& x, const Tensor& w, const Tensor& b, int64_t G, double eps) {
   const int64_t N = x.size(0), C = x.size(1), M = x.numel() / std::max<int64_t>(1, N * G);
   const Tensor xs = x.reshape({N, G, M});
   const Tensor xc = xs - xs.mean({2}, true);
-  const Tensor inv = rsqrt((xc * xc).mean({2}, true) + eps);
-  const Tensor xhat = xc * inv;  // (N, G, M)
+  Tensor y = (xc * rsqrt((xc * xc).mean({2}, true) + eps)).reshape(x.sizes());
   const Shape cs = bn_channel_shape(x.dim(), C);
-  Tensor dx, dw, db;
-  if (need_x) {
-    const Tensor dxhat = (w.defined() ? g * w.reshape(cs) : g).reshape({N, G, M});
-    dx = (inv * (dxhat - dxhat.mean({2}, true) - xhat * (dxhat * xhat).mean({2}, true))).reshape(x.sizes());
-  }
-  if (need_w) dw = (g * xhat.reshape(x.sizes())).sum(bn_dims(x.dim()));
-  if (need_b) db = g.sum(bn_dims(x.dim()));
-  return {dx, dw, db};
+  if (w.defined()) y = y * w.reshape(cs);
+  if (b.defined()) y = y + b.reshape(cs);
+  return y;
 }
 
-TensorList gn_backward_fused(const Tensor& g_, const Tensor& x_, const Tensor& w_, const Tensor& mean_,
-                             const Tensor& invstd_, int64_t G, bool need_x, bool need_w, bool need_b) {
-  NoGradGuard ng;
-  const Tensor g = g_.detach().contiguous(), x = x_.detach().contiguous();
-  const Tensor w = w_.defined() ? w_.detach().contiguous() : Tensor();
-  const int64_t N = x.size(0), C = x.size(1), S = x.numel() / std::max<int64_t>(1, N * C), Cg = C / G;
-  const double M = static_cast<double>(Cg * S);
-  const double* mean = mean_.data_ptr<double>();
-  const double* invstd = invstd_.data_ptr<double>();
-  Tensor dx = need_x ? make_empty(x.sizes(), x.dtype()) : Tensor();
-  std::vector<double> dw(static_cast<size_t>(C)), db(static_cast<size_t>(C));
-  kernels::dispatch_floating(x.dtype(), "group_norm", [&]<class T>() {
-    const T* px = static_cast<const T*>(x.data_ptr());
-    const T* pg = static_cast<const T*>(g.data_ptr());
-    const T* pw = w.defined() ? static_cast<const T*>(w.data_ptr()) : nullptr;
-    for (int64_t n = 0; n < N; ++n) {
-      for (int64_t gr = 0; gr < G; ++gr) {
-        const double m = mean[n * G + gr], inv = invstd[n * G + gr];
-        const int64_t base = (n * C + gr * Cg) * S;
-        double sum_dxhat = 0, sum_dxhat_xhat = 0;
-        for (int64_t c = gr * Cg; c < (gr + 1) * Cg; ++c) {
-          const double wc = pw ? static_cast<double>(pw[c]) : 1.0;
-          const int64_t off = (n * C + c) * S;
-          for (int64_t s = 0; s < S; ++s) {
-            const double dy = static_cast<double>(pg[off + s]), xhat = (static_cast<double>(px[off + s]) - m) * inv;
-            sum_dxhat += dy * wc;
-            sum_dxhat_xhat += dy * wc * xhat;
-            dw[static_cast<size_t>(c)] += dy * xhat;
-            db[static_cast<size_t>(c)] += dy;
-          }
-        }
-        if (!need_x) continue;
-        T* pdx = dx.data_ptr<T>() + base;
-        for (int64_t j = 0; j < Cg * S; ++j) {
-          const double wc = pw ? static_cast<double>(pw[gr * Cg + j / S]) : 1.0;
-          const double xhat = (static_cast<double>(px[base + j]) - m) * inv;
-          pdx[j] = static_cast<T>(inv / M * (M * static_cast<double>(pg[base + j]) * wc - sum_dxhat - xhat * sum_dxhat_xhat));
-        }
-      }
-    }
-  });
-  return {dx, need_w ? vec_tensor(dw).to(x.dtype()) : Tensor(), need_b ? vec_tensor(db).to(x.dtype()) : Tensor()};
-}
 
 }  // namespace
 
@@ -348,35 +172,19 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   }
 
   // Statistics (float64, one per channel) and the normalised output.
-  std::vector<double> mean(static_cast<size_t>(C)), var(static_cast<size_t>(C)), invstd(static_cast<size_t>(C));
-  const Tensor x = input.detach().contiguous();
+  nk::Stats st = training ? nk::group_stats(op, input, N, C, S, eps)
+                          : nk::Stats{std::vector<double>(static_cast<size_t>(C)), std::vector<double>(static_cast<size_t>(C)),
+                                      std::vector<double>(static_cast<size_t>(C))};
+  if (!training && !input.is_meta()) {  // Note [Meta device]
+    const std::vector<double> rm = nk::to_doubles(running_mean), rv = nk::to_doubles(running_var);
+    for (size_t c = 0; c < st.mean.size(); ++c) {
+      st.mean[c] = rm[c];
+      st.invstd[c] = 1.0 / std::sqrt(rv[c] + eps);
+    }
+  }
+  const std::vector<double>&mean = st.mean, &var = st.var, &invstd = st.invstd;
   Tensor y = make_empty(input.sizes(), input.dtype(), input.device());
-  if (!input.is_meta()) kernels::dispatch_floating(input.dtype(), op, [&]<class T>() {  // Note [Meta device]
-    const T* px = static_cast<const T*>(x.data_ptr());
-    if (training) {
-      if (count > 0) group_stats<T>(px, N, C, S, eps, mean.data(), var.data(), invstd.data());
-    } else {
-      const std::vector<double> rm = to_doubles(running_mean), rv = to_doubles(running_var);
-      for (size_t c = 0; c < mean.size(); ++c) {
-        mean[c] = rm[c];
-        invstd[c] = 1.0 / std::sqrt(rv[c] + eps);
-      }
-    }
-    T* py = y.data_ptr<T>();
-    const Tensor wc = w.defined() ? w.detach().contiguous() : Tensor(), bc = b.defined() ? b.detach().contiguous() : Tensor();
-    const T* pw = wc.defined() ? static_cast<const T*>(wc.data_ptr()) : nullptr;
-    const T* pb = bc.defined() ? static_cast<const T*>(bc.data_ptr()) : nullptr;
-    for (int64_t c = 0; c < C; ++c) {
-      const double m = mean[static_cast<size_t>(c)];
-      const double scale = invstd[static_cast<size_t>(c)] * (pw ? static_cast<double>(pw[c]) : 1.0);
-      const double shift = pb ? static_cast<double>(pb[c]) : 0.0;
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t off = (n * C + c) * S;
-        for (int64_t s = 0; s < S; ++s)
-          py[off + s] = static_cast<T>((static_cast<double>(px[off + s]) - m) * scale + shift);
-      }
-    }
-  });
+  nk::batch_norm_forward(input, w, b, st, y);
 
   // Running statistics: running = (1 - momentum) * running + momentum * batch statistic (unbiased var).
   if (training && (running_mean.defined() || running_var.defined()) && !input.is_meta()) {
@@ -387,11 +195,11 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     for (double& v : uvar) v *= unbias;
     if (running_mean.defined()) {
       Tensor rm = running_mean;
-      rm.mul_(1.0 - mom).add_(vec_tensor(mean).to(rm.dtype()), mom);
+      rm.mul_(1.0 - mom).add_(nk::from_doubles(mean).to(rm.dtype()), mom);
     }
     if (running_var.defined()) {
       Tensor rv = running_var;
-      rv.mul_(1.0 - mom).add_(vec_tensor(uvar).to(rv.dtype()), mom);
+      rv.mul_(1.0 - mom).add_(nk::from_doubles(uvar).to(rv.dtype()), mom);
     }
   }
 
@@ -399,16 +207,25 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
                             [training, eps](Node& n, const Tensor& g) -> TensorList {
                               const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1),
                                          nb = n.needs_input_grad(2);
-                              if (GradMode::is_enabled() || g.is_meta())  // meta: shapes through graft ops
-                                return bn_backward_composite(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3),
-                                                             training, eps, nx, nw, nb);
-                              return bn_backward_fused(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), training,
-                                                       nx, nw, nb);
+                              if (g.is_meta()) return detail::meta_input_grads(n, {n.saved(0), n.saved(1), n.saved(4)});
+                              if (GradMode::is_enabled())  // Note [The create_graph policy]
+                                return autograd::differentiate_composite(
+                                    n, {n.saved(0), n.saved(1), n.saved(4)},
+                                    [&](const TensorList& in) {
+                                      return bn_composite(in[0], in[1], in[2], n.saved(2), n.saved(3), training, eps);
+                                    },
+                                    g);
+                              const nk::Grads r = nk::batch_norm_backward(g, n.saved(0), n.saved(1), n.saved(2),
+                                                                          n.saved(3), training, nx);
+                              const Shape cs{n.saved(0).size(1)};
+                              return {r.dx, param_grad(nw, r.dweight, g.dtype(), cs),
+                                      param_grad(nb, r.dbias, g.dtype(), cs)};
                             })) {
     node->save(input);
     node->save(w);
     node->save(stats_tensor(mean, input));
     node->save(stats_tensor(invstd, input));
+    node->save(b);  // for the composite (Note [The create_graph policy])
     set_history(y, node);
   }
   return y;
@@ -433,40 +250,29 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
   check_param(b, input, ns, op, "bias");
   const int64_t M = numel_of(ns), R = M == 0 ? 0 : input.numel() / M;
 
-  std::vector<double> mean(static_cast<size_t>(R)), var(static_cast<size_t>(R)), invstd(static_cast<size_t>(R));
-  const Tensor x = input.detach().contiguous();
+  const nk::Stats st = nk::group_stats(op, input, 1, R, M, eps);
+  const std::vector<double>&mean = st.mean, &invstd = st.invstd;
   Tensor y = make_empty(input.sizes(), input.dtype(), input.device());
-  if (!input.is_meta()) kernels::dispatch_floating(input.dtype(), op, [&]<class T>() {  // Note [Meta device]
-    const T* px = static_cast<const T*>(x.data_ptr());
-    T* py = y.data_ptr<T>();
-    if (M > 0) group_stats<T>(px, 1, R, M, eps, mean.data(), var.data(), invstd.data());
-    const Tensor wc = w.defined() ? w.detach().contiguous() : Tensor(), bc = b.defined() ? b.detach().contiguous() : Tensor();
-    const T* pw = wc.defined() ? static_cast<const T*>(wc.data_ptr()) : nullptr;
-    const T* pb = bc.defined() ? static_cast<const T*>(bc.data_ptr()) : nullptr;
-    for (int64_t r = 0; r < R; ++r) {
-      const double m = mean[static_cast<size_t>(r)], inv = invstd[static_cast<size_t>(r)];
-      for (int64_t i = 0; i < M; ++i) {
-        double v = (static_cast<double>(px[r * M + i]) - m) * inv;
-        if (pw) v *= static_cast<double>(pw[i]);
-        if (pb) v += static_cast<double>(pb[i]);
-        py[r * M + i] = static_cast<T>(v);
-      }
-    }
-  });
+  nk::layer_norm_forward(input, w, b, st, M, y);
 
   if (auto node = make_node("NativeLayerNormBackward0", OpId::layer_norm, {&input, &w, &b},
                             [ns, eps](Node& n, const Tensor& g) -> TensorList {
                               const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1),
                                          nb = n.needs_input_grad(2);
-                              if (GradMode::is_enabled() || g.is_meta())  // meta: shapes through graft ops
-                                return ln_backward_composite(g, n.saved(0), n.saved(1), ns, eps, nx, nw, nb);
-                              return ln_backward_fused(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), ns, nx, nw,
-                                                       nb);
+                              if (g.is_meta()) return detail::meta_input_grads(n, {n.saved(0), n.saved(1), n.saved(4)});
+                              if (GradMode::is_enabled())  // Note [The create_graph policy]
+                                return autograd::differentiate_composite(
+                                    n, {n.saved(0), n.saved(1), n.saved(4)},
+                                    [&](const TensorList& in) { return ln_composite(in[0], in[1], in[2], ns, eps); }, g);
+                              const nk::Grads r =
+                                  nk::layer_norm_backward(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), numel_of(ns), nx);
+                              return {r.dx, param_grad(nw, r.dweight, g.dtype(), ns), param_grad(nb, r.dbias, g.dtype(), ns)};
                             })) {
     node->save(input);
     node->save(w);
     node->save(stats_tensor(mean, input));
     node->save(stats_tensor(invstd, input));
+    node->save(b);  // for the composite (Note [The create_graph policy])
     set_history(y, node);
   }
   return y;
@@ -491,40 +297,31 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   check_param(b, input, Shape{C}, op, "bias");
   const int64_t S = N * C == 0 ? 0 : input.numel() / (N * C), Cg = C / G, M = Cg * S;
 
-  std::vector<double> mean(static_cast<size_t>(N * G)), var(static_cast<size_t>(N * G)),
-      invstd(static_cast<size_t>(N * G));
-  const Tensor x = input.detach().contiguous();
+  const nk::Stats st = nk::group_stats(op, input, 1, N * G, M, eps);
+  const std::vector<double>&mean = st.mean, &invstd = st.invstd;
   Tensor y = make_empty(input.sizes(), input.dtype(), input.device());
-  if (!input.is_meta()) kernels::dispatch_floating(input.dtype(), op, [&]<class T>() {  // Note [Meta device]
-    const T* px = static_cast<const T*>(x.data_ptr());
-    T* py = y.data_ptr<T>();
-    if (M > 0) group_stats<T>(px, 1, N * G, M, eps, mean.data(), var.data(), invstd.data());
-    const Tensor wc = w.defined() ? w.detach().contiguous() : Tensor(), bc = b.defined() ? b.detach().contiguous() : Tensor();
-    const T* pw = wc.defined() ? static_cast<const T*>(wc.data_ptr()) : nullptr;
-    const T* pb = bc.defined() ? static_cast<const T*>(bc.data_ptr()) : nullptr;
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t c = 0; c < C; ++c) {
-        const auto k = static_cast<size_t>(n * G + c / Cg);
-        const double scale = invstd[k] * (pw ? static_cast<double>(pw[c]) : 1.0), shift = pb ? static_cast<double>(pb[c]) : 0.0;
-        const int64_t off = (n * C + c) * S;
-        for (int64_t s = 0; s < S; ++s)
-          py[off + s] = static_cast<T>((static_cast<double>(px[off + s]) - mean[k]) * scale + shift);
-      }
-  });
+  nk::group_norm_forward(input, w, b, st, G, y);
 
   if (auto node = make_node("NativeGroupNormBackward0", OpId::group_norm, {&input, &w, &b},
                             [G, eps](Node& n, const Tensor& g) -> TensorList {
                               const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1),
                                          nb = n.needs_input_grad(2);
-                              if (GradMode::is_enabled() || g.is_meta())  // meta: shapes through graft ops
-                                return gn_backward_composite(g, n.saved(0), n.saved(1), G, eps, nx, nw, nb);
-                              return gn_backward_fused(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), G, nx, nw,
-                                                       nb);
+                              if (g.is_meta()) return detail::meta_input_grads(n, {n.saved(0), n.saved(1), n.saved(4)});
+                              if (GradMode::is_enabled())  // Note [The create_graph policy]
+                                return autograd::differentiate_composite(
+                                    n, {n.saved(0), n.saved(1), n.saved(4)},
+                                    [&](const TensorList& in) { return gn_composite(in[0], in[1], in[2], G, eps); }, g);
+                              const nk::Grads r =
+                                  nk::group_norm_backward(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), G, nx);
+                              const Shape cs{n.saved(0).size(1)};
+                              return {r.dx, param_grad(nw, r.dweight, g.dtype(), cs),
+                                      param_grad(nb, r.dbias, g.dtype(), cs)};
                             })) {
     node->save(input);
     node->save(w);
     node->save(stats_tensor(mean, input));
     node->save(stats_tensor(invstd, input));
+    node->save(b);  // for the composite (Note [The create_graph policy])
     set_history(y, node);
   }
   return y;

@@ -38,6 +38,16 @@ Tensor slice_backward(const Tensor& g, IntArrayRef input_sizes, int64_t dim, int
                       int64_t step);
 
 namespace detail {
+// What a fused op's backward returns on meta (Note [Meta device]): for each input i that takes a
+// gradient, an empty tensor of inputs[i]'s shape and dtype, as the kernel would allocate; no kernel.
+inline TensorList meta_input_grads(const autograd::Node& n, const TensorList& inputs) {
+  TensorList grads(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && n.needs_input_grad(i))
+      grads[i] = make_empty(inputs[i].sizes(), inputs[i].dtype(), inputs[i].device());
+  return grads;
+}
+
 // dst[...] = src broadcast to dst's shape, converting dtypes. No autograd, no version bump.
 void copy_into(Tensor& dst, const Tensor& src);
 

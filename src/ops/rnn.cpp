@@ -8,7 +8,7 @@
 //      state in one pass over (N, G H);
 //   3. saves only what backward needs: the inputs, the post-nonlinearity gates (T, N, G H), the
 //      states, the LSTM's cell states, the GRU's W_hn h + b_hn (for an LSTM of T 32, N 8, H 64:
-//      488 KiB, against 544 KiB for the same formula as graft ops; tests/ops/records_rnn.cpp).
+//      490 KiB, against 544 KiB for the same formula as graft ops; tests/ops/records_rnn.cpp).
 //      What it gains is time: one large product for the inputs, no op dispatch per gate.
 // Backward through time walks the steps in reverse: per step the gate gradients dG (N, G H) from
 // dh, dc and the saved gates, then dh_prev = dG_h W_hh (one product); after the loop,
@@ -25,11 +25,13 @@
 // Outputs: the node has one output Y (T + 2, N, H) = [outputs; h_n; c_n] (c_n row zero but for the
 // LSTM) and rnn_layer returns views of it, so that one node serves the three results.
 // The fused backward is once differentiable; the composite path (graft ops, step by step) is the
-// reference it is tested against and serves create_graph.
+// reference it is tested against, and under create_graph the node differentiates it (Note [The
+// create_graph policy] in src/autograd/composite_backward.h).
 #include <cmath>
 #include <string>
 #include <type_traits>
 
+#include "../autograd/composite_backward.h"
 #include "../kernels/activation_math.h"
 #include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
@@ -385,9 +387,16 @@ RNNLayerResult fused(RNNCellType cell, const Tensor& x, const Tensor& h0, const 
   }
   if (auto node = make_node("RnnLayerBackward0", OpId::rnn_layer, TensorList{x, h0, c0, w_ih, w_hh, b_ih, b_hh},
                             [cell, d, lengths, reverse, lstm, gru, has_bias = b_ih.defined()](Node& n, const Tensor& gY) -> TensorList {
-        GRAFT_CHECK(!GradMode::is_enabled(), kOp, "a backward without create_graph (the fused backward through time is once differentiable)",
-                    "backward with create_graph = true",
-                    "run the layer under graft::RNNBackendGuard(graft::RNNBackend::kComposite) to differentiate it twice");
+        if (GradMode::is_enabled())  // Note [The create_graph policy]: the step-by-step composite, differentiated
+          return autograd::differentiate_composite(
+              n, {n.saved(0), n.saved(1), lstm ? n.saved(9) : Tensor(), n.saved(2), n.saved(3), n.saved(10), n.saved(11)},
+              [&](const TensorList& in) {
+                const RNNLayerResult r = composite(cell, in[0], in[1], in[2], in[3], in[4], in[5], in[6], lengths, reverse, d);
+                // Packed as the node's output Y: [outputs; h_n; c_n] (c_n zero but for the LSTM).
+                const Tensor c_n = lstm ? r.c_n : zeros({d.N, d.H}, r.h_n.dtype());
+                return cat({r.output, r.h_n.unsqueeze(0), c_n.unsqueeze(0)}, 0);
+              },
+              gY);
         memory::OpScope op_scope(kOp);
         const Tensor x = n.saved(0), h0 = n.saved(1), w_ih = n.saved(2), w_hh = n.saved(3), Y = n.saved(4),
                      gates = n.saved(5);
@@ -438,6 +447,8 @@ RNNLayerResult fused(RNNCellType cell, const Tensor& x, const Tensor& h0, const 
     node->save(cs);
     node->save(ghn);
     node->save(c0);
+    node->save(b_ih);  // for the composite (Note [The create_graph policy])
+    node->save(b_hh);
   }
   RNNLayerResult r;
   r.output = Y.narrow(0, 0, d.T);
