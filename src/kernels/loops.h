@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "graft/core/factory.h"
@@ -164,6 +165,12 @@ void apply_inplace(Tensor& dst, F&& f, const Ts&... inputs) {
 template <class R, class... In, class F, class... Ts>
 void assign(Tensor& dst, F&& f, const Ts&... inputs) {
   write_into<false, R, In...>(dst, std::forward<F>(f), inputs...);
+}
+
+// dst's bytes = src's bytes, for two contiguous tensors of one dtype and size (copy_'s fast path);
+// memmove, since the two may overlap.
+inline void copy_bytes(Tensor& dst, const Tensor& src) {
+  if (dst.numel()) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());
 }
 
 }  // namespace graft::kernels

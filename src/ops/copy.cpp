@@ -9,7 +9,6 @@
 // Two cases PyTorch supports are rejected with a clear error instead: an in-place op on a leaf that
 // requires grad (PyTorch rejects it too), and a recorded in-place op on a view (PyTorch rewrites the
 // base's history; graft asks for the out-of-place form).
-#include <cstring>
 
 #include "../core/dispatch.h"
 #include "../kernels/loops.h"
@@ -39,7 +38,7 @@ void copy_into(Tensor& dst, const Tensor& src) {
   GRAFT_CHECK(!src.is_meta(), "copy_", "a source with data", "a meta tensor of shape " + shape_str(src.sizes()),
               "meta tensors have no values to copy out; build the tensor or the model on the CPU");
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && dst.numel() == src.numel()) {
-    if (dst.numel()) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());
+    kernels::copy_bytes(dst, src);
     return;
   }
   kernels::dispatch_all_and_half(dst.dtype(), "copy_", [&]<class D>() {

@@ -1,13 +1,13 @@
 // Joining and indexing: cat, stack, index_select, index_add, gather, scatter_add, embedding and
-// one_hot. Kernels are plain loops over contiguous copies; every backward is written with graft ops
-// (cat <-> narrow, index_select <-> index_add, gather <-> scatter_add), so double backward works.
+// one_hot. Kernels are plain loops over contiguous copies (src/kernels/indexing.h); every backward is
+// written with graft ops (cat <-> narrow, index_select <-> index_add, gather <-> scatter_add), so
+// double backward works.
 #include <algorithm>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
-#include "../core/dispatch.h"
+#include "../kernels/indexing.h"
 #include "graft/core/memory.h"
 #include "graft/autograd/node.h"
 #include "graft/core/factory.h"
@@ -49,9 +49,7 @@ std::vector<int64_t> checked_indices(const Tensor& index, int64_t bound, int64_t
               "convert the index with .to(graft::kInt64)");
   // Note [Meta device]: a meta index has no values to check (nor to use: the kernels do not run).
   if (index.is_meta()) return {};
-  const Tensor c = plain(index, kInt64);
-  const int64_t* p = c.data_ptr<int64_t>();
-  std::vector<int64_t> out(p, p + c.numel());
+  std::vector<int64_t> out = kernels::indexing::read_indices(plain(index, kInt64));
   for (int64_t v : out) {
     GRAFT_CHECK(v >= 0 && v < bound, op,
                 "indices in [0, " + idx_str(bound) + ") for dim " + idx_str(dim) + " of size " + idx_str(bound),
@@ -61,44 +59,16 @@ std::vector<int64_t> checked_indices(const Tensor& index, int64_t bound, int64_t
   return out;
 }
 
-// Calls f(multi_index) for every position of `shape`, in row-major order.
-template <class F>
-void for_each_position(IntArrayRef shape, F&& f) {
-  const int64_t n = numel_of(shape);
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (int64_t k = 0; k < n; ++k) {
-    f(idx);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (++idx[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) break;
-      idx[static_cast<size_t>(d)] = 0;
-    }
-  }
-}
-
-int64_t offset_of(const std::vector<int64_t>& idx, IntArrayRef strides) {
-  int64_t off = 0;
-  for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[d];
-  return off;
-}
-
 // out (a fresh contiguous tensor of `out_shape`, whose row-major layout is x's shape with dim d
 // replaced by idx.size()) = x's slices idx[j] along d, in order.
 Tensor select_kernel(const Tensor& x, int64_t d, const std::vector<int64_t>& idx, IntArrayRef out_shape) {
-  const int64_t m = static_cast<int64_t>(idx.size()), n = x.size(d);
+  const int64_t n = x.size(d);
   const int64_t outer = prod(x.sizes(), 0, static_cast<size_t>(d));
   const int64_t inner = prod(x.sizes(), static_cast<size_t>(d) + 1, static_cast<size_t>(x.dim()));
   const Tensor cx = plain(x, x.dtype());
   Tensor y = make_empty(out_shape, x.dtype(), x.device());
   if (y.is_meta()) return y;  // Note [Meta device]: no kernel on meta
-  kernels::dispatch_all(x.dtype(), "index_select", [&]<class T>() {
-    const T* src = cx.data_ptr<T>();
-    T* dst = y.data_ptr<T>();
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t j = 0; j < m; ++j) {
-        const T* s = src + (o * n + idx[static_cast<size_t>(j)]) * inner;
-        std::copy(s, s + inner, dst + (o * m + j) * inner);
-      }
-  });
+  kernels::indexing::index_select(cx, idx, {outer, n, inner}, y);
   return y;
 }
 
@@ -257,13 +227,8 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
                 "a 0-dim tensor has one position; pass a single index");
     checked_indices(index, 1, 0, "index_add");
     y = plain(x, dt).clone();
-    kernels::dispatch_all(dt, "index_add", [&]<class T>() {
-      if (y.is_meta()) return;  // Note [Meta device]: no kernel on meta
-      const Tensor cs = plain(source, dt);
-      T& o = *y.data_ptr<T>();
-      if constexpr (std::is_same_v<T, bool>) o = o || (alpha.to<bool>() && *cs.data_ptr<T>());
-      else o = static_cast<T>(o + alpha.to<T>() * *cs.data_ptr<T>());
-    });
+    // One slice of one element: y += alpha * source (the kernel returns on meta).
+    kernels::indexing::index_add(y, plain(source, dt), {0}, {1, 1, 1}, alpha);
   } else {
     const int64_t d = wrap_dim(dim, x.dim(), "index_add");
     const int64_t n = x.size(d);
@@ -277,26 +242,11 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
                   "source of shape " + shape_str(source.sizes()),
                   "the source may differ from the tensor only in the indexed dim");
     const std::vector<int64_t> idx = checked_indices(index, n, d, "index_add");
-    const int64_t m = static_cast<int64_t>(idx.size());
     const int64_t outer = prod(x.sizes(), 0, static_cast<size_t>(d));
     const int64_t inner = prod(x.sizes(), static_cast<size_t>(d) + 1, static_cast<size_t>(x.dim()));
     y = plain(x, dt).clone();
     const Tensor cs = plain(source, dt);
-    kernels::dispatch_all(dt, "index_add", [&]<class T>() {
-      if (y.is_meta()) return;  // Note [Meta device]: no kernel on meta
-      const T* s = cs.data_ptr<T>();
-      T* o = y.data_ptr<T>();
-      const T al = alpha.to<T>();
-      for (int64_t a = 0; a < outer; ++a)
-        for (int64_t j = 0; j < m; ++j) {
-          const T* sp = s + (a * m + j) * inner;
-          T* op = o + (a * n + idx[static_cast<size_t>(j)]) * inner;
-          for (int64_t i = 0; i < inner; ++i) {
-            if constexpr (std::is_same_v<T, bool>) op[i] = op[i] || (al && sp[i]);
-            else op[i] = static_cast<T>(op[i] + al * sp[i]);
-          }
-        }
-    });
+    kernels::indexing::index_add(y, cs, idx, {outer, n, inner}, alpha);  // returns on meta
   }
   if (auto node = make_node("IndexAddBackward0", OpId::index_add, {&x, &source}, [dim, alpha](Node& n_, const Tensor& g) -> TensorList {
         // d x = g; d source = alpha * g.index_select(dim, index)
@@ -368,20 +318,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   const Tensor ci = as_1d(plain(index, kInt64));
   const std::vector<int64_t> idx = checked_indices(ci, n, d, "gather");
   Tensor y = make_empty(index.sizes(), x.dtype());
-  const Shape xs = contiguous_strides(cx.sizes());
-  kernels::dispatch_all(x.dtype(), "gather", [&]<class T>() {
-    if (y.is_meta()) return;  // Note [Meta device]: no kernel on meta
-    const T* s = cx.data_ptr<T>();
-    T* o = y.data_ptr<T>();
-    int64_t k = 0;
-    for_each_position(ci.sizes(), [&](std::vector<int64_t>& p) {
-      const int64_t keep = p[static_cast<size_t>(d)];
-      p[static_cast<size_t>(d)] = idx[static_cast<size_t>(k)];
-      o[k] = s[offset_of(p, xs)];
-      p[static_cast<size_t>(d)] = keep;
-      ++k;
-    });
-  });
+  kernels::indexing::gather(cx, d, ci, idx, y);  // returns on meta
   if (auto node = make_node("GatherBackward0", OpId::gather, {&x}, [in = Shape(x.sizes()), d](Node& n_, const Tensor& g) -> TensorList {
         // d gather = the gradient scattered back (and added) at the gathered positions
         return {zeros(in, g.dtype()).scatter_add(d, n_.saved(0), g)};
@@ -403,23 +340,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   const Tensor ci = as_1d(plain(index, kInt64));
   const std::vector<int64_t> idx = checked_indices(ci, n, d, "scatter_add");
   const Tensor cs = as_1d(plain(src, dt));
-  const Shape ys = contiguous_strides(y.sizes()), ss = contiguous_strides(cs.sizes());
-  kernels::dispatch_all(dt, "scatter_add", [&]<class T>() {
-    if (y.is_meta()) return;  // Note [Meta device]: no kernel on meta
-    const T* s = cs.data_ptr<T>();
-    T* o = y.data_ptr<T>();
-    int64_t k = 0;
-    for_each_position(ci.sizes(), [&](std::vector<int64_t>& p) {
-      const T v = s[offset_of(p, ss)];
-      const int64_t keep = p[static_cast<size_t>(d)];
-      p[static_cast<size_t>(d)] = idx[static_cast<size_t>(k)];
-      T& dst = o[offset_of(p, ys)];
-      if constexpr (std::is_same_v<T, bool>) dst = dst || v;
-      else dst = static_cast<T>(dst + v);
-      p[static_cast<size_t>(d)] = keep;
-      ++k;
-    });
-  });
+  kernels::indexing::scatter_add(y, d, ci, idx, cs);  // returns on meta
   if (x.dim() == 0) y = y.reshape({});
   if (auto node = make_node("ScatterAddBackward0", OpId::scatter_add, {&x, &src}, [d, src_shape = Shape(src.sizes())](Node& n_, const Tensor& g) -> TensorList {
         // d x = g; d src = g.gather(dim, index) (zero where src has no index entry)
@@ -470,11 +391,7 @@ Tensor embedding(const Tensor& weight, const Tensor& input, std::optional<int64_
     node->save(ids);
     if (pad) {
       Tensor keep = make_empty({ids.numel(), 1}, weight.dtype());
-      kernels::dispatch_floating(weight.dtype(), "embedding", [&]<class T>() {
-        if (keep.is_meta()) return;  // Note [Meta device]: no kernel on meta
-        T* k = keep.data_ptr<T>();
-        for (size_t i = 0; i < v.size(); ++i) k[i] = v[i] == *pad ? T(0) : T(1);
-      });
+      kernels::indexing::padding_keep(v, *pad, keep);  // returns on meta
       node->save(keep);
     }
     set_history(y, node);
@@ -497,25 +414,23 @@ Tensor one_hot(const Tensor& input, int64_t num_classes) {
     out_shape.push_back(num_classes);
     return make_empty(out_shape, kInt64, input.device());
   }
-  const Tensor c = plain(input, kInt64);
-  const int64_t* p = c.data_ptr<int64_t>();
-  const int64_t n = c.numel();
-  for (int64_t i = 0; i < n; ++i)
-    GRAFT_CHECK(p[i] >= 0, "one_hot", "non-negative class values", "class value " + idx_str(p[i]),
+  const std::vector<int64_t> p = kernels::indexing::read_indices(plain(input, kInt64));
+  const int64_t n = static_cast<int64_t>(p.size());
+  for (int64_t c : p)
+    GRAFT_CHECK(c >= 0, "one_hot", "non-negative class values", "class value " + idx_str(c),
                 "class values index the classes; remap negative labels (e.g. an ignore label) first");
   if (num_classes == -1) {
     GRAFT_CHECK(n > 0, "one_hot", "a non-empty input when num_classes is -1", "an empty input of shape " + shape_str(input.sizes()),
                 "pass num_classes explicitly");
-    num_classes = *std::max_element(p, p + n) + 1;
+    num_classes = *std::max_element(p.begin(), p.end()) + 1;
   }
-  for (int64_t i = 0; i < n; ++i)
-    GRAFT_CHECK(p[i] < num_classes, "one_hot", "class values smaller than num_classes (" + idx_str(num_classes) + ")",
-                "class value " + idx_str(p[i]), "raise num_classes, or pass -1 to infer it");
+  for (int64_t c : p)
+    GRAFT_CHECK(c < num_classes, "one_hot", "class values smaller than num_classes (" + idx_str(num_classes) + ")",
+                "class value " + idx_str(c), "raise num_classes, or pass -1 to infer it");
   Shape out_shape(input.sizes());
   out_shape.push_back(num_classes);
   Tensor y = zeros(out_shape, kInt64);
-  int64_t* o = y.data_ptr<int64_t>();
-  for (int64_t i = 0; i < n; ++i) o[i * num_classes + p[i]] = 1;
+  kernels::indexing::one_hot(p, num_classes, y);
   return y;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/indexing.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
@@ -41,13 +42,9 @@ Tensor as_positions(const Tensor& t, int64_t dim_size, const char* op) {
     GRAFT_CHECK(!t.is_meta(), op, "a bool mask with values", "a meta bool mask of shape " + shape_str(t.sizes()),
                 "a mask's result size depends on its values, which meta tensors do not have; index with int64 "
                 "positions, or use masked_fill / where");
-    const Tensor m = t.contiguous();
-    const bool* p = m.data_ptr<bool>();
-    std::vector<int64_t> pos;
-    for (int64_t i = 0; i < dim_size; ++i)
-      if (p[i]) pos.push_back(i);
+    const std::vector<int64_t> pos = kernels::indexing::true_positions(t.contiguous());
     Tensor out = make_empty({static_cast<int64_t>(pos.size())}, kInt64);
-    std::copy(pos.begin(), pos.end(), out.data_ptr<int64_t>());
+    kernels::indexing::write_indices(pos, out);
     return out;
   }
   GRAFT_CHECK(t.dtype() == kInt64, op, "an int64 or bool index tensor", std::string("a ") + dtype_name(t.dtype()) +
@@ -147,9 +144,9 @@ Tensor& put(const Tensor& self, const std::vector<TensorIndex>& indices, const T
   const Tensor v = value.expand(indexed).reshape(per_position);
   // Note [Meta device]: nothing to write on meta.
   if (detail::op_device("index_put_", {&self, &flat_pos, &value}).is_meta()) return const_cast<Tensor&>(self);
-  const int64_t* p = flat_pos.data_ptr<int64_t>();
+  const std::vector<int64_t> p = kernels::indexing::read_indices(flat_pos);
   for (int64_t k = 0; k < n; ++k) {
-    Tensor target = r.view.select(r.adv_dim, p[k]);
+    Tensor target = r.view.select(r.adv_dim, p[static_cast<size_t>(k)]);
     target.copy_(v.select(r.adv_dim, k));
   }
   return const_cast<Tensor&>(self);
