@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "graft/core/tensor.h"
+
 namespace graft::kernels {
 
 enum class EpilogueActivation : uint8_t { ReLU, Sigmoid, Tanh, Gelu, GeluTanh };
@@ -30,5 +32,21 @@ void bias_activation(EpilogueActivation act, T* y, const T* bias, T* z_out, int6
 template <class T>
 void activation_backward(EpilogueActivation act, const T* g, const T* s, T* gz, T* bias_grad, int64_t rows,
                          int64_t cols);
+
+// The two passes on tensors of dtype T (float or double), for src/ops/linalg.cpp: y, z_out, g, s and gz
+// contiguous (rows, cols), bias and bias_grad contiguous (cols). An undefined bias, z_out or bias_grad
+// is the null pointer above.
+template <class T>
+void bias_activation(EpilogueActivation act, Tensor& y, const Tensor& bias, Tensor& z_out, int64_t rows,
+                     int64_t cols) {
+  bias_activation<T>(act, y.data_ptr<T>(), bias.defined() ? bias.data_ptr<T>() : nullptr,
+                     z_out.defined() ? z_out.data_ptr<T>() : nullptr, rows, cols);
+}
+template <class T>
+void activation_backward(EpilogueActivation act, const Tensor& g, const Tensor& s, Tensor& gz, Tensor& bias_grad,
+                         int64_t rows, int64_t cols) {
+  activation_backward<T>(act, g.data_ptr<T>(), s.data_ptr<T>(), gz.data_ptr<T>(),
+                         bias_grad.defined() ? bias_grad.data_ptr<T>() : nullptr, rows, cols);
+}
 
 }  // namespace graft::kernels

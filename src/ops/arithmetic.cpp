@@ -5,7 +5,7 @@
 
 #include "../core/dispatch.h"
 #include "../kernels/loops.h"
-#include "../kernels/vec_f32.h"
+#include "../kernels/vec_f32_tensor.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -42,25 +42,21 @@ using kernels::BinaryOp;
 Tensor binary_f32(const Tensor& a, const Tensor& b, BinaryOp op, float alpha) {
   if (a.dtype() != kFloat32 || b.dtype() != kFloat32 || !a.is_contiguous() || !b.is_contiguous()) return {};
   if (a.is_meta() || b.is_meta()) return {};  // the generic loop makes the meta result (Note [Meta device])
-  const float* pa = a.data_ptr<float>();
-  const float* pb = b.data_ptr<float>();
   if (a.sizes().equals(b.sizes())) {
     Tensor y = make_empty(a.sizes(), kFloat32);
-    kernels::binary_f32(op, pa, pb, alpha, y.data_ptr<float>(), a.numel());
+    kernels::binary_f32(op, a, b, alpha, y);
     return y;
   }
   if (b.dim() == 0) {  // x op alpha * v, rounded as the generic loop rounds it
-    const bool scaled = op == BinaryOp::Add || op == BinaryOp::Sub;
-    const float v = scaled ? alpha * pb[0] : pb[0];
     Tensor y = make_empty(a.sizes(), kFloat32);
-    kernels::binary_scalar_f32(op, pa, v, y.data_ptr<float>(), a.numel());
+    kernels::binary_0dim_f32(op, a, b, alpha, y);
     return y;
   }
   if (a.dim() >= 1 && b.dim() <= a.dim() && b.size(b.dim() - 1) == a.size(a.dim() - 1) &&
       b.numel() == b.size(b.dim() - 1)) {
     const int64_t cols = a.size(a.dim() - 1);
     Tensor y = make_empty(a.sizes(), kFloat32);
-    kernels::binary_row_f32(op, pa, pb, alpha, y.data_ptr<float>(), cols == 0 ? 0 : a.numel() / cols, cols);
+    kernels::binary_row_f32(op, a, b, alpha, y, cols == 0 ? 0 : a.numel() / cols, cols);
     return y;
   }
   return {};
@@ -69,7 +65,7 @@ Tensor binary_f32(const Tensor& a, const Tensor& b, BinaryOp op, float alpha) {
 Tensor scalar_f32(const Tensor& a, DType dt, BinaryOp op, float s) {
   if (dt != kFloat32 || a.dtype() != kFloat32 || !a.is_contiguous() || a.is_meta()) return {};  // meta: generic loop
   Tensor y = make_empty(a.sizes(), kFloat32);
-  kernels::binary_scalar_f32(op, a.data_ptr<float>(), s, y.data_ptr<float>(), a.numel());
+  kernels::binary_scalar_f32(op, a, s, y);
   return y;
 }
 }  // namespace

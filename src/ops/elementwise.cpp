@@ -12,7 +12,7 @@
 #include "../core/dispatch.h"
 #include "../kernels/activation_math.h"
 #include "../kernels/loops.h"
-#include "../kernels/vec_f32.h"
+#include "../kernels/vec_f32_tensor.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -39,7 +39,7 @@ Tensor float_map(const Tensor& x, const char* op, F&& f) {
   if constexpr (requires(const float* in, float* out) { std::decay_t<F>::bulk(in, out, int64_t{0}); }) {
     if (x.dtype() == kFloat32 && x.is_contiguous() && !x.is_meta()) {  // meta: kernels::map (Note [Meta device])
       Tensor y = make_empty(x.sizes(), kFloat32);
-      std::decay_t<F>::bulk(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+      kernels::apply_f32(std::decay_t<F>::bulk, x, y);
       return y;
     }
   }
@@ -94,7 +94,7 @@ Tensor fused_f32(const Tensor& g, const Tensor& v, K&& kernel) {
       !g.sizes().equals(v.sizes()) || g.is_meta() || v.is_meta())  // meta: the op path (Note [Meta device])
     return {};
   Tensor out = make_empty(g.sizes(), kFloat32);
-  kernel(g.data_ptr<float>(), v.data_ptr<float>(), out.data_ptr<float>(), g.numel());
+  kernels::apply_f32(kernel, g, v, out);
   return out;
 }
 
@@ -537,7 +537,7 @@ Tensor relu(const Tensor& x) {
   Tensor y;
   if (x.dtype() == kFloat32 && x.is_contiguous() && !x.is_meta()) {  // the array kernel: the same bits as relu_fn
     y = make_empty(x.sizes(), kFloat32);
-    kernels::relu_f32(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    kernels::relu_f32(x, y);
   } else {
     y = kernels::dispatch_numeric(x.dtype(), "relu", [&]<class T>() {
       return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return relu_fn(v); }, x);
@@ -637,8 +637,8 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
   Tensor y;
   if (x.dtype() == kFloat32 && x.is_contiguous() && !x.is_meta()) {  // meta: the map (Note [Meta device])
     y = make_empty(x.sizes(), kFloat32);
-    if (use_tanh) kernels::gelu_tanh_f32(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
-    else kernels::gelu_f32(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+    if (use_tanh) kernels::gelu_tanh_f32(x, y);
+    else kernels::gelu_f32(x, y);
   } else {
     y = floating_only_map(x, "gelu", gelu_fn);
   }

@@ -1,119 +1,25 @@
 // Linear algebra: mm, bmm, addmm (OpenBLAS gemm), and matmul / linear / fused_linear composed of
-// them. float32 and float64 go through cblas_sgemm / cblas_dgemm; int64 uses a plain loop.
-//
-// Note [BLAS operands without copies]
-// gemm reads a matrix through a leading dimension, either row by row (NoTrans) or column by column
-// (Trans). A 2-D operand whose rows are contiguous (stride 1 along columns) is passed as NoTrans with
-// ld = row stride; one whose columns are contiguous (a transposed contiguous matrix such as w.t()) as
-// Trans with ld = column stride. Anything else (slices with a step, expanded matrices) is copied with
-// contiguous() first. Batched operands (bmm) use the same rule on their last two dims; the batch dim
-// may have any stride (0 for an expanded batch).
-#include <cblas.h>
-
+// them. The product itself is kernels::linalg::gemm_into (src/kernels/linalg.h): float32 and float64
+// through cblas_sgemm / cblas_dgemm, int64 by a plain loop.
 #include <algorithm>
-#include <climits>
 
 #include "../autograd/composite_backward.h"
 #include "../core/dispatch.h"
+#include "../kernels/linalg.h"
 #include "../kernels/linear_epilogue.h"
 #include "ops/autocast_internal.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
-#include "runtime/blas.h"
 
 namespace graft {
 
 using autograd::make_node;
 using autograd::Node;
 using autograd::set_history;
+using kernels::linalg::gemm_into;
 
 namespace {
-
-// A matrix (or a batch of matrices) as gemm reads it; `t` keeps the memory alive.
-struct Operand {
-  Tensor t;
-  CBLAS_TRANSPOSE trans = CblasNoTrans;
-  int64_t ld = 1;
-  int64_t batch_stride = 0;  // in elements; 0 for a single matrix or an expanded batch
-};
-
-// How gemm can read a (rows, cols) matrix with strides (rs, cs), or false when it cannot.
-bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, CBLAS_TRANSPOSE& trans, int64_t& ld) {
-  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= std::max<int64_t>(1, cols))) {
-    trans = CblasNoTrans;
-    ld = rows <= 1 ? std::max<int64_t>(1, cols) : rs;
-    return true;
-  }
-  if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= std::max<int64_t>(1, rows))) {
-    trans = CblasTrans;
-    ld = cols <= 1 ? std::max<int64_t>(1, rows) : cs;
-    return true;
-  }
-  return false;
-}
-
-// x: 2-D (rows, cols) or 3-D (batch, rows, cols), already detached.
-Operand blas_operand(const Tensor& x) {
-  const int64_t d = x.dim();
-  const int64_t rows = x.size(d - 2), cols = x.size(d - 1);
-  Operand op;
-  op.t = x;
-  if (!blas_layout(rows, cols, x.stride(d - 2), x.stride(d - 1), op.trans, op.ld)) {
-    op.t = x.contiguous();
-    op.trans = CblasNoTrans;
-    op.ld = std::max<int64_t>(1, cols);
-  }
-  op.batch_stride = d == 3 && x.size(0) > 1 ? op.t.stride(0) : 0;
-  return op;
-}
-
-void check_blas_size(int64_t v, const char* op) {
-  GRAFT_CHECK(v <= INT_MAX, op, "matrix sizes and strides that fit in a 32-bit BLAS integer",
-              std::to_string(v), "split the product into smaller pieces");
-}
-
-// c[b] = alpha * a[b] @ bm[b] + beta * c[b] for each of `batch` matrices; a[b] is (n, k), bm[b] is
-// (k, m), c is a contiguous (batch, n, m) buffer. With beta == 0, c's old contents are ignored.
-template <class T>
-void gemm(int64_t batch, int64_t n, int64_t m, int64_t k, T alpha, const Tensor& a, const Tensor& bm, T beta, T* c,
-          const char* opname) {
-  if (n == 0 || m == 0 || batch == 0) return;
-  if (k == 0) {  // an empty sum: c = beta * c
-    for (int64_t i = 0; i < batch * n * m; ++i) c[i] = beta == T(0) ? T(0) : static_cast<T>(beta * c[i]);
-    return;
-  }
-  if constexpr (std::is_same_v<T, int64_t>) {
-    const Tensor ac = a.contiguous(), bc = bm.contiguous();
-    const int64_t* pa = ac.data_ptr<int64_t>();
-    const int64_t* pb = bc.data_ptr<int64_t>();
-    const int64_t sa = a.dim() == 3 && a.size(0) > 1 ? n * k : 0, sb = bm.dim() == 3 && bm.size(0) > 1 ? k * m : 0;
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t* A = pa + b * sa;
-      const int64_t* B = pb + b * sb;
-      T* C = c + b * n * m;
-      for (int64_t i = 0; i < n; ++i) {
-        T* row = C + i * m;
-        for (int64_t j = 0; j < m; ++j) row[j] = beta == 0 ? 0 : beta * row[j];
-        for (int64_t p = 0; p < k; ++p) {
-          const int64_t av = alpha * A[i * k + p];
-          const int64_t* brow = B + p * m;
-          for (int64_t j = 0; j < m; ++j) row[j] += av * brow[j];
-        }
-      }
-    }
-  } else {
-    runtime::ensure_blas_ready();
-    const Operand oa = blas_operand(a), ob = blas_operand(bm);
-    for (int64_t v : {n, m, k, oa.ld, ob.ld}) check_blas_size(v, opname);
-    const T* pa = static_cast<const T*>(oa.t.data_ptr());
-    const T* pb = static_cast<const T*>(ob.t.data_ptr());
-    // runtime::gemm splits a large product over graft's threads (Note [Splitting a matrix product]).
-    for (int64_t b = 0; b < batch; ++b)
-      runtime::gemm<T>(opname, oa.trans == CblasTrans, ob.trans == CblasTrans, n, m, k, alpha, pa + b * oa.batch_stride,
-                       oa.ld, pb + b * ob.batch_stride, ob.ld, beta, c + b * n * m, m);
-  }
-}
 
 // d mat2 of mat1 @ mat2 for the incoming gradient g: mat1^T @ g, laid out like mat2. When mat2 is
 // the transpose of a contiguous matrix (linear's weight.t()), it is computed as (g^T @ mat1)^T, so
@@ -160,7 +66,7 @@ Tensor mm_kernel(const Tensor& a, const Tensor& b, const char* op, const Tensor&
     detail::copy_into(out, init.detach());
   }
   kernels::dispatch_numeric(a.dtype(), op, [&]<class T>() {
-    gemm<T>(1, n, m, k, alpha.to<T>(), a.detach(), b.detach(), use_init ? beta.to<T>() : T(0), out.data_ptr<T>(), op);
+    gemm_into<T>(1, n, m, k, alpha.to<T>(), a.detach(), b.detach(), use_init ? beta.to<T>() : T(0), out, op);
   });
   return out;
 }
@@ -202,7 +108,7 @@ Tensor lowp_gemm(const Tensor& a_, const Tensor& b_, DType h, const Tensor& init
     const int64_t kb = std::min(panel, k - k0);
     const Tensor ap = pack(a.narrow(1, k0, kb), h), bp = pack(b.narrow(0, k0, kb), h);
     const float panel_beta = k0 > 0 ? 1.0f : (use_init ? beta.to<float>() : 0.0f);
-    gemm<float>(1, n, m, kb, alpha.to<float>(), ap, bp, panel_beta, c.data_ptr<float>(), op);
+    gemm_into<float>(1, n, m, kb, alpha.to<float>(), ap, bp, panel_beta, c, op);
     k0 += kb;
   } while (k0 < k);
   return c;
@@ -272,7 +178,7 @@ Tensor lowp_bmm(const Tensor& a, const Tensor& b, DType h) {
     const Tensor ar = detail::rounded_float32(a, h), br = detail::rounded_float32(b, h);
     const int64_t batch = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
     Tensor y32 = make_empty({batch, n, m}, kFloat32, detail::op_device("bmm", {&a, &b}));
-    if (!y32.is_meta()) gemm<float>(batch, n, m, k, 1.0f, ar, br, 0.0f, y32.data_ptr<float>(), "bmm");
+    if (!y32.is_meta()) gemm_into<float>(batch, n, m, k, 1.0f, ar, br, 0.0f, y32, "bmm");
     y = y32.to(h);
   }
   if (auto node = make_node("BmmBackward0", OpId::bmm, {&a, &b}, [h](Node& n, const Tensor& g) -> TensorList {
@@ -332,7 +238,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   if (!y.is_meta()) {
     NoGradGuard ng;
     kernels::dispatch_numeric(a.dtype(), "bmm", [&]<class T>() {
-      gemm<T>(batch, n, m, k, T(1), a.detach(), b.detach(), T(0), y.data_ptr<T>(), "bmm");
+      gemm_into<T>(batch, n, m, k, T(1), a.detach(), b.detach(), T(0), y, "bmm");
     });
   }
   if (auto node = make_node("BmmBackward0", OpId::bmm, {&a, &b}, [](Node& n, const Tensor& g) -> TensorList {
@@ -580,9 +486,8 @@ Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bia
     NoGradGuard ng;
     const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
     kernels::dispatch_floating(dt, "fused_linear", [&]<class T>() {
-      gemm<T>(1, rows, out, in, T(1), x.detach(), weight.detach().t(), T(0), y.data_ptr<T>(), "fused_linear");
-      kernels::bias_activation<T>(kind.kernel, y.data_ptr<T>(), b.defined() ? b.data_ptr<T>() : nullptr,
-                                  z.defined() ? z.data_ptr<T>() : nullptr, rows, out);
+      gemm_into<T>(1, rows, out, in, T(1), x.detach(), weight.detach().t(), T(0), y, "fused_linear");
+      kernels::bias_activation<T>(kind.kernel, y, b, z, rows, out);
     });
   }
   if (records) {
@@ -601,8 +506,7 @@ Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bia
       Tensor gz = make_empty({r, c}, s.dtype(), s.device()), gb;
       if (need_b) gb = make_empty({c}, s.dtype(), s.device());
       if (!s.is_meta()) kernels::dispatch_floating(s.dtype(), kind.node, [&]<class T>() {
-        kernels::activation_backward<T>(kind.kernel, gc.data_ptr<T>(), s.data_ptr<T>(), gz.data_ptr<T>(),
-                                        gb.defined() ? gb.data_ptr<T>() : nullptr, r, c);
+        kernels::activation_backward<T>(kind.kernel, gc, s, gz, gb, r, c);
       });
       return {need_x ? mm(gz, w) : Tensor(), need_w ? mm(gz.t(), xs) : Tensor(), gb};  // an undefined bias has an empty edge
     });
