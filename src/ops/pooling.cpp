@@ -13,13 +13,11 @@
 //     each window, and the adjoint of that is the forward pool itself.
 #include <algorithm>
 #include <array>
-#include <cmath>
-#include <limits>
 #include <string>
 #include <tuple>
-#include <vector>
 
 #include "../core/dispatch.h"
+#include "../kernels/pooling.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -32,16 +30,9 @@ using autograd::set_history;
 
 namespace {
 
-// Window geometry of a (max or avg) pool on (planes, H, W) images.
-struct PoolGeom {
-  int64_t planes, H, W, oH, oW;
-  int64_t kH, kW, sH, sW, pH, pW, dH = 1, dW = 1;
-};
-
-struct AvgOpts {
-  bool count_include_pad;
-  int64_t divisor;  // 0: none
-};
+// The loops are src/kernels/pooling.cpp's; this file fills their geometry.
+using kernels::pooling::AvgOpts;
+using kernels::pooling::PoolGeom;
 
 using Pair = std::array<int64_t, 2>;  // {height, width}
 
@@ -124,78 +115,8 @@ std::tuple<Tensor, Tensor> max_pool_kernel(const Tensor& x4, const PoolGeom& g) 
   Tensor y = make_empty(out_shape(x4, g.oH, g.oW), x.dtype(), x.device());
   Tensor idx = make_empty(out_shape(x4, g.oH, g.oW), kInt64, x.device());
   if (x.is_meta()) return {y, idx};  // Note [Meta device]: no kernel on meta
-  kernels::dispatch_floating(x.dtype(), "max_pool2d", [&]<class T>() {
-    const T* px = static_cast<const T*>(x.data_ptr());
-    T* py = y.data_ptr<T>();
-    int64_t* pi = idx.data_ptr<int64_t>();
-    if (g.kH == 2 && g.kW == 2 && g.sH == 2 && g.sW == 2 && g.pH == 0 && g.pW == 0 && g.dH == 1 && g.dW == 1 &&
-        2 * g.oH <= g.H && 2 * g.oW <= g.W) {
-      // The common 2x2 / stride 2 window, every window inside the image: two input rows per output
-      // row, no bounds checks. Same scan order and NaN rule as the general loop below (the last
-      // NaN of a window wins, else its first maximum). Written as selects over whole rows so that
-      // the compiler vectorises it: the window's winner is first kept as its tap k (0..3), and the
-      // flat input index, base + (k & 1) + (k >> 1) * W, is computed in a second pass.
-      std::vector<int32_t> tap(static_cast<size_t>(g.oW));
-      int32_t* kk = tap.data();
-      for (int64_t p = 0; p < g.planes; ++p) {
-        const T* in = px + p * g.H * g.W;
-        T* out = py + p * g.oH * g.oW;
-        int64_t* oi = pi + p * g.oH * g.oW;
-        for (int64_t oh = 0; oh < g.oH; ++oh) {
-          const T* r0 = in + 2 * oh * g.W;
-          const T* r1 = r0 + g.W;
-          T* orow = out + oh * g.oW;
-#pragma omp simd
-          for (int64_t ow = 0; ow < g.oW; ++ow) {
-            const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
-            T best_v = a;
-            int32_t k = 0;
-            bool t = (b > best_v) | (b != b);  // b != b: NaN propagates
-            best_v = t ? b : best_v;
-            k = t ? 1 : k;
-            t = (c > best_v) | (c != c);
-            best_v = t ? c : best_v;
-            k = t ? 2 : k;
-            t = (d > best_v) | (d != d);
-            best_v = t ? d : best_v;
-            k = t ? 3 : k;
-            orow[ow] = best_v;
-            kk[ow] = k;
-          }
-          const int64_t base = 2 * oh * g.W;
-          int64_t* irow = oi + oh * g.oW;
-          for (int64_t ow = 0; ow < g.oW; ++ow) irow[ow] = base + 2 * ow + (kk[ow] & 1) + (kk[ow] >> 1) * g.W;
-        }
-      }
-      return;
-    }
-    for (int64_t p = 0; p < g.planes; ++p) {
-      const T* in = px + p * g.H * g.W;
-      for (int64_t oh = 0; oh < g.oH; ++oh) {
-        int64_t h0 = oh * g.sH - g.pH;
-        const int64_t h1 = std::min(h0 + (g.kH - 1) * g.dH + 1, g.H);
-        while (h0 < 0) h0 += g.dH;
-        for (int64_t ow = 0; ow < g.oW; ++ow) {
-          int64_t w0 = ow * g.sW - g.pW;
-          const int64_t w1 = std::min(w0 + (g.kW - 1) * g.dW + 1, g.W);
-          while (w0 < 0) w0 += g.dW;
-          int64_t best = h0 * g.W + w0;
-          T best_v = -std::numeric_limits<T>::infinity();
-          for (int64_t ih = h0; ih < h1; ih += g.dH)
-            for (int64_t iw = w0; iw < w1; iw += g.dW) {
-              const T v = in[ih * g.W + iw];
-              if (v > best_v || std::isnan(v)) {
-                best_v = v;
-                best = ih * g.W + iw;
-              }
-            }
-          const int64_t o = (p * g.oH + oh) * g.oW + ow;
-          py[o] = best_v;
-          pi[o] = best;
-        }
-      }
-    }
-  });
+  kernels::dispatch_floating(x.dtype(), "max_pool2d",
+                             [&]<class T>() { kernels::pooling::max_pool2d_forward<T>(x, y, idx, g); });
   return {y, idx};
 }
 
@@ -209,17 +130,9 @@ Tensor max_pool_backward(const Tensor& g, const Tensor& idx, int64_t H, int64_t 
     NoGradGuard ng;
     const Tensor gc = g.detach().contiguous(), ic = idx.contiguous();
     gx = zeros({g.size(0), g.size(1), H, W}, TensorOptions(g.dtype()).device(g.device()));
-    const int64_t planes = g.size(0) * g.size(1), L = g.size(2) * g.size(3);
     kernels::dispatch_floating(g.dtype(), "max_pool2d", [&]<class T>() {
       if (gx.is_meta()) return;  // Note [Meta device]: no kernel on meta
-      const T* pg = static_cast<const T*>(gc.data_ptr());
-      const int64_t* pi = ic.data_ptr<int64_t>();
-      T* px = gx.data_ptr<T>();
-      for (int64_t p = 0; p < planes; ++p)
-        for (int64_t l = 0; l < L; ++l) {
-          const int64_t i = pi[p * L + l];
-          if (i >= 0 && i < H * W) px[p * H * W + i] += pg[p * L + l];
-        }
+      kernels::pooling::max_pool2d_backward<T>(gc, ic, gx);
     });
   }
   if (auto node = autograd::make_node(name, autograd::ForwardOp::unlisted(op), {&g},
@@ -253,22 +166,6 @@ std::tuple<Tensor, Tensor> max_pool_op(const Tensor& x4, const PoolGeom& geom,
 
 // ---- avg pool ----
 
-// Calls f(out_index, h0, h1, w0, w1, divisor) for each window (clipped to the input).
-template <class Fn>
-void avg_windows(const PoolGeom& g, const AvgOpts& o, Fn&& f) {
-  for (int64_t oh = 0; oh < g.oH; ++oh) {
-    int64_t h0 = oh * g.sH - g.pH, h1 = std::min(h0 + g.kH, g.H + g.pH);
-    for (int64_t ow = 0; ow < g.oW; ++ow) {
-      int64_t w0 = ow * g.sW - g.pW, w1 = std::min(w0 + g.kW, g.W + g.pW);
-      const int64_t pool_size = (h1 - h0) * (w1 - w0);
-      const int64_t ch0 = std::max<int64_t>(h0, 0), ch1 = std::min(h1, g.H);
-      const int64_t cw0 = std::max<int64_t>(w0, 0), cw1 = std::min(w1, g.W);
-      const int64_t div = o.divisor != 0 ? o.divisor : o.count_include_pad ? pool_size : (ch1 - ch0) * (cw1 - cw0);
-      f(oh * g.oW + ow, ch0, ch1, cw0, cw1, div);
-    }
-  }
-}
-
 Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o, OpId id = OpId::avg_pool2d);
 
 Tensor avg_pool_backward(const Tensor& g, const PoolGeom& geom, const AvgOpts& o) {
@@ -279,18 +176,7 @@ Tensor avg_pool_backward(const Tensor& g, const PoolGeom& geom, const AvgOpts& o
     gx = zeros({g.size(0), g.size(1), geom.H, geom.W}, TensorOptions(g.dtype()).device(g.device()));
     kernels::dispatch_floating(g.dtype(), "avg_pool2d", [&]<class T>() {
       if (gx.is_meta()) return;  // Note [Meta device]: no kernel on meta
-      const T* pg = static_cast<const T*>(gc.data_ptr());
-      T* px = gx.data_ptr<T>();
-      for (int64_t p = 0; p < geom.planes; ++p) {
-        const T* gp = pg + p * geom.oH * geom.oW;
-        T* xp = px + p * geom.H * geom.W;
-        avg_windows(geom, o, [&](int64_t out, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t div) {
-          if (h0 >= h1 || w0 >= w1) return;
-          const T v = gp[out] / static_cast<T>(div);
-          for (int64_t ih = h0; ih < h1; ++ih)
-            for (int64_t iw = w0; iw < w1; ++iw) xp[ih * geom.W + iw] += v;
-        });
-      }
+      kernels::pooling::avg_pool2d_backward<T>(gc, gx, geom, o);
     });
   }
   if (auto node = autograd::make_node("AvgPool2DBackwardBackward0", autograd::ForwardOp::unlisted("avg_pool2d_backward"), {&g}, [geom, o](Node&, const Tensor& gg) -> TensorList {
@@ -310,22 +196,7 @@ Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o, OpI
     y = make_empty(out_shape(x4, geom.oH, geom.oW), x.dtype(), x.device());
     kernels::dispatch_floating(x.dtype(), "avg_pool2d", [&]<class T>() {
       if (x.is_meta()) return;  // Note [Meta device]: no kernel on meta
-      const T* px = static_cast<const T*>(x.data_ptr());
-      T* py = y.data_ptr<T>();
-      for (int64_t p = 0; p < geom.planes; ++p) {
-        const T* xp = px + p * geom.H * geom.W;
-        T* yp = py + p * geom.oH * geom.oW;
-        avg_windows(geom, o, [&](int64_t out, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t div) {
-          if (h0 >= h1 || w0 >= w1) {
-            yp[out] = T(0);
-            return;
-          }
-          T s = 0;
-          for (int64_t ih = h0; ih < h1; ++ih)
-            for (int64_t iw = w0; iw < w1; ++iw) s += xp[ih * geom.W + iw];
-          yp[out] = s / static_cast<T>(div);
-        });
-      }
+      kernels::pooling::avg_pool2d_forward<T>(x, y, geom, o);
     });
   }
   if (auto node = make_node("AvgPool2DBackward0", id, {&x4}, [geom, o](Node&, const Tensor& g) -> TensorList {
@@ -338,34 +209,7 @@ Tensor avg_pool_op(const Tensor& x4, const PoolGeom& geom, const AvgOpts& o, OpI
 
 // ---- adaptive avg pool: window i of n over a size-s dim is [floor(i s / n), ceil((i + 1) s / n)) ----
 
-int64_t start_index(int64_t i, int64_t n, int64_t s) { return (i * s) / n; }
-int64_t end_index(int64_t i, int64_t n, int64_t s) { return ((i + 1) * s + n - 1) / n; }
-
 Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW, OpId id = OpId::adaptive_avg_pool2d);
-
-// Adds (backward) or averages (forward) over every window of every plane.
-template <bool Backward, class T>
-void adaptive_kernel(const T* src, T* dst, int64_t planes, int64_t H, int64_t W, int64_t oH, int64_t oW) {
-  for (int64_t p = 0; p < planes; ++p) {
-    for (int64_t oh = 0; oh < oH; ++oh) {
-      const int64_t h0 = start_index(oh, oH, H), h1 = end_index(oh, oH, H);
-      for (int64_t ow = 0; ow < oW; ++ow) {
-        const int64_t w0 = start_index(ow, oW, W), w1 = end_index(ow, oW, W);
-        const T count = static_cast<T>((h1 - h0) * (w1 - w0));
-        if constexpr (Backward) {
-          const T v = src[(p * oH + oh) * oW + ow] / count;
-          for (int64_t ih = h0; ih < h1; ++ih)
-            for (int64_t iw = w0; iw < w1; ++iw) dst[(p * H + ih) * W + iw] += v;
-        } else {
-          T s = 0;
-          for (int64_t ih = h0; ih < h1; ++ih)
-            for (int64_t iw = w0; iw < w1; ++iw) s += src[(p * H + ih) * W + iw];
-          dst[(p * oH + oh) * oW + ow] = s / count;
-        }
-      }
-    }
-  }
-}
 
 Tensor adaptive_avg_backward(const Tensor& g, int64_t H, int64_t W) {
   Tensor gx;
@@ -375,8 +219,7 @@ Tensor adaptive_avg_backward(const Tensor& g, int64_t H, int64_t W) {
     gx = zeros({g.size(0), g.size(1), H, W}, TensorOptions(g.dtype()).device(g.device()));
     kernels::dispatch_floating(g.dtype(), "adaptive_avg_pool2d", [&]<class T>() {
       if (gx.is_meta()) return;  // Note [Meta device]: no kernel on meta
-      adaptive_kernel<true, T>(static_cast<const T*>(gc.data_ptr()), gx.data_ptr<T>(), g.size(0) * g.size(1), H, W,
-                               g.size(2), g.size(3));
+      kernels::pooling::adaptive_avg_pool2d_backward<T>(gc, gx);
     });
   }
   const int64_t oH = g.size(2), oW = g.size(3);
@@ -398,8 +241,7 @@ Tensor adaptive_avg_op(const Tensor& x4, int64_t oH, int64_t oW, OpId id) {
     y = make_empty({x4.size(0), x4.size(1), oH, oW}, x.dtype(), x.device());
     kernels::dispatch_floating(x.dtype(), "adaptive_avg_pool2d", [&]<class T>() {
       if (x.is_meta()) return;  // Note [Meta device]: no kernel on meta
-      adaptive_kernel<false, T>(static_cast<const T*>(x.data_ptr()), y.data_ptr<T>(), x4.size(0) * x4.size(1), H, W,
-                                oH, oW);
+      kernels::pooling::adaptive_avg_pool2d_forward<T>(x, y);
     });
   }
   if (auto node = make_node("AdaptiveAvgPool2DBackward0", id, {&x4}, [H, W](Node&, const Tensor& g) -> TensorList {
@@ -423,34 +265,9 @@ std::tuple<Tensor, Tensor> adaptive_max_op(const Tensor& x4, int64_t oH, int64_t
     const Tensor x = x4.detach().contiguous();
     y = make_empty({x4.size(0), x4.size(1), oH, oW}, x.dtype(), x.device());
     idx = make_empty({x4.size(0), x4.size(1), oH, oW}, kInt64, x.device());
-    const int64_t planes = x4.size(0) * x4.size(1);
     kernels::dispatch_floating(x.dtype(), "adaptive_max_pool2d", [&]<class T>() {
       if (x.is_meta()) return;  // Note [Meta device]: no kernel on meta
-      const T* px = static_cast<const T*>(x.data_ptr());
-      T* py = y.data_ptr<T>();
-      int64_t* pi = idx.data_ptr<int64_t>();
-      for (int64_t p = 0; p < planes; ++p) {
-        const T* in = px + p * H * W;
-        for (int64_t oh = 0; oh < oH; ++oh) {
-          const int64_t h0 = start_index(oh, oH, H), h1 = end_index(oh, oH, H);
-          for (int64_t ow = 0; ow < oW; ++ow) {
-            const int64_t w0 = start_index(ow, oW, W), w1 = end_index(ow, oW, W);
-            int64_t best = h0 * W + w0;
-            T best_v = -std::numeric_limits<T>::infinity();
-            for (int64_t ih = h0; ih < h1; ++ih)
-              for (int64_t iw = w0; iw < w1; ++iw) {
-                const T v = in[ih * W + iw];
-                if (v > best_v || std::isnan(v)) {
-                  best_v = v;
-                  best = ih * W + iw;
-                }
-              }
-            const int64_t o = (p * oH + oh) * oW + ow;
-            py[o] = best_v;
-            pi[o] = best;
-          }
-        }
-      }
+      kernels::pooling::adaptive_max_pool2d_forward<T>(x, y, idx);
     });
   }
   if (auto node = make_node("AdaptiveMaxPool2DBackward0", OpId::adaptive_max_pool2d, {&x4},
