@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../core/dispatch.h"
+#include "../kernels/compare.h"
 #include "../kernels/loops.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -18,6 +19,7 @@ using autograd::make_node;
 using autograd::Node;
 using autograd::set_history;
 using detail::as_dtype;
+using kernels::compare::all_true;
 
 namespace {
 
@@ -197,12 +199,6 @@ Tensor isclose_double(const Tensor& a, const Tensor& b, double rtol, double atol
     if (!std::isfinite(x) || !std::isfinite(y)) return false;
     return std::abs(x - y) <= atol + rtol * std::abs(y);
   }, da, db);
-}
-bool all_true(const Tensor& t) {  // t: a contiguous bool tensor made by kernels::map
-  const bool* p = t.data_ptr<bool>();
-  for (int64_t i = 0; i < t.numel(); ++i)
-    if (!p[i]) return false;
-  return true;
 }
 }  // namespace
 

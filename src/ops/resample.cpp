@@ -7,7 +7,8 @@
 // element as a weighted sum of input elements, separably along H and W:
 //   y[p, oh, ow] = sum_a sum_b wh[oh][a] ww[ow][b] x[p, ih[oh][a], iw[ow][b]]
 // with one tap of weight 1 per output position for nearest and the pads, two taps for bilinear.
-// An Axis holds one dim's map and one kernel runs every such op (p runs over the leading dims).
+// An Axis holds one dim's map and one kernel (src/kernels/resample.cpp) runs every such op (p runs
+// over the leading dims).
 // The ops are linear in x, so the backward is the adjoint map (gx[p, ih, iw] += wh ww g[p, oh, ow]
 // over the same taps) and the adjoint of the adjoint is the forward again: the backward is a
 // recorded op whose own backward is the forward, so derivatives of any order work.
@@ -30,10 +31,9 @@
 #include <string>
 #include <vector>
 
-#include "../core/dispatch.h"
+#include "../kernels/resample.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
-#include "graft/runtime/parallel.h"
 #include "ops_common.h"
 
 namespace graft {
@@ -43,13 +43,8 @@ using autograd::set_history;
 
 namespace {
 
-// One spatial dim's map: output position o reads input positions idx[o * taps + t] with weight
-// w[o * taps + t] (Note [Resampling as separable index maps]).
-struct Axis {
-  int64_t in = 1, out = 1, taps = 1;
-  std::vector<int64_t> idx;
-  std::vector<double> w;
-};
+// One spatial dim's map (Note [Resampling as separable index maps]; the kernel's struct).
+using kernels::resample::Axis;
 
 struct Plan {
   Axis h, w;          // h is the identity map of size 1 for 1-D ops
@@ -136,51 +131,6 @@ Axis pad_axis(int64_t n, int64_t before, int64_t after, PadKind kind) {
   return {};
 }
 
-// Runs the map (Adjoint = false: src is (planes, iH, iW), dst (planes, oH, oW)) or its adjoint
-// (src the gradient (planes, oH, oW), dst the zeroed input gradient).
-template <bool Adjoint, class T>
-void run_map(const Plan& p, const T* src, T* dst, int64_t planes) {
-  const Axis& ah = p.h;
-  const Axis& aw = p.w;
-  const int64_t iW = aw.in, oW = aw.out, in_plane = ah.in * aw.in, out_plane = ah.out * aw.out;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, out_plane * ah.taps * aw.taps));
-  parallel_for(0, planes, grain, [&](int64_t b, int64_t e) {
-    for (int64_t pl = b; pl < e; ++pl) {
-      const T* s = src + pl * (Adjoint ? out_plane : in_plane);
-      T* d = dst + pl * (Adjoint ? in_plane : out_plane);
-      for (int64_t oh = 0; oh < ah.out; ++oh) {
-        for (int64_t ow = 0; ow < oW; ++ow) {
-          if constexpr (Adjoint) {
-            const T g = s[oh * oW + ow];
-            for (int64_t ta = 0; ta < ah.taps; ++ta) {
-              const auto ka = static_cast<size_t>(oh * ah.taps + ta);
-              const T wa = static_cast<T>(ah.w[ka]);
-              T* row = d + ah.idx[ka] * iW;
-              for (int64_t tb = 0; tb < aw.taps; ++tb) {
-                const auto kb = static_cast<size_t>(ow * aw.taps + tb);
-                row[aw.idx[kb]] += wa * static_cast<T>(aw.w[kb]) * g;
-              }
-            }
-          } else {
-            T acc = 0;
-            for (int64_t ta = 0; ta < ah.taps; ++ta) {
-              const auto ka = static_cast<size_t>(oh * ah.taps + ta);
-              const T* row = s + ah.idx[ka] * iW;
-              T part = 0;
-              for (int64_t tb = 0; tb < aw.taps; ++tb) {
-                const auto kb = static_cast<size_t>(ow * aw.taps + tb);
-                part += static_cast<T>(aw.w[kb]) * row[aw.idx[kb]];
-              }
-              acc += static_cast<T>(ah.w[ka]) * part;
-            }
-            d[oh * oW + ow] = acc;
-          }
-        }
-      }
-    }
-  });
-}
-
 Shape mapped_shape(IntArrayRef in, const Plan& p) {
   Shape s(in);
   s[s.size() - 1] = p.w.out;
@@ -203,10 +153,8 @@ Tensor map_backward(const Tensor& g, const PlanPtr& p, const Shape& in_shape) {
     NoGradGuard ng;
     const Tensor gc = g.detach().contiguous();
     gx = zeros(in_shape, TensorOptions(g.dtype()).device(g.device()));
-    kernels::dispatch_floating(g.dtype(), p->backward_op, [&]<class T>() {
-      if (gx.is_meta()) return;  // Note [Meta device]: no kernel on meta
-      run_map<true, T>(*p, static_cast<const T*>(gc.data_ptr()), gx.data_ptr<T>(), planes_of(in_shape, *p));
-    });
+    // Note [Meta device]: the kernel checks the dtype, then runs nothing on meta.
+    kernels::resample::adjoint(p->backward_op, p->h, p->w, gc, gx, planes_of(in_shape, *p));
   }
   if (auto node = autograd::make_node(p->backward_name, autograd::ForwardOp::unlisted(p->backward_op), {&g},
                                       [p](Node&, const Tensor& gg) -> TensorList { return {map_forward(gg, p)}; }))
@@ -221,10 +169,8 @@ Tensor map_forward(const Tensor& x, const PlanPtr& p) {
     NoGradGuard ng;
     const Tensor xc = x.detach().contiguous();
     y = make_empty(mapped_shape(x.sizes(), *p), x.dtype(), x.device());
-    kernels::dispatch_numeric(x.dtype(), ops::op_name(p->op), [&]<class T>() {
-      if (y.is_meta()) return;  // Note [Meta device]: no kernel on meta
-      run_map<false, T>(*p, static_cast<const T*>(xc.data_ptr()), y.data_ptr<T>(), planes_of(in_shape, *p));
-    });
+    // Note [Meta device]: the kernel checks the dtype, then runs nothing on meta.
+    kernels::resample::forward(ops::op_name(p->op), p->h, p->w, xc, y, planes_of(in_shape, *p));
   }
   if (auto node = make_node(p->node_name, p->op, {&x}, [p, in_shape](Node&, const Tensor& g) -> TensorList {
         return {map_backward(g, p, in_shape)};

@@ -22,23 +22,21 @@
 // vectorised per vector width with the scalar bits (they had been a fifth of an LSTM step).
 // Variable lengths: a sequence's steps past its length are inactive: its state is copied through,
 // its output is 0 and its gate gradients are 0, so its gradients flow past them unchanged.
+// The per-step loops of both directions are src/kernels/rnn.cpp's (kernels::rnn::forward, backward);
+// the products over all steps (gx, dx, dW_ih, dW_hh, db) stay here, as graft ops.
 // Outputs: the node has one output Y (T + 2, N, H) = [outputs; h_n; c_n] (c_n row zero but for the
 // LSTM) and rnn_layer returns views of it, so that one node serves the three results.
 // The fused backward is once differentiable; the composite path (graft ops, step by step) is the
 // reference it is tested against, and under create_graph the node differentiates it (Note [The
 // create_graph policy] in src/autograd/composite_backward.h).
-#include <cmath>
 #include <string>
-#include <type_traits>
 
 #include "../autograd/composite_backward.h"
-#include "../kernels/activation_math.h"
-#include "../kernels/vec_f32.h"
+#include "../kernels/rnn.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
 #include "graft/ops/rnn.h"
 #include "ops_common.h"
-#include "runtime/blas.h"
 
 namespace graft {
 
@@ -61,17 +59,17 @@ const char* cell_name(RNNCellType c) {
   return "?";
 }
 
-namespace act = kernels::activation;
+using kernels::rnn::Dims;
 
-// The cells' forward: vec_f32.h's fast float32 sigmoid and tanh, activation_math.h's in float64.
-float sigm(float x) { return kernels::sigmoid_f32(x); }
-double sigm(double x) { return act::sigmoid(x); }
-float tanh_(float x) { return kernels::tanh_f32(x); }
-double tanh_(double x) { return std::tanh(x); }
-
-struct Dims {
-  int64_t T = 0, N = 0, I = 0, H = 0, G = 1;
-};
+kernels::rnn::Cell kernel_cell(RNNCellType c) {
+  switch (c) {
+    case RNNCellType::kRNNTanh: return kernels::rnn::Cell::kRNNTanh;
+    case RNNCellType::kRNNReLU: return kernels::rnn::Cell::kRNNReLU;
+    case RNNCellType::kLSTM: return kernels::rnn::Cell::kLSTM;
+    case RNNCellType::kGRU: return kernels::rnn::Cell::kGRU;
+  }
+  return kernels::rnn::Cell::kRNNTanh;
+}
 
 void check_shape(const Tensor& t, IntArrayRef want, const char* what, const char* hint) {
   GRAFT_CHECK(t.defined() && t.sizes().equals(want), kOp, std::string(what) + " of shape " + shape_str(want),
@@ -144,8 +142,7 @@ RNNLayerResult composite(RNNCellType cell, const Tensor& x, const Tensor& h0, co
       outputs[static_cast<size_t>(t)] = hn;
     } else {
       Tensor m = make_empty({d.N, 1}, kBool);  // the sequences still running at t
-      if (!m.is_meta())  // Note [Meta device]
-        for (int64_t b = 0; b < d.N; ++b) m.data_ptr<bool>()[b] = t < lengths[static_cast<size_t>(b)];
+      if (!m.is_meta()) kernels::rnn::length_mask(m, t, 1, lengths);  // Note [Meta device]
       h = where(m, hn, h);
       if (cn.defined()) c = where(m, cn, c);
       outputs[static_cast<size_t>(t)] = hn.masked_fill(m.logical_not(), 0.0);
@@ -157,189 +154,10 @@ RNNLayerResult composite(RNNCellType cell, const Tensor& x, const Tensor& h0, co
 
 // ---- the fused path ----
 
-template <class T>
-struct Buffers {
-  const T *x, *h0, *c0, *w_ih, *w_hh;
-  T* Y;      // (T + 2, N, H): outputs, h_n, c_n
-  T* gates;  // (T, N, G H) after the nonlinearities (GRU: r z n)
-  T* hs;     // (T, N, H) states after each step (Y's rows when there are no lengths)
-  T* cs;     // (T, N, H) LSTM cell states
-  T* ghn;    // (T, N, H) GRU: W_hn h + b_hn
-};
-
-template <class T>
-void fused_forward(RNNCellType cell, const Dims& d, const Buffers<T>& bf, const T* b_hh_gru, const T* gx,
-                   const std::vector<int64_t>& lengths, bool reverse) {
-  const int64_t N = d.N, H = d.H, GH = d.G * d.H;
-  std::vector<T> gh(static_cast<size_t>(N * GH));
-  // The GRU's recurrent bias when the layer has none (the vectorised cell adds it either way).
-  const std::vector<T> zero_bias(cell == RNNCellType::kGRU && !b_hh_gru ? static_cast<size_t>(GH) : 0, T(0));
-  for (int64_t s = 0; s < d.T; ++s) {
-    const int64_t t = reverse ? d.T - 1 - s : s, tp = reverse ? t + 1 : t - 1;
-    const T* hp = s == 0 ? bf.h0 : bf.hs + tp * N * H;
-    const T* cp = cell == RNNCellType::kLSTM ? (s == 0 ? bf.c0 : bf.cs + tp * N * H) : nullptr;
-    runtime::gemm<T>(kOp, false, true, N, GH, H, T(1), hp, H, bf.w_hh, H, T(0), gh.data(), GH);
-    T* hn = bf.hs + t * N * H;
-    T* gt = bf.gates + t * N * GH;
-    for (int64_t b = 0; b < N; ++b) {
-      const bool active = lengths.empty() || t < lengths[static_cast<size_t>(b)];
-      const T* gxb = gx + (t * N + b) * GH;
-      const T* ghb = gh.data() + b * GH;
-      T* gtb = gt + b * GH;
-      T* hb = hn + b * H;
-      const T* hpb = hp + b * H;
-      if (!active) {
-        std::copy(hpb, hpb + H, hb);
-        std::fill(gtb, gtb + GH, T(0));
-        if (cell == RNNCellType::kLSTM) std::copy(cp + b * H, cp + (b + 1) * H, bf.cs + (t * N + b) * H);
-        if (cell == RNNCellType::kGRU) std::fill(bf.ghn + (t * N + b) * H, bf.ghn + (t * N + b + 1) * H, T(0));
-        continue;
-      }
-      switch (cell) {
-        case RNNCellType::kRNNTanh:
-        case RNNCellType::kRNNReLU:
-          for (int64_t j = 0; j < H; ++j) {
-            const T pre = gxb[j] + ghb[j];
-            hb[j] = cell == RNNCellType::kRNNTanh ? tanh_(pre) : (pre > T(0) ? pre : T(0));
-          }
-          break;
-        case RNNCellType::kLSTM: {
-          const T* cpb = cp + b * H;
-          T* cb = bf.cs + (t * N + b) * H;
-          if constexpr (std::is_same_v<T, float>) {  // the same formulas, vectorised
-            kernels::lstm_cell_f32(gxb, ghb, cpb, gtb, cb, hb, H);
-            break;
-          }
-          for (int64_t j = 0; j < H; ++j) {
-            const T i = sigm(gxb[j] + ghb[j]), f = sigm(gxb[H + j] + ghb[H + j]);
-            const T g = tanh_(gxb[2 * H + j] + ghb[2 * H + j]), o = sigm(gxb[3 * H + j] + ghb[3 * H + j]);
-            gtb[j] = i, gtb[H + j] = f, gtb[2 * H + j] = g, gtb[3 * H + j] = o;
-            cb[j] = f * cpb[j] + i * g;
-            hb[j] = o * tanh_(cb[j]);
-          }
-          break;
-        }
-        case RNNCellType::kGRU: {
-          T* ghnb = bf.ghn + (t * N + b) * H;
-          if constexpr (std::is_same_v<T, float>) {  // the same formulas, vectorised
-            kernels::gru_cell_f32(gxb, ghb, b_hh_gru ? b_hh_gru : zero_bias.data(), hpb, gtb, ghnb, hb, H);
-            break;
-          }
-          for (int64_t j = 0; j < H; ++j) {
-            const T bh = b_hh_gru ? b_hh_gru[2 * H + j] : T(0);
-            const T r = sigm(gxb[j] + ghb[j] + (b_hh_gru ? b_hh_gru[j] : T(0)));
-            const T z = sigm(gxb[H + j] + ghb[H + j] + (b_hh_gru ? b_hh_gru[H + j] : T(0)));
-            ghnb[j] = ghb[2 * H + j] + bh;
-            const T n = tanh_(gxb[2 * H + j] + r * ghnb[j]);
-            gtb[j] = r, gtb[H + j] = z, gtb[2 * H + j] = n;
-            hb[j] = (T(1) - z) * n + z * hpb[j];
-          }
-          break;
-        }
-      }
-    }
-  }
-}
-
-// Gradients of the fused forward. gY (T + 2, N, H); writes dG_x (T N, G H), dG_h (T N, G H; the
-// same buffer as dG_x but for the GRU), dh0, dc0.
-template <class T>
-void fused_backward_steps(RNNCellType cell, const Dims& d, const Buffers<T>& bf, const T* gY,
-                          const std::vector<int64_t>& lengths, bool reverse, T* dgx, T* dgh, T* dh0, T* dc0) {
-  const int64_t N = d.N, H = d.H, GH = d.G * d.H;
-  std::vector<T> dh(gY + d.T * N * H, gY + (d.T + 1) * N * H), dc(gY + (d.T + 1) * N * H, gY + (d.T + 2) * N * H);
-  std::vector<T> dh_prev(static_cast<size_t>(N * H));
-  for (int64_t s = d.T - 1; s >= 0; --s) {
-    const int64_t t = reverse ? d.T - 1 - s : s, tp = reverse ? t + 1 : t - 1;
-    const T* hp = s == 0 ? bf.h0 : bf.hs + tp * N * H;
-    const T* cp = cell == RNNCellType::kLSTM ? (s == 0 ? bf.c0 : bf.cs + tp * N * H) : nullptr;
-    const T* gt = bf.gates + t * N * GH;
-    T* dgxt = dgx + t * N * GH;
-    T* dght = dgh + t * N * GH;
-    for (int64_t b = 0; b < N; ++b) {
-      const bool active = lengths.empty() || t < lengths[static_cast<size_t>(b)];
-      T* dgxb = dgxt + b * GH;
-      T* dghb = dght + b * GH;
-      T* dhb = dh.data() + b * H;
-      T* dhpb = dh_prev.data() + b * H;
-      if (!active) {  // the state passed through: so do its gradients
-        std::fill(dgxb, dgxb + GH, T(0));
-        if (dgh != dgx) std::fill(dghb, dghb + GH, T(0));
-        std::copy(dhb, dhb + H, dhpb);
-        continue;
-      }
-      const T* gout = gY + (t * N + b) * H;
-      const T* gtb = gt + b * GH;
-      const T* hb = bf.hs + (t * N + b) * H;
-      switch (cell) {
-        case RNNCellType::kRNNTanh:
-        case RNNCellType::kRNNReLU:
-          for (int64_t j = 0; j < H; ++j) {
-            const T g = dhb[j] + gout[j];
-            dgxb[j] = cell == RNNCellType::kRNNTanh ? g * act::tanh_grad(hb[j]) : act::relu_grad_times(g, hb[j]);
-            dhpb[j] = 0;
-          }
-          break;
-        case RNNCellType::kLSTM: {
-          const T* cb = bf.cs + (t * N + b) * H;
-          const T* cpb = cp + b * H;
-          T* dcb = dc.data() + b * H;
-          if constexpr (std::is_same_v<T, float>) {  // the same formulas, vectorised
-            kernels::lstm_cell_backward_f32(gtb, cb, cpb, dhb, gout, dcb, dgxb, dhpb, H);
-            break;
-          }
-          for (int64_t j = 0; j < H; ++j) {
-            const T i = gtb[j], f = gtb[H + j], g = gtb[2 * H + j], o = gtb[3 * H + j];
-            const T dht = dhb[j] + gout[j];
-            const T tc = tanh_(cb[j]);
-            const T dct = dcb[j] + dht * o * act::tanh_grad(tc);
-            dgxb[j] = act::sigmoid_grad_times(dct * g, i);
-            dgxb[H + j] = act::sigmoid_grad_times(dct * cpb[j], f);
-            dgxb[2 * H + j] = dct * i * act::tanh_grad(g);
-            dgxb[3 * H + j] = act::sigmoid_grad_times(dht * tc, o);
-            dcb[j] = dct * f;  // dc_prev
-            dhpb[j] = 0;
-          }
-          break;
-        }
-        case RNNCellType::kGRU: {
-          const T* ghnb = bf.ghn + (t * N + b) * H;
-          const T* hpb = hp + b * H;
-          if constexpr (std::is_same_v<T, float>) {  // the same formulas, vectorised
-            kernels::gru_cell_backward_f32(gtb, ghnb, hpb, dhb, gout, dgxb, dghb, dhpb, H);
-            break;
-          }
-          for (int64_t j = 0; j < H; ++j) {
-            const T r = gtb[j], z = gtb[H + j], n = gtb[2 * H + j];
-            const T dht = dhb[j] + gout[j];
-            const T dn_pre = dht * (T(1) - z) * act::tanh_grad(n);
-            const T dz_pre = act::sigmoid_grad_times(dht * (hpb[j] - n), z);
-            const T dr_pre = act::sigmoid_grad_times(dn_pre * ghnb[j], r);
-            dgxb[j] = dr_pre, dgxb[H + j] = dz_pre, dgxb[2 * H + j] = dn_pre;
-            dghb[j] = dr_pre, dghb[H + j] = dz_pre, dghb[2 * H + j] = dn_pre * r;
-            dhpb[j] = dht * z;
-          }
-          break;
-        }
-      }
-    }
-    // dh_prev += dG_h W_hh for the active rows (inactive rows have dG_h = 0).
-    runtime::gemm<T>(kOp, false, false, N, H, GH, T(1), dght, GH, bf.w_hh, H, T(1), dh_prev.data(), H);
-    dh.swap(dh_prev);
-  }
-  std::copy(dh.begin(), dh.end(), dh0);
-  if (dc0) std::copy(dc.begin(), dc.end(), dc0);
-}
-
 DType result_check_dtype(const Tensor& x) {
   GRAFT_CHECK(x.dtype() == kFloat32 || x.dtype() == kFloat64, kOp, "a float32 or float64 input",
               std::string("a ") + dtype_name(x.dtype()) + " input", "convert it: .to(graft::kFloat32)");
   return x.dtype();
-}
-
-template <class T>
-const T* ptr_or_null(const Tensor& t) {
-  return t.defined() ? t.data_ptr<T>() : nullptr;
 }
 
 RNNLayerResult fused(RNNCellType cell, const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& w_ih,
@@ -365,20 +183,12 @@ RNNLayerResult fused(RNNCellType cell, const Tensor& x, const Tensor& h0, const 
     if (lstm) cs = make_empty({d.T, N, H}, dt);
     if (gru) ghn = make_empty({d.T, N, H}, dt);
     const Tensor b_hhc = gru && b_hh.defined() ? b_hh.detach().contiguous() : Tensor();
-    auto run = [&]<class T>() {
-      Buffers<T> bf{xc.data_ptr<T>(), h0c.data_ptr<T>(), ptr_or_null<T>(c0c), w_ihc.data_ptr<T>(), w_hhc.data_ptr<T>(),
-                    Y.data_ptr<T>(), gates.data_ptr<T>(), hs.data_ptr<T>(),
-                    lstm ? cs.data_ptr<T>() : nullptr, gru ? ghn.data_ptr<T>() : nullptr};
-      fused_forward<T>(cell, d, bf, ptr_or_null<T>(b_hhc), gx.data_ptr<T>(), lengths, reverse);
-    };
-    if (Y.is_meta()) {  // Note [Meta device]: no kernel
-    } else if (dt == kFloat32) run.operator()<float>();
-    else run.operator()<double>();
+    if (!Y.is_meta())  // Note [Meta device]: no kernel
+      kernels::rnn::forward(kernel_cell(cell), d, {h0c, c0c, w_hhc, gates, hs, cs, ghn}, gx, b_hhc, lengths, reverse);
     // Outputs (zero past each length), h_n, c_n.
     if (!lengths.empty()) {
       Tensor mask = make_empty({d.T, N, 1}, kBool);
-      for (int64_t t = 0; t < d.T; ++t)
-        for (int64_t b = 0; b < N && !mask.is_meta(); ++b) mask.data_ptr<bool>()[t * N + b] = t < lengths[static_cast<size_t>(b)];
+      if (!mask.is_meta()) kernels::rnn::length_mask(mask, 0, d.T, lengths);
       Y.narrow(0, 0, d.T).copy_(hs.masked_fill(mask.logical_not(), 0.0));
     }
     const int64_t last = reverse ? 0 : d.T - 1;
@@ -409,17 +219,9 @@ RNNLayerResult fused(RNNCellType cell, const Tensor& x, const Tensor& h0, const 
         const int64_t N = d.N, H = d.H, GH = d.G * d.H;
         Tensor dgx = make_empty({d.T * N, GH}, dt), dgh = gru ? make_empty({d.T * N, GH}, dt) : dgx;
         Tensor dh0 = make_empty({N, H}, dt), dc0 = lstm ? make_empty({N, H}, dt) : Tensor();
-        auto run = [&]<class T>() {
-          Buffers<T> bf{xc.data_ptr<T>(), h0c.data_ptr<T>(), ptr_or_null<T>(c0c), w_ihc.data_ptr<T>(), w_hhc.data_ptr<T>(),
-                        const_cast<T*>(Y.data_ptr<T>()), const_cast<T*>(gates.data_ptr<T>()),
-                        const_cast<T*>(hs.data_ptr<T>()), lstm ? const_cast<T*>(cs.data_ptr<T>()) : nullptr,
-                        gru ? const_cast<T*>(ghn.data_ptr<T>()) : nullptr};
-          fused_backward_steps<T>(cell, d, bf, gYc.data_ptr<T>(), lengths, reverse, dgx.data_ptr<T>(), dgh.data_ptr<T>(),
-                                  dh0.data_ptr<T>(), lstm ? dc0.data_ptr<T>() : nullptr);
-        };
-        if (dgx.is_meta()) {  // Note [Meta device]: no kernel
-        } else if (dt == kFloat32) run.operator()<float>();
-        else run.operator()<double>();
+        if (!dgx.is_meta())  // Note [Meta device]: no kernel
+          kernels::rnn::backward(kernel_cell(cell), d, {h0c, c0c, w_hhc, gates, hs, cs, ghn}, gYc, lengths, reverse, dgx,
+                                 dgh, dh0, dc0);
         // The previous state of every step, (T N, H), for dW_hh.
         Tensor hprev = make_empty({d.T, N, H}, dt);
         for (int64_t s = 0; s < d.T; ++s) {
