@@ -15,10 +15,8 @@
 // the first line runs.
 #include <cstdint>
 #include <optional>
-#include <type_traits>
-#include <vector>
 
-#include "../core/dispatch.h"
+#include "../kernels/cumulative.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/ops/ops.h"
@@ -36,10 +34,6 @@ DType cumulative_type(const Tensor& x, std::optional<DType> dtype) {
   return dtype.value_or(is_floating_point(x.dtype()) ? x.dtype() : kInt64);
 }
 
-// Accumulator of T: double for floating types, uint64 for int64 (wrapping on overflow, without UB).
-template <class T>
-using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
-
 // The running sum (Product = false) or product of xc (already in its result dtype) along dim d,
 // from the end when `reverse`. Not recorded.
 template <bool Product>
@@ -51,25 +45,7 @@ Tensor scan(const Tensor& x, int64_t d, bool reverse, const char* op) {
   int64_t inner = 1;
   for (int64_t k = d + 1; k < xc.dim(); ++k) inner *= xc.size(k);
   const int64_t outer = n * inner == 0 ? 0 : xc.numel() / (n * inner);
-  kernels::dispatch_numeric(xc.dtype(), op, [&]<class T>() {
-    const T* px = xc.data_ptr<T>();
-    T* py = y.data_ptr<T>();
-    std::vector<Acc<T>> acc(static_cast<size_t>(inner));
-    for (int64_t o = 0; o < outer; ++o) {
-      std::fill(acc.begin(), acc.end(), Product ? Acc<T>(1) : Acc<T>(0));
-      for (int64_t s = 0; s < n; ++s) {
-        const int64_t k = reverse ? n - 1 - s : s;
-        const int64_t base = (o * n + k) * inner;
-        for (int64_t i = 0; i < inner; ++i) {
-          Acc<T>& a = acc[static_cast<size_t>(i)];
-          const auto v = static_cast<Acc<T>>(px[base + i]);
-          if constexpr (Product) a *= v;
-          else a += v;
-          py[base + i] = static_cast<T>(a);
-        }
-      }
-    }
-  });
+  kernels::cumulative::scan(op, xc, outer, n, inner, Product, reverse, y);
   return y;
 }
 

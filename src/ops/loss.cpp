@@ -20,13 +20,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "../autograd/composite_backward.h"
-#include "../core/dispatch.h"
+#include "../kernels/loss.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/core/warning.h"
@@ -124,16 +123,12 @@ void check_weight_broadcasts_to(const Tensor& w, IntArrayRef shape, const char* 
 std::vector<double> read_values(const Tensor& t) {
   NoGradGuard ng;
   if (t.is_meta()) return {};  // Note [Meta device]: value checks need values
-  const Tensor c = t.detach().to(kFloat64).contiguous();
-  const double* p = c.data_ptr<double>();
-  return std::vector<double>(p, p + c.numel());
+  return kernels::loss::to_doubles(t);
 }
 std::vector<int64_t> read_indices(const Tensor& t) {
   NoGradGuard ng;
   if (t.is_meta()) return {};  // Note [Meta device]: value checks need values
-  const Tensor c = t.detach().contiguous();
-  const int64_t* p = c.data_ptr<int64_t>();
-  return std::vector<int64_t>(p, p + c.numel());
+  return kernels::loss::to_int64s(t);
 }
 
 // ---- class-index losses (nll_loss, cross_entropy) ----
@@ -286,36 +281,23 @@ bool fused_cross_entropy_applies(const Tensor& input, const Tensor& target, cons
          label_smoothing == 0.0;
 }
 
+kernels::loss::Reduce kernel_reduce(Reduction r) {
+  switch (r) {
+    case Reduction::None: return kernels::loss::Reduce::None;
+    case Reduction::Mean: return kernels::loss::Reduce::Mean;
+    case Reduction::Sum: return kernels::loss::Reduce::Sum;
+  }
+  return kernels::loss::Reduce::None;
+}
+
 Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ignore_index, Reduction red) {
   const Tensor x = input.is_contiguous() ? input : input.contiguous();
   const Tensor t = target.is_contiguous() ? target : target.contiguous();
-  const int64_t N = x.size(0), C = x.size(1);
+  const int64_t N = x.size(0);
   Tensor lse = make_empty({N}, x.dtype(), x.device());
   Tensor out = make_empty(red == Reduction::None ? Shape{N} : Shape{}, x.dtype(), x.device());
-  int64_t counted = 0;
-  if (!x.is_meta()) kernels::dispatch_floating(x.dtype(), "cross_entropy", [&]<class T>() {
-    const T* px = x.data_ptr<T>();
-    const int64_t* pt = t.data_ptr<int64_t>();
-    T* pl = lse.data_ptr<T>();
-    T* po = out.data_ptr<T>();
-    double total = 0;
-    for (int64_t i = 0; i < N; ++i) {
-      const T* row = px + i * C;
-      T m = -std::numeric_limits<T>::infinity();
-      for (int64_t c = 0; c < C; ++c) m = std::isnan(row[c]) || row[c] > m ? row[c] : m;  // NaN wins
-      T sum = 0;
-      for (int64_t c = 0; c < C; ++c) sum += std::exp(row[c] - m);
-      // A row of -inf (m = -inf) gives lse = -inf - nan = nan, as log_softmax does.
-      pl[i] = std::isinf(m) && m < 0 ? std::numeric_limits<T>::quiet_NaN() : m + std::log(sum);
-      const bool ignored = pt[i] == ignore_index;
-      const T loss = ignored ? T(0) : pl[i] - row[pt[i]];
-      counted += ignored ? 0 : 1;
-      if (red == Reduction::None) po[i] = loss;
-      else total += static_cast<double>(loss);
-    }
-    if (red == Reduction::Sum) po[0] = static_cast<T>(total);
-    if (red == Reduction::Mean) po[0] = static_cast<T>(total / static_cast<double>(counted));  // 0 / 0 = nan
-  });
+  const int64_t counted =
+      x.is_meta() ? 0 : kernels::loss::cross_entropy_forward(x, t, ignore_index, kernel_reduce(red), lse, out);
   if (auto node = make_node("NllLossBackward0", OpId::nll_loss, {&input}, [ignore_index, red, counted](Node& n, const Tensor& g)
                                                                -> TensorList {
         const Tensor xs = n.saved(0), ts = n.saved(1), ls = n.saved(2);
@@ -326,24 +308,8 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ig
               n, {xs}, [&](const TensorList& in) { return composite_cross_entropy(in[0], ts, ignore_index, red); }, g);
         Tensor dx = make_empty({rows, cols}, xs.dtype(), xs.device());
         const Tensor gc = g.is_contiguous() ? g : g.contiguous();
-        if (!xs.is_meta()) kernels::dispatch_floating(xs.dtype(), "NllLossBackward0", [&]<class T>() {
-          const T* px = xs.data_ptr<T>();
-          const int64_t* pt = ts.data_ptr<int64_t>();
-          const T* pl = ls.data_ptr<T>();
-          const T* pg = gc.data_ptr<T>();
-          T* pd = dx.data_ptr<T>();
-          for (int64_t i = 0; i < rows; ++i) {
-            T* drow = pd + i * cols;
-            if (pt[i] == ignore_index) {
-              std::fill(drow, drow + cols, T(0));
-              continue;
-            }
-            const T gi = (red == Reduction::None ? pg[i] : pg[0]) / static_cast<T>(denom);
-            const T* row = px + i * cols;
-            for (int64_t c = 0; c < cols; ++c) drow[c] = gi * std::exp(row[c] - pl[i]);
-            drow[pt[i]] -= gi;
-          }
-        });
+        if (!xs.is_meta())
+          kernels::loss::cross_entropy_backward(xs, ts, ls, gc, ignore_index, kernel_reduce(red), denom, dx);
         return {dx};
       })) {
     node->save(x);

@@ -6,7 +6,7 @@
 
 #include "../core/dispatch.h"
 #include "../kernels/reduce.h"
-#include "../kernels/vec_f32.h"
+#include "../kernels/reduction.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -67,8 +67,7 @@ struct SumAcc {
 // gradient of a linear layer, the engine's unbroadcast of a batch). Rows are added into a float64
 // accumulator row, one streaming pass; the general reducer walks columns with a stride instead.
 // Returns an undefined tensor when the pattern does not apply.
-template <class T>
-Tensor sum_leading_dims(const Tensor& xc, const std::vector<int64_t>& dims, const Shape& out_shape) {
+static Tensor sum_leading_dims(const Tensor& xc, const std::vector<int64_t>& dims, const Shape& out_shape) {
   const int64_t k = static_cast<int64_t>(dims.size());
   if (k == 0 || k >= xc.dim() || !xc.is_contiguous() || xc.is_meta()) return {};
   for (int64_t i = 0; i < k; ++i)
@@ -77,15 +76,8 @@ Tensor sum_leading_dims(const Tensor& xc, const std::vector<int64_t>& dims, cons
   for (int64_t i = 0; i < k; ++i) outer *= xc.size(i);
   const int64_t inner = xc.numel() / std::max<int64_t>(outer, 1);
   if (outer < 2 || inner < 8) return {};
-  std::vector<double> acc(static_cast<size_t>(inner), 0.0);
-  const T* px = xc.data_ptr<T>();
-  for (int64_t r = 0; r < outer; ++r) {
-    const T* row = px + r * inner;
-    for (int64_t j = 0; j < inner; ++j) acc[static_cast<size_t>(j)] += static_cast<double>(row[j]);
-  }
   Tensor y = make_empty(out_shape, xc.dtype());
-  T* py = y.data_ptr<T>();
-  for (int64_t j = 0; j < inner; ++j) py[j] = static_cast<T>(acc[static_cast<size_t>(j)]);
+  kernels::reduction::sum_leading(xc, outer, inner, y);
   return y;
 }
 
@@ -100,9 +92,9 @@ static Tensor sum_trailing_f32(const Tensor& xc, const std::vector<int64_t>& dim
   for (int64_t d : dims) cols *= xc.size(d);
   Tensor y = make_empty(out_shape, kFloat32);
   if (k == xc.dim()) {
-    y.data_ptr<float>()[0] = kernels::sum_f32(xc.data_ptr<float>(), xc.numel());
+    kernels::reduction::sum_all_f32(xc, y);
   } else if (y.numel() > 0) {
-    kernels::sum_rows_f32(xc.data_ptr<float>(), y.data_ptr<float>(), y.numel(), cols);
+    kernels::reduction::sum_each_row_f32(xc, cols, y);
   }
   return y;
 }
@@ -114,7 +106,7 @@ Tensor sum(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType> 
   const Tensor xc = detail::as_dtype(x, out_dt);
   Tensor y = kernels::dispatch_numeric(out_dt, "sum", [&]<class T>() {
     if constexpr (std::is_floating_point_v<T>) {
-      if (Tensor fast = sum_leading_dims<T>(xc, dims, out_shape); fast.defined()) return fast;
+      if (Tensor fast = sum_leading_dims(xc, dims, out_shape); fast.defined()) return fast;
       if (Tensor fast = sum_trailing_f32(xc, dims, out_shape); fast.defined()) return fast;
     }
     return kernels::reduce<T, T>(

@@ -2,21 +2,22 @@
 // and logsumexp. Like sum and mean (reduction.cpp) they reduce over any set of dims with keepdim;
 // dim = {} means all dims.
 //
-// Kernels work row by row (for_each_row below): the reduced dims are moved last and made contiguous,
-// so each output element sees its `n` input values as one contiguous run. That lets var make two
-// passes over its row and lets max/argmax track an index. Floating rows accumulate in double.
+// The kernels (src/kernels/reduction.h) work row by row: the reduced dims are moved last and made
+// contiguous, so each output element sees its `n` input values as one contiguous run. That lets var
+// make two passes over its row and lets max/argmax track an index. Floating rows accumulate in double.
 //
 // Backward formulas are written with graft ops so that double backward works. Where a backward needs
 // a selection mask (which elements were the max, which position an index names), the mask is a
 // constant computed by a kernel: it is piecewise constant in x, so its derivative is zero anyway.
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "../core/dispatch.h"
 #include "../kernels/loops.h"
+#include "../kernels/reduction.h"
+#include "graft/core/memory.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -34,39 +35,16 @@ bool is_nan(T v) {
   else return false;
 }
 
-// The permutation that moves the reduced `dims` (sorted) last, keeping the order of the others.
-std::vector<int64_t> reduce_last_perm(int64_t ndim, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> perm;
-  std::vector<bool> reduced(static_cast<size_t>(ndim), false);
-  for (int64_t d : dims) reduced[static_cast<size_t>(d)] = true;
-  for (int64_t d = 0; d < ndim; ++d)
-    if (!reduced[static_cast<size_t>(d)]) perm.push_back(d);
-  for (int64_t d : dims) perm.push_back(d);
-  return perm;
-}
+namespace kr = kernels::reduction;
 
-// Calls f(i, row, n) for every output element i (row-major over the kept dims), where row points to
-// the n values of x over the reduced dims, contiguous. x must already have the C++ type T.
-template <class T, class F>
-void for_each_row(const Tensor& x, const std::vector<int64_t>& dims, F&& f) {
-  Tensor xp = x.detach();
-  if (x.dim() > 0) xp = xp.permute(reduce_last_perm(x.dim(), dims));
-  xp = xp.contiguous();
-  int64_t n = 1;
-  for (int64_t d : dims) n *= x.size(d);
-  const int64_t m = n == 0 ? numel_of(detail::reduced_shape(x, dims, false)) : x.numel() / n;
-  const T* px = static_cast<const T*>(xp.data_ptr());
-  for (int64_t i = 0; i < m; ++i) f(i, n == 0 ? px : px + i * n, n);
-}
-
-// A reduction whose value per row is row_fn(row, n), written into a new tensor of `out_shape`.
-template <class T, class R, class F>
-Tensor reduce_rows(const Tensor& x, const std::vector<int64_t>& dims, const Shape& out_shape, DType out_dtype,
-                   F&& row_fn) {
+// A new tensor of `out_shape` whose elements the row kernel `fill(out)` (a kernels::reduction entry:
+// it dispatches on the dtype, then does nothing on meta) writes. The allocation is named for `op`
+// in the memory report.
+template <class F>
+Tensor reduce_rows(const char* op, const Tensor& x, const Shape& out_shape, DType out_dtype, F&& fill) {
+  memory::OpScope op_scope(op);
   Tensor out = make_empty(out_shape, out_dtype, x.device());
-  if (x.is_meta()) return out;  // Note [Meta device]: no kernel
-  R* po = static_cast<R*>(out.data_ptr());
-  for_each_row<T>(x, dims, [&](int64_t i, const T* row, int64_t n) { po[i] = static_cast<R>(row_fn(row, n)); });
+  fill(out);
   return out;
 }
 
@@ -97,24 +75,7 @@ Tensor restore_dims(const Tensor& g, const std::vector<int64_t>& dims, int64_t i
 }
 
 // ---- var / std ----
-// Two-pass over each row in double: the mean first, then the squared deviations with the
-// compensation term sum(d)^2 / n (which cancels the rounding error of the mean).
-template <class T>
-double row_var(const T* row, int64_t n, int64_t correction) {
-  const double dof = static_cast<double>(n - correction);
-  if (dof <= 0) return std::numeric_limits<double>::quiet_NaN();
-  double s = 0;
-  for (int64_t k = 0; k < n; ++k) s += static_cast<double>(row[k]);
-  const double mean = s / static_cast<double>(n);
-  double s1 = 0, s2 = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    const double d = static_cast<double>(row[k]) - mean;
-    s1 += d;
-    s2 += d * d;
-  }
-  return (s2 - s1 * s1 / static_cast<double>(n)) / dof;
-}
-
+// Two passes over each row in double (kernels::reduction::var_rows).
 Tensor var_std_impl(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdim, bool take_sqrt) {
   const char* op = take_sqrt ? "std" : "var";
   check_floating(x, op);
@@ -123,12 +84,8 @@ Tensor var_std_impl(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdi
   const int64_t correction = unbiased ? 1 : 0;
   int64_t n = 1;
   for (int64_t d : dims) n *= x.size(d);
-  Tensor y = kernels::dispatch_floating(x.dtype(), op, [&]<class T>() {
-    return reduce_rows<T, T>(x, dims, out_shape, x.dtype(), [&](const T* row, int64_t cnt) {
-      const double v = row_var(row, cnt, correction);
-      return take_sqrt ? std::sqrt(v) : v;
-    });
-  });
+  Tensor y = reduce_rows(op, x, out_shape, x.dtype(),
+                         [&](Tensor& out) { kr::var_rows(op, x, dims, correction, take_sqrt, out); });
   // N - correction <= 0 gives inf or a negative factor, as in PyTorch (the forward is nan there).
   const double scale = 1.0 / static_cast<double>(n - correction);
   const int64_t in_dim = x.dim();
@@ -167,7 +124,7 @@ Tensor var_std_impl(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdi
 // zeros included): row i of an n x n matrix holds the slice with x_i replaced by 1. O(n^2) memory:
 // used only when x has zeros and the gradient itself must be differentiable.
 Tensor prod_of_others(const Tensor& x, const std::vector<int64_t>& dims) {
-  const auto perm = reduce_last_perm(x.dim(), dims);
+  const auto perm = kr::reduce_last_perm(x.dim(), dims);
   std::vector<int64_t> inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   const Tensor xp = x.dim() > 0 ? x.permute(perm) : x;
@@ -185,41 +142,19 @@ Tensor prod_of_others(const Tensor& x, const std::vector<int64_t>& dims) {
 // The same values by a kernel (no graph): zeros are counted per row; with none, prod / x_i; with one,
 // the product of the others at the zero and 0 elsewhere; with two or more, 0 everywhere.
 Tensor prod_of_others_kernel(const Tensor& x, const std::vector<int64_t>& dims) {
-  const auto perm = reduce_last_perm(x.dim(), dims);
+  const auto perm = kr::reduce_last_perm(x.dim(), dims);
   std::vector<int64_t> inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   Shape permuted;
   for (int64_t d : perm) permuted.push_back(x.size(d));
   Tensor out = make_empty(permuted, x.dtype(), x.device());
-  if (!x.is_meta()) kernels::dispatch_floating(x.dtype(), "prod", [&]<class T>() {
-    T* po = static_cast<T*>(out.data_ptr());
-    for_each_row<T>(x, dims, [&](int64_t i, const T* row, int64_t n) {
-      int64_t zeros = 0;
-      double p = 1;
-      for (int64_t k = 0; k < n; ++k) {
-        if (row[k] == T(0)) ++zeros;
-        else p *= static_cast<double>(row[k]);
-      }
-      for (int64_t k = 0; k < n; ++k) {
-        double v = 0;
-        if (zeros == 0) v = p / static_cast<double>(row[k]);
-        else if (zeros == 1 && row[k] == T(0)) v = p;
-        po[i * n + k] = static_cast<T>(v);
-      }
-    });
-  });
+  if (!x.is_meta()) kr::prod_of_others_rows(x, dims, out);
   return x.dim() > 0 ? out.permute(inv) : out;
 }
 
 bool has_zero(const Tensor& x) {
   if (!is_floating_point(x.dtype()) || x.is_meta()) return false;  // on meta either formula has the shape
-  return kernels::dispatch_floating(x.dtype(), "prod", [&]<class T>() {
-    bool found = false;
-    const Tensor xc = x.detach().contiguous();
-    const T* p = static_cast<const T*>(xc.data_ptr());
-    for (int64_t i = 0; i < xc.numel() && !found; ++i) found = p[i] == T(0);
-    return found;
-  });
+  return kr::has_zero(x);
 }
 
 Tensor prod_impl(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType> dtype, bool full) {
@@ -230,21 +165,7 @@ Tensor prod_impl(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<D
   const auto dims = detail::reduction_dims(x, dim, "prod");
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
   const Tensor xc = detail::as_dtype(x, out_dt);
-  Tensor y = kernels::dispatch_numeric(out_dt, "prod", [&]<class T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      return reduce_rows<T, T>(xc, dims, out_shape, out_dt, [](const T* row, int64_t n) {
-        double p = 1;
-        for (int64_t k = 0; k < n; ++k) p *= static_cast<double>(row[k]);
-        return p;
-      });
-    } else {  // int64 wraps around on overflow, as in PyTorch (unsigned arithmetic: no UB)
-      return reduce_rows<T, T>(xc, dims, out_shape, out_dt, [](const T* row, int64_t n) {
-        uint64_t p = 1;
-        for (int64_t k = 0; k < n; ++k) p *= static_cast<uint64_t>(row[k]);
-        return static_cast<int64_t>(p);
-      });
-    }
-  });
+  Tensor y = reduce_rows("prod", xc, out_shape, out_dt, [&](Tensor& out) { kr::prod_rows(xc, dims, out); });
   const int64_t in_dim = x.dim();
   if (!is_floating_point(out_dt)) return y;  // an integer product carries no gradient
   if (auto node = make_node(full ? "ProdBackward0" : "ProdBackward1", OpId::prod, {&x},
@@ -265,18 +186,6 @@ Tensor prod_impl(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<D
 }
 
 // ---- max / min / amax / amin ----
-// The index of the max (Greater) or min in a row: the first occurrence on ties; a NaN wins (the first).
-template <bool Greater, class T>
-int64_t row_arg_extreme(const T* row, int64_t n) {
-  int64_t best = 0;
-  for (int64_t k = 1; k < n; ++k) {
-    if (is_nan(row[best])) break;
-    const T v = row[k];
-    if (is_nan(v) || (Greater ? v > row[best] : v < row[best])) best = k;
-  }
-  return best;
-}
-
 // mask / mask.sum(dims): the gradient share of every element, where mask marks the elements equal to
 // their slice's result (its NaNs when the result is NaN). `r` has x's rank (reduced dims of size 1).
 Tensor even_split_weights(const Tensor& x, const Tensor& r, const std::vector<int64_t>& dims) {
@@ -298,11 +207,8 @@ Tensor extreme_all_dims(const Tensor& x, IntArrayRef dim, bool keepdim, bool gre
   const auto dims = detail::reduction_dims(x, dim, op);
   check_nonempty_reduction(x, dims, dims_given, op);
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
-  Tensor y = kernels::dispatch_all(x.dtype(), op, [&]<class T>() {
-    return reduce_rows<T, T>(x, dims, out_shape, x.dtype(), [greater](const T* row, int64_t n) {
-      return row[greater ? row_arg_extreme<true>(row, n) : row_arg_extreme<false>(row, n)];
-    });
-  });
+  Tensor y =
+      reduce_rows(op, x, out_shape, x.dtype(), [&](Tensor& out) { kr::extreme_rows(op, x, dims, greater, out); });
   const int64_t in_dim = x.dim();
   if (auto node = make_node(node_name, id, {&x}, [dims, keepdim, in_dim](Node& nd, const Tensor& g) -> TensorList {
         // d max / dx_i = 1 / (number of ties) at the elements equal to the max, 0 elsewhere
@@ -330,15 +236,7 @@ std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdi
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
   Tensor values = make_empty(out_shape, x.dtype(), x.device());
   Tensor indices = make_empty(out_shape, kInt64, x.device());
-  if (!x.is_meta()) kernels::dispatch_all(x.dtype(), op, [&]<class T>() {
-    T* pv = static_cast<T*>(values.data_ptr());
-    int64_t* pi = indices.data_ptr<int64_t>();
-    for_each_row<T>(x, dims, [&](int64_t i, const T* row, int64_t n) {
-      const int64_t k = greater ? row_arg_extreme<true>(row, n) : row_arg_extreme<false>(row, n);
-      pv[i] = row[k];
-      pi[i] = k;
-    });
-  });
+  if (!x.is_meta()) kr::extreme_index_rows(op, x, dims, greater, values, indices);
   const int64_t in_dim = x.dim();
   if (auto node = make_node(node_name, id, {&x}, [dims, keepdim, in_dim, in = Shape(x.sizes())](Node& nd, const Tensor& g) -> TensorList {
         // d values / dx = 1 at the selected index of each slice, 0 elsewhere
@@ -373,11 +271,7 @@ Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bo
   const auto dims = detail::reduction_dims(x, {*dim}, op);
   check_nonempty_reduction(x, dims, true, op);
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
-  return kernels::dispatch_numeric(x.dtype(), op, [&]<class T>() {
-    return reduce_rows<T, int64_t>(x, dims, out_shape, kInt64, [greater](const T* row, int64_t n) {
-      return greater ? row_arg_extreme<true>(row, n) : row_arg_extreme<false>(row, n);
-    });
-  });
+  return reduce_rows(op, x, out_shape, kInt64, [&](Tensor& out) { kr::arg_extreme_rows(op, x, dims, greater, out); });
 }
 
 }  // namespace
@@ -425,19 +319,8 @@ Tensor logsumexp(const Tensor& x, IntArrayRef dim, bool keepdim) {
   check_floating(x, "logsumexp");
   const auto dims = detail::reduction_dims(x, dim, "logsumexp");
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
-  Tensor y = kernels::dispatch_floating(x.dtype(), "logsumexp", [&]<class T>() {
-    return reduce_rows<T, T>(x, dims, out_shape, x.dtype(), [](const T* row, int64_t n) {
-      // m + log(sum exp(x - m)) with m the max; an infinite m is replaced by 0 so that an all -inf
-      // slice (or an empty one) gives -inf and a +inf element gives +inf, never inf - inf = nan.
-      double m = -std::numeric_limits<double>::infinity();
-      for (int64_t k = 0; k < n; ++k)
-        if (static_cast<double>(row[k]) > m) m = static_cast<double>(row[k]);
-      if (std::isinf(m)) m = 0;
-      double s = 0;
-      for (int64_t k = 0; k < n; ++k) s += std::exp(static_cast<double>(row[k]) - m);
-      return m + std::log(s);
-    });
-  });
+  // m + log(sum exp(x - m)) in double with m the slice's max (kernels::reduction::logsumexp_rows).
+  Tensor y = reduce_rows("logsumexp", x, out_shape, x.dtype(), [&](Tensor& out) { kr::logsumexp_rows(x, dims, out); });
   const int64_t in_dim = x.dim();
   if (auto node = make_node("LogsumexpBackward0", OpId::logsumexp, {&x}, [dims, keepdim, in_dim](Node& nd, const Tensor& g) -> TensorList {
         // d lse / dx_i = exp(x_i - lse) (the softmax of the slice)

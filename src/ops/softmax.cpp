@@ -1,13 +1,7 @@
 // softmax and log_softmax along one dim: fused, numerically stable kernels (the row max is
 // subtracted before exp). A row of all -inf gives nan, as in PyTorch. Backward formulas use the
 // saved output and graft ops, so double backward works.
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <vector>
-
-#include "../core/dispatch.h"
-#include "../kernels/vec_f32.h"
+#include "../kernels/softmax.h"
 #include "graft/core/memory.h"
 #include "graft/ops/autocast.h"
 #include "graft/ops/ops.h"
@@ -33,42 +27,6 @@ Tensor softmax_input(const Tensor& x, std::optional<DType> dtype, const char* op
   return detail::cast(x, dt);
 }
 
-// Views x (made contiguous) as (outer, n, inner) with n the size of `dim`, and applies the fused
-// kernel to each row of n values. Vectorises over `inner`.
-template <class T, bool Log>
-void softmax_kernel(const T* in, T* out, int64_t outer, int64_t n, int64_t inner) {
-  std::vector<T> mx(static_cast<size_t>(inner)), sum(static_cast<size_t>(inner));
-  for (int64_t o = 0; o < outer; ++o) {
-    const T* x = in + o * n * inner;
-    T* y = out + o * n * inner;
-    std::fill(mx.begin(), mx.end(), -std::numeric_limits<T>::infinity());
-    std::fill(sum.begin(), sum.end(), T(0));
-    // The row max; a nan anywhere makes it (and so the whole row) nan, as in PyTorch.
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < inner; ++i) {
-        const T v = x[j * inner + i];
-        T& m = mx[static_cast<size_t>(i)];
-        m = (v > m || v != v) ? v : m;
-      }
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < inner; ++i) {
-        const T shifted = x[j * inner + i] - mx[static_cast<size_t>(i)];
-        const T e = std::exp(shifted);
-        sum[static_cast<size_t>(i)] += e;
-        y[j * inner + i] = Log ? shifted : e;
-      }
-    if constexpr (Log) {
-      for (int64_t i = 0; i < inner; ++i) sum[static_cast<size_t>(i)] = std::log(sum[static_cast<size_t>(i)]);
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < inner; ++i) y[j * inner + i] -= sum[static_cast<size_t>(i)];
-    } else {
-      for (int64_t i = 0; i < inner; ++i) sum[static_cast<size_t>(i)] = T(1) / sum[static_cast<size_t>(i)];
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < inner; ++i) y[j * inner + i] *= sum[static_cast<size_t>(i)];
-    }
-  }
-}
-
 template <bool Log>
 Tensor softmax_forward(const Tensor& x, int64_t d, const char* op) {
   memory::OpScope op_scope(op);  // names the allocation in the memory report
@@ -80,13 +38,7 @@ Tensor softmax_forward(const Tensor& x, int64_t d, const char* op) {
   for (int64_t i = 0; i < d; ++i) outer *= x.size(i);
   for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.size(i);
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);
-  if (x.dtype() == kFloat32 && inner == 1) {  // rows of n values (Note [Fast float32 softmax])
-    kernels::softmax_rows_f32(xc.data_ptr<float>(), y.data_ptr<float>(), outer, n, Log);
-    return y;
-  }
-  kernels::dispatch_floating(x.dtype(), op, [&]<class T>() {
-    softmax_kernel<T, Log>(static_cast<const T*>(xc.data_ptr()), y.data_ptr<T>(), outer, n, inner);
-  });
+  kernels::softmax::forward(op, xc, outer, n, inner, Log, y);  // float32 rows: Note [Fast float32 softmax]
   return y;
 }
 
