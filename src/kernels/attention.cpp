@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "graft/core/factory.h"
 #include "graft/runtime/parallel.h"
@@ -272,5 +273,82 @@ template void forward<double>(const Args<double>&, double*, double*);
 template void backward<float>(const Args<float>&, const float*, const float*, const float*, float*, float*, float*);
 template void backward<double>(const Args<double>&, const double*, const double*, const double*, double*, double*,
                                double*);
+
+// ---- Tensor-level entries ----
+
+namespace {
+
+// Fills the kernel's mask pointer and strides; `held` keeps a materialised copy alive when the
+// broadcast mask's leading dims do not collapse into (outer, inner) strides.
+template <class T>
+void bind_mask(const Options& o, int64_t L, int64_t S, Args<T>& a, Tensor& held) {
+  if (!o.mask.defined()) return;
+  Shape full = o.batch;
+  full.push_back(L);
+  full.push_back(S);
+  Tensor m = o.mask.detach().expand(full);
+  const int64_t nb = static_cast<int64_t>(o.batch.size());
+  // The outer leading dims (all but the last) must collapse into one stride: each one's stride is
+  // the next one's times its size (size-1 dims do not count). A broadcast (stride 0) or contiguous
+  // mask always does; anything else is copied once.
+  auto outer_dims = [&] {
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d + 1 < nb; ++d)
+      if (m.size(d) > 1) dims.push_back(d);
+    return dims;
+  };
+  std::vector<int64_t> dims = outer_dims();
+  for (size_t i = 0; i + 1 < dims.size(); ++i)
+    if (m.stride(dims[i]) != m.stride(dims[i + 1]) * m.size(dims[i + 1])) {
+      m = m.contiguous();
+      break;
+    }
+  held = m;
+  a.mask = static_cast<const T*>(m.data_ptr());
+  a.mask_sl = m.stride(-2);
+  a.mask_ss = m.stride(-1);
+  a.mask_sb_outer = dims.empty() ? 0 : m.stride(dims.back());
+  a.mask_inner = nb >= 1 ? std::max<int64_t>(1, m.size(nb - 1)) : 1;
+  a.mask_sb_inner = nb >= 1 && m.size(nb - 1) > 1 ? m.stride(nb - 1) : 0;
+}
+
+// The kernel's arguments for q (B, L, E), k (B, S, E), v (B, S, Ev); `held_mask` as bind_mask's.
+template <class T>
+Args<T> kernel_args(const Options& o, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& held_mask) {
+  Args<T> a;
+  a.batch = q.size(0), a.q_len = q.size(1), a.kv_len = k.size(1), a.head_dim = q.size(2), a.v_dim = v.size(2);
+  a.q = q.data_ptr<T>(), a.k = k.data_ptr<T>(), a.v = v.data_ptr<T>();
+  bind_mask(o, a.q_len, a.kv_len, a, held_mask);
+  a.causal = o.causal;
+  a.scale = static_cast<T>(o.scale);
+  a.dropout_p = o.dropout_p;
+  a.seed = o.seed;
+  a.q_tile = o.q_tile, a.kv_tile = o.kv_tile;
+  return a;
+}
+
+}  // namespace
+
+void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Options& o, Tensor& out, Tensor& lse) {
+  Tensor held;
+  if (q.dtype() == kFloat32)
+    forward(kernel_args<float>(o, q, k, v, held), out.data_ptr<float>(), lse.data_ptr<float>());
+  else
+    forward(kernel_args<double>(o, q, k, v, held), out.data_ptr<double>(), lse.data_ptr<double>());
+}
+
+void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Options& o, const Tensor& out,
+              const Tensor& lse, const Tensor& grad_out, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
+  Tensor held;
+  if (q.dtype() == kFloat32)
+    backward(kernel_args<float>(o, q, k, v, held), out.data_ptr<float>(), lse.data_ptr<float>(),
+             grad_out.data_ptr<float>(), grad_q.data_ptr<float>(), grad_k.data_ptr<float>(), grad_v.data_ptr<float>());
+  else
+    backward(kernel_args<double>(o, q, k, v, held), out.data_ptr<double>(), lse.data_ptr<double>(),
+             grad_out.data_ptr<double>(), grad_q.data_ptr<double>(), grad_k.data_ptr<double>(),
+             grad_v.data_ptr<double>());
+}
+
+void keep_mask(uint64_t seed, double p, Tensor& keep) { keep_mask(seed, p, keep.numel(), keep.data_ptr<bool>()); }
 
 }  // namespace graft::kernels::attention

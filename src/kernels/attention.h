@@ -5,9 +5,14 @@
 //   q (B, L, E), k (B, S, E), v (B, S, Ev), out (B, L, Ev), lse (B, L)
 // The mask is additive (0 or -inf for a boolean mask, any value for a float mask), read through
 // strides so that a broadcast (L, S) or (B, 1, S) mask is never expanded in memory.
+//
+// The Tensor-level entries at the end take the op's tensors and Options, bind the mask's strides
+// and extract the pointers; the pointer-level ones (Args) are the kernel itself.
 #pragma once
 
 #include <cstdint>
+
+#include "graft/core/tensor.h"
 
 namespace graft::kernels::attention {
 
@@ -49,6 +54,33 @@ bool keep(uint64_t seed, uint64_t index, double p);
 
 // mask[i] = keep(seed, i, p) for i < n: the dropout mask the kernel uses, for the plain path.
 void keep_mask(uint64_t seed, double p, int64_t n, bool* mask);
+
+// ---- Tensor-level entries ----
+
+// A call's mask and options, as the op checked and normalised them (Args' fields besides the sizes
+// and the pointers).
+struct Options {
+  // Additive mask in q's dtype, broadcastable to (batch..., L, S); undefined: none. Read through
+  // its strides when its non-trivial leading dims, all but the last, collapse into one stride
+  // (broadcast or contiguous masks always do); any other layout is copied once for the call.
+  Tensor mask;
+  Shape batch;  // the leading dims that B flattens (batch..., heads)
+  bool causal = false;
+  double scale = 1, dropout_p = 0;
+  uint64_t seed = 0;
+  int64_t q_tile = 0, kv_tile = 0;
+};
+
+// forward and backward above on tensors: q (B, L, E), k (B, S, E), v (B, S, Ev) contiguous, float32
+// or float64 (one dtype); out (B, L, Ev), lse (B, L), grad_out like out, and grad_q, grad_k, grad_v
+// like q, k, v contiguous of that dtype; out, lse (forward) and grad_q, grad_k, grad_v (backward)
+// are allocated by the caller and overwritten.
+void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Options& o, Tensor& out, Tensor& lse);
+void backward(const Tensor& q, const Tensor& k, const Tensor& v, const Options& o, const Tensor& out,
+              const Tensor& lse, const Tensor& grad_out, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v);
+
+// keep_mask above into a contiguous bool tensor: keep[i] = keep(seed, i, p) for i < keep.numel().
+void keep_mask(uint64_t seed, double p, Tensor& keep);
 
 // Default tile sizes (query rows, key rows).
 inline constexpr int64_t kDefaultQTile = 64;

@@ -64,16 +64,4 @@ void cross_entropy_backward(const Tensor& x, const Tensor& t, const Tensor& lse,
   });
 }
 
-std::vector<double> to_doubles(const Tensor& t) {
-  const Tensor c = t.detach().to(kFloat64).contiguous();
-  const double* p = c.data_ptr<double>();
-  return std::vector<double>(p, p + c.numel());
-}
-
-std::vector<int64_t> to_int64s(const Tensor& t) {
-  const Tensor c = t.detach().contiguous();
-  const int64_t* p = c.data_ptr<int64_t>();
-  return std::vector<int64_t>(p, p + c.numel());
-}
-
 }  // namespace graft::kernels::loss

@@ -29,9 +29,4 @@ int64_t cross_entropy_forward(const Tensor& x, const Tensor& t, int64_t ignore_i
 void cross_entropy_backward(const Tensor& x, const Tensor& t, const Tensor& lse, const Tensor& g, int64_t ignore_index,
                             Reduce red, double denom, Tensor& dx);
 
-// t's values, row-major: as doubles (any floating dtype, any layout; converted), or as int64
-// (an int64 tensor, any layout).
-std::vector<double> to_doubles(const Tensor& t);
-std::vector<int64_t> to_int64s(const Tensor& t);
-
 }  // namespace graft::kernels::loss

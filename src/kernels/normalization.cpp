@@ -53,18 +53,6 @@ Stats group_stats(const char* op, const Tensor& x_, int64_t outer, int64_t group
   return st;
 }
 
-std::vector<double> to_doubles(const Tensor& t) {
-  const Tensor d = t.detach().to(kFloat64).contiguous();
-  const double* p = d.data_ptr<double>();
-  return {p, p + d.numel()};
-}
-
-Tensor from_doubles(const std::vector<double>& v) {
-  Tensor t = make_empty({static_cast<int64_t>(v.size())}, kFloat64);
-  std::copy(v.begin(), v.end(), t.data_ptr<double>());
-  return t;
-}
-
 void batch_norm_forward(const Tensor& x_, const Tensor& weight, const Tensor& bias, const Stats& st, Tensor& y) {
   if (x_.is_meta()) return;  // Note [Meta device]
   const Tensor x = x_.detach().contiguous(), wc = contiguous_or_undefined(weight), bc = contiguous_or_undefined(bias);

@@ -28,10 +28,6 @@ struct Stats {
 // names the op in a dtype error and in the memory report.
 Stats group_stats(const char* op, const Tensor& x, int64_t outer, int64_t groups, int64_t inner, double eps);
 
-// t's values as doubles (any floating dtype, any layout); and a float64 (n) tensor of v.
-std::vector<double> to_doubles(const Tensor& t);
-Tensor from_doubles(const std::vector<double>& v);
-
 // y = (x - mean) * invstd * weight + bias, in the layouts above; y is allocated like x.
 void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Stats& s, Tensor& y);
 void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Stats& s, int64_t M,

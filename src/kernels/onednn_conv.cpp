@@ -1,7 +1,7 @@
 // float32 2-D convolution on oneDNN (see onednn_conv.h).
 //
 // Note [Convolution backends]
-// graft has two convolution backends. im2col + OpenBLAS gemm (src/ops/conv.cpp) serves every
+// graft has two convolution backends. im2col + OpenBLAS gemm (src/kernels/conv.cpp) serves every
 // dtype, dimension and shape; oneDNN (GRAFT_WITH_ONEDNN, Debian's libdnnl 2.6, the same library
 // LibTorch 1.13 runs its CPU convolutions on) serves float32 2-D convolutions with at least
 // kMinChannels input and output channels per group. Measured on this project's 2-core AVX-512

@@ -39,14 +39,10 @@ thread_local BackendState t_backend;
 
 std::string str(const char* s) { return s; }
 
-// The call, checked and normalised; shared by the forward and the node's backward.
-struct Call {
-  Tensor mask;  // additive mask (0 / -inf for a bool mask) in the scores' dtype, or undefined
-  bool causal = false;
-  double scale = 1, dropout_p = 0;
-  uint64_t seed = 0;
-  int64_t q_tile = 0, kv_tile = 0;
-  Shape batch;  // the leading dims
+// The call, checked and normalised; shared by the forward and the node's backward. Its kernel
+// options (attn::Options): mask, the additive mask (0 / -inf for a bool mask) in the scores' dtype,
+// or undefined; batch, the leading dims; causal, scale, dropout_p, seed and the tile sizes.
+struct Call : attn::Options {
   int64_t B = 1, L = 0, S = 0, E = 0, Ev = 0;
 };
 
@@ -131,7 +127,7 @@ Tensor dropout_scale(const Call& c, DType dtype) {
   shape.push_back(c.L);
   shape.push_back(c.S);
   Tensor keep = make_empty(shape, kBool);  // meta inside the op's MetaOpScope: no draw
-  if (!keep.is_meta()) attn::keep_mask(c.seed, c.dropout_p, keep.numel(), keep.data_ptr<bool>());
+  if (!keep.is_meta()) attn::keep_mask(c.seed, c.dropout_p, keep);
   const double kept = c.dropout_p < 1 ? 1.0 / (1.0 - c.dropout_p) : 0.0;
   return keep.to(dtype) * kept;
 }
@@ -154,54 +150,6 @@ Tensor math_forward(const Call& c, const Tensor& q, const Tensor& k, const Tenso
 // The kernel's view of a tensor: contiguous, leading dims flattened.
 Tensor flat(const Tensor& t, const Call& c) { return t.detach().contiguous().reshape({c.B, t.size(-2), t.size(-1)}); }
 
-// Fills the kernel's mask pointer and strides; `held` keeps a materialised copy alive when the
-// broadcast mask's leading dims do not collapse into (outer, inner) strides.
-template <class T>
-void bind_mask(const Call& c, attn::Args<T>& a, Tensor& held) {
-  if (!c.mask.defined()) return;
-  Shape full = c.batch;
-  full.push_back(c.L);
-  full.push_back(c.S);
-  Tensor m = c.mask.detach().expand(full);
-  const int64_t nb = static_cast<int64_t>(c.batch.size());
-  // The outer leading dims (all but the last) must collapse into one stride: each one's stride is
-  // the next one's times its size (size-1 dims do not count). A broadcast (stride 0) or contiguous
-  // mask always does; anything else is copied once.
-  auto outer_dims = [&] {
-    std::vector<int64_t> dims;
-    for (int64_t d = 0; d + 1 < nb; ++d)
-      if (m.size(d) > 1) dims.push_back(d);
-    return dims;
-  };
-  std::vector<int64_t> dims = outer_dims();
-  for (size_t i = 0; i + 1 < dims.size(); ++i)
-    if (m.stride(dims[i]) != m.stride(dims[i + 1]) * m.size(dims[i + 1])) {
-      m = m.contiguous();
-      break;
-    }
-  held = m;
-  a.mask = static_cast<const T*>(m.data_ptr());
-  a.mask_sl = m.stride(-2);
-  a.mask_ss = m.stride(-1);
-  a.mask_sb_outer = dims.empty() ? 0 : m.stride(dims.back());
-  a.mask_inner = nb >= 1 ? std::max<int64_t>(1, m.size(nb - 1)) : 1;
-  a.mask_sb_inner = nb >= 1 && m.size(nb - 1) > 1 ? m.stride(nb - 1) : 0;
-}
-
-template <class T>
-attn::Args<T> kernel_args(const Call& c, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& held_mask) {
-  attn::Args<T> a;
-  a.batch = c.B, a.q_len = c.L, a.kv_len = c.S, a.head_dim = c.E, a.v_dim = c.Ev;
-  a.q = q.data_ptr<T>(), a.k = k.data_ptr<T>(), a.v = v.data_ptr<T>();
-  bind_mask(c, a, held_mask);
-  a.causal = c.causal;
-  a.scale = static_cast<T>(c.scale);
-  a.dropout_p = c.dropout_p;
-  a.seed = c.seed;
-  a.q_tile = c.q_tile, a.kv_tile = c.kv_tile;
-  return a;
-}
-
 Tensor efficient_forward(const Call& c, const Tensor& q, const Tensor& k, const Tensor& v) {
   memory::OpScope op_scope(kOp);
   Tensor out, lse;
@@ -210,12 +158,7 @@ Tensor efficient_forward(const Call& c, const Tensor& q, const Tensor& k, const 
     const Tensor qf = flat(q, c), kf = flat(k, c), vf = flat(v, c);
     out = make_empty({c.B, c.L, c.Ev}, q.dtype(), q.device());
     lse = make_empty({c.B, c.L}, q.dtype(), q.device());
-    Tensor held;
-    if (q.is_meta()) {  // Note [Meta device]: no kernel
-    } else if (q.dtype() == kFloat32)
-      attn::forward(kernel_args<float>(c, qf, kf, vf, held), out.data_ptr<float>(), lse.data_ptr<float>());
-    else
-      attn::forward(kernel_args<double>(c, qf, kf, vf, held), out.data_ptr<double>(), lse.data_ptr<double>());
+    if (!q.is_meta()) attn::forward(qf, kf, vf, c, out, lse);  // Note [Meta device]: no kernel on meta
     Shape shape = c.batch;
     shape.push_back(c.L);
     shape.push_back(c.Ev);
@@ -233,14 +176,7 @@ Tensor efficient_forward(const Call& c, const Tensor& q, const Tensor& k, const 
         const Tensor qf = flat(q, c), kf = flat(k, c), vf = flat(v, c), of = flat(out, c), gf = flat(g, c);
         Tensor gq = make_empty(qf.sizes(), q.dtype(), q.device()), gk = make_empty(kf.sizes(), k.dtype(), k.device()),
                gv = make_empty(vf.sizes(), v.dtype(), v.device());
-        Tensor held;
-        if (q.is_meta()) {  // Note [Meta device]: no kernel
-        } else if (q.dtype() == kFloat32)
-          attn::backward(kernel_args<float>(c, qf, kf, vf, held), of.data_ptr<float>(), lse.data_ptr<float>(),
-                         gf.data_ptr<float>(), gq.data_ptr<float>(), gk.data_ptr<float>(), gv.data_ptr<float>());
-        else
-          attn::backward(kernel_args<double>(c, qf, kf, vf, held), of.data_ptr<double>(), lse.data_ptr<double>(),
-                         gf.data_ptr<double>(), gq.data_ptr<double>(), gk.data_ptr<double>(), gv.data_ptr<double>());
+        if (!q.is_meta()) attn::backward(qf, kf, vf, c, of, lse, gf, gq, gk, gv);  // Note [Meta device]
         return {gq.reshape(q.sizes()), gk.reshape(k.sizes()), gv.reshape(v.sizes())};
       })) {
     node->save(q);

@@ -1,7 +1,9 @@
 // Convolution: conv2d and conv3d with stride, padding, dilation and groups, via im2col / vol2col
 // and OpenBLAS gemm (float32 / float64), or oneDNN for float32 2-D convolutions with enough
 // channels (Note [Convolution backends] in src/kernels/onednn_conv.cpp); conv_transpose2d; conv1d
-// and conv_transpose1d on the 2-D path (Note [1-D convolution on the 2-D path]).
+// and conv_transpose1d on the 2-D path (Note [1-D convolution on the 2-D path]). This file keeps
+// the checks, the shapes, the backend choice and the recorded nodes; the loops are in
+// src/kernels/conv.cpp.
 //
 // Note [Convolution backward as ops]
 // conv(x, w) is bilinear, and so are its two backward maps
@@ -14,7 +16,6 @@
 // (from <Bx(g, w), h> = <g, conv(h, w)> and <Bw(g, x), k> = <g, conv(x, k)>), so derivatives of
 // any order come from the same three kernels.
 
-#include <algorithm>
 #include <array>
 #include <climits>
 #include <optional>
@@ -22,16 +23,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "../core/dispatch.h"
+#include "../kernels/conv.h"
 #include "../kernels/im2col.h"
 #include "../kernels/onednn_conv.h"
-#include "../kernels/vec_f32.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
-#include "graft/runtime/parallel.h"
 #include "ops/autocast_internal.h"
 #include "ops_common.h"
-#include "runtime/blas.h"
 
 namespace graft {
 
@@ -41,9 +39,9 @@ using autograd::set_history;
 
 namespace {
 
-// The kernels below serve conv2d (D = 2, im2col) and conv3d (D = 3, vol2col); conv1d and
+// The ops below serve conv2d (D = 2, im2col) and conv3d (D = 3, vol2col); conv1d and
 // conv_transpose1d run the D = 2 ones on a height of 1. The code is the same for both D: only the
-// geometry and its column transform differ.
+// geometry and its column transform (in the kernels, src/kernels/conv.h) differ.
 template <size_t D>
 using Dims = std::array<int64_t, D>;
 
@@ -76,45 +74,6 @@ Dims<D> expand(IntArrayRef v, const char* op, const char* name) {
   }
 }
 
-// C (m, n) = op(A) @ op(B) + beta * C, row-major, op(A) (m, k), op(B) (k, n).
-template <class T>
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T beta, T* c, int64_t ldc) {
-  runtime::gemm<T>("conv2d", trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc);
-}
-
-// Note [Convolution over threads]
-// The forward kernel and the input gradient run their samples independently: parallel_for over the
-// batch, each chunk with its own im2col buffer, so a sample's bits never depend on the thread
-// count. The weight gradient sums over the batch, in blocks (Note [Convolution weight gradient in
-// blocks]). Each gemm inside a chunk is a nested call, so it runs single-threaded on its thread.
-// A chunk holds at least kConvChunkWork multiply-adds (a few tens of microseconds), so a small
-// convolution stays on the calling thread.
-constexpr int64_t kConvChunkWork = int64_t{1} << 19;
-constexpr int64_t kWeightBlocks = 8;  // at most this many weight-gradient partials
-// oneDNN's forward and input-gradient calls take the batch in pieces of this many samples (the last
-// one shorter), fixed by the batch size alone: its blocked copies of the operands are then an
-// eighth of a batch of 64, it runs as fast as on the whole batch (BENCHMARKS.md, "Convolution
-// backends"), and whichever kernel oneDNN picks for a piece's size, every sample lands in the same
-// piece at every thread count, so the bits do not depend on it.
-constexpr int64_t kOneDnnSamples = 8;
-
-// Samples per chunk for a per-sample cost of `work` multiply-adds.
-int64_t sample_grain(int64_t work) { return std::max<int64_t>(1, kConvChunkWork / std::max<int64_t>(work, 1)); }
-
-// Calls f(first sample, samples) for each piece, pieces split over graft's pool.
-template <class F>
-void for_onednn_pieces(int64_t N, int64_t per_sample_work, F&& f) {
-  const int64_t pieces = (N + kOneDnnSamples - 1) / kOneDnnSamples;
-  const int64_t grain = std::max<int64_t>(1, sample_grain(per_sample_work) / kOneDnnSamples);
-  parallel_for(0, pieces, grain, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t a = p * kOneDnnSamples;
-      f(a, std::min(kOneDnnSamples, N - a));
-    }
-  });
-}
-
 int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
   return (in + 2 * p - d * (k - 1) - 1) / s + 1;
 }
@@ -145,42 +104,9 @@ kernels::Conv2dGeometry geometry(int64_t C, int64_t H, int64_t W, int64_t kH, in
   return geometry<2>(C, {H, W}, {kH, kW}, p);
 }
 
-// Output positions L, kernel taps per channel, elements of one input image, output spatial sizes.
-int64_t out_numel(const kernels::Conv2dGeometry& g) { return g.out_h * g.out_w; }
-int64_t out_numel(const kernels::Conv3dGeometry& g) { return g.out_d * g.out_h * g.out_w; }
-int64_t taps(const kernels::Conv2dGeometry& g) { return g.kernel_h * g.kernel_w; }
-int64_t taps(const kernels::Conv3dGeometry& g) { return g.kernel_d * g.kernel_h * g.kernel_w; }
-int64_t image_numel(const kernels::Conv2dGeometry& g) { return g.channels * g.height * g.width; }
-int64_t image_numel(const kernels::Conv3dGeometry& g) { return g.channels * g.depth * g.height * g.width; }
+// The output shape (N, O, out...) for O output channels.
 Shape out_shape(int64_t N, int64_t O, const kernels::Conv2dGeometry& g) { return {N, O, g.out_h, g.out_w}; }
 Shape out_shape(int64_t N, int64_t O, const kernels::Conv3dGeometry& g) { return {N, O, g.out_d, g.out_h, g.out_w}; }
-
-// A 1x1 kernel with stride 1 and no padding reads the image itself as its column matrix.
-bool cols_are_image(const kernels::Conv2dGeometry& g) {
-  return g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0;
-}
-bool cols_are_image(const kernels::Conv3dGeometry& g) {
-  return g.kernel_d == 1 && g.kernel_h == 1 && g.kernel_w == 1 && g.stride_d == 1 && g.stride_h == 1 &&
-         g.stride_w == 1 && g.pad_d == 0 && g.pad_h == 0 && g.pad_w == 0;
-}
-
-// The column transform of Note [im2col layout] / Note [vol2col layout] and its adjoint.
-template <class T>
-void to_cols(const T* img, const kernels::Conv2dGeometry& g, T* cols) {
-  kernels::im2col(img, g, cols);
-}
-template <class T>
-void to_cols(const T* img, const kernels::Conv3dGeometry& g, T* cols) {
-  kernels::vol2col(img, g, cols);
-}
-template <class T>
-void from_cols(const T* cols, const kernels::Conv2dGeometry& g, T* img) {
-  kernels::col2im(cols, g, img);
-}
-template <class T>
-void from_cols(const T* cols, const kernels::Conv3dGeometry& g, T* img) {
-  kernels::col2vol(cols, g, img);
-}
 
 // Sizes 2 .. 2 + D of t (the spatial sizes of a batched input, or a weight's kernel sizes).
 template <size_t D>
@@ -190,21 +116,17 @@ Dims<D> spatial(const Tensor& t) {
   return a;
 }
 
+// The backend of this convolution: oneDNN for the float32 2-D shapes where it wins (Note
+// [Convolution backends] in src/kernels/onednn_conv.cpp), else im2col + gemm.
 template <size_t D>
-constexpr const char* kernel_name() { return D == 2 ? "conv2d" : "conv3d"; }
-
-// Whether this convolution runs on oneDNN (float32, 2-D; Note [Convolution backends] in
-// src/kernels/onednn_conv.cpp) rather than im2col + gemm.
-template <class T, size_t D>
-bool on_onednn(const Geometry<D>& g, int64_t O, int64_t groups) {
-  if constexpr (D == 2 && std::is_same_v<T, float>) {
-    return kernels::onednn::use_for({g, O, groups});
-  } else {
-    return false;
+kernels::conv::Backend backend(DType dtype, const Geometry<D>& g, int64_t O, int64_t groups) {
+  if constexpr (D == 2) {
+    if (dtype == kFloat32 && kernels::onednn::use_for({g, O, groups})) return kernels::conv::Backend::onednn;
   }
+  return kernels::conv::Backend::im2col;
 }
 
-// ---- raw kernels: contiguous, detached operands, no recording ----
+// ---- raw kernels: contiguous, detached operands, no recording (the loops: src/kernels/conv.cpp) ----
 
 // y (N, O, o...) = conv(x (N, C, in...), w (O, C/groups, k...)) + b (O) when defined.
 template <size_t D>
@@ -212,45 +134,11 @@ Tensor conv_forward_kernel(const Tensor& x_, const Tensor& w_, const Tensor& b_,
   NoGradGuard ng;
   const Tensor x = x_.detach().contiguous(), w = w_.detach().contiguous();
   const Tensor b = b_.defined() ? b_.detach().contiguous() : Tensor();
-  const int64_t N = x.size(0), C = x.size(1), O = w.size(0), G = p.groups;
+  const int64_t N = x.size(0), C = x.size(1), O = w.size(0);
   const auto geo = geometry<D>(C, spatial<D>(x), spatial<D>(w), p);
-  const int64_t L = out_numel(geo), K = (C / G) * taps(geo), Og = O / G;
-  const int64_t image = image_numel(geo);
   Tensor y = make_empty(out_shape(N, O, geo), x.dtype(), x.device());
   if (y.is_meta()) return y;  // Note [Meta device]: no kernel on meta
-  kernels::dispatch_floating(x.dtype(), kernel_name<D>(), [&]<class T>() {
-    const T* px = static_cast<const T*>(x.data_ptr());
-    const T* pw = static_cast<const T*>(w.data_ptr());
-    T* py = y.data_ptr<T>();
-    if (on_onednn<T, D>(geo, O, G)) {
-      if constexpr (D == 2 && std::is_same_v<T, float>) {
-        const float* pb = b.defined() ? static_cast<const float*>(b.data_ptr()) : nullptr;
-        for_onednn_pieces(N, O * K * L, [&](int64_t a, int64_t n) {
-          kernels::onednn::conv2d_forward({geo, O, G}, n, px + a * image, pw, pb, py + a * O * L);
-        });
-      }
-      return;
-    }
-    const bool direct = cols_are_image(geo);
-    parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
-      std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));  // this chunk's columns
-      for (int64_t n = n0; n < n1; ++n) {
-        const T* cols = px + n * image;
-        if (!direct) {
-          to_cols(cols, geo, buf.data());
-          cols = buf.data();
-        }
-        T* yn = py + n * O * L;
-        for (int64_t gi = 0; gi < G; ++gi)
-          gemm<T>(false, false, Og, L, K, pw + gi * Og * K, K, cols + gi * K * L, L, T(0), yn + gi * Og * L, L);
-        if (b.defined()) {
-          const T* pb = static_cast<const T*>(b.data_ptr());
-          for (int64_t o = 0; o < O; ++o)
-            for (int64_t l = 0; l < L; ++l) yn[o * L + l] += pb[o];
-        }
-      }
-    });
-  });
+  kernels::conv::forward(x, w, b, geo, p.groups, backend<D>(x.dtype(), geo, O, p.groups), y);
   return y;
 }
 
@@ -259,108 +147,32 @@ template <size_t D>
 Tensor conv_input_backward_kernel(const Tensor& g_, const Tensor& w_, const ConvParams<D>& p, const Dims<D>& in) {
   NoGradGuard ng;
   const Tensor g = g_.detach().contiguous(), w = w_.detach().contiguous();
-  const int64_t N = g.size(0), O = w.size(0), G = p.groups, C = w.size(1) * G;
+  const int64_t N = g.size(0), O = w.size(0), C = w.size(1) * p.groups;
   const auto geo = geometry<D>(C, in, spatial<D>(w), p);
-  const int64_t L = out_numel(geo), K = (C / G) * taps(geo), Og = O / G;
-  const int64_t image = image_numel(geo);
   Shape shape{N, C};
   for (int64_t v : in) shape.push_back(v);
   Tensor gx = make_empty(shape, g.dtype(), g.device());
   if (gx.is_meta()) return gx;  // Note [Meta device]: no kernel on meta
-  kernels::dispatch_floating(g.dtype(), kernel_name<D>(), [&]<class T>() {
-    const T* pg = static_cast<const T*>(g.data_ptr());
-    const T* pw = static_cast<const T*>(w.data_ptr());
-    T* px = gx.data_ptr<T>();
-    if (on_onednn<T, D>(geo, O, G)) {
-      if constexpr (D == 2 && std::is_same_v<T, float>) {
-        for_onednn_pieces(N, O * K * L, [&](int64_t a, int64_t n) {
-          kernels::onednn::conv2d_backward_data({geo, O, G}, n, pg + a * O * L, pw, px + a * image);
-        });
-      }
-      return;
-    }
-    const bool direct = cols_are_image(geo);
-    parallel_for(0, N, sample_grain(O * K * L), [&](int64_t n0, int64_t n1) {
-      std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));  // this chunk's columns
-      for (int64_t n = n0; n < n1; ++n) {
-        T* xn = px + n * image;
-        T* cols = direct ? xn : buf.data();
-        const T* gn = pg + n * O * L;
-        for (int64_t gi = 0; gi < G; ++gi)  // cols_g (K, L) = w_g^T (K, Og) @ g_g (Og, L)
-          gemm<T>(true, false, K, L, Og, pw + gi * Og * K, K, gn + gi * Og * L, L, T(0), cols + gi * K * L, L);
-        if (!direct) {
-          std::fill(xn, xn + image, T(0));
-          from_cols(buf.data(), geo, xn);
-        }
-      }
-    });
-  });
+  kernels::conv::input_backward(g, w, geo, p.groups, backend<D>(g.dtype(), geo, O, p.groups), gx);
   return gx;
 }
 Tensor conv_input_backward_kernel(const Tensor& g, const Tensor& w, const ConvParams<2>& p, int64_t H, int64_t W) {
   return conv_input_backward_kernel<2>(g, w, p, {H, W});
 }
 
-// Bw: grad_weight (O, C/groups, k...) of conv for grad_output g (N, O, o...) and input x.
+// Bw: grad_weight (O, C/groups, k...) of conv for grad_output g (N, O, o...) and input x, summed over
+// the batch in fixed blocks (Note [Convolution weight gradient in blocks] in src/kernels/conv.cpp).
 template <size_t D>
 Tensor conv_weight_backward_kernel(const Tensor& g_, const Tensor& x_, const ConvParams<D>& p, const Dims<D>& k) {
   NoGradGuard ng;
   const Tensor g = g_.detach().contiguous(), x = x_.detach().contiguous();
   const int64_t N = x.size(0), C = x.size(1), O = g.size(1), G = p.groups;
   const auto geo = geometry<D>(C, spatial<D>(x), k, p);
-  const int64_t L = out_numel(geo), K = (C / G) * taps(geo), Og = O / G;
-  const int64_t image = image_numel(geo);
   Shape shape{O, C / G};
   for (int64_t v : k) shape.push_back(v);
   Tensor gw = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
   if (N == 0 || gw.is_meta()) return gw;  // Note [Meta device]: no kernel on meta
-  // Note [Convolution weight gradient in blocks]
-  // The batch is cut into `blocks` runs of samples
-  // that depend on the sizes only; block i sums its samples into partial i (in sample order, by
-  // gemm with beta = 1), and gw = partial 0 + partial 1 + ... in block order. parallel_for hands
-  // whole blocks to threads, so the bits of gw do not depend on the thread count.
-  const int64_t blocks = std::clamp<int64_t>(N * O * K * L / kConvChunkWork, 1, std::min<int64_t>(N, kWeightBlocks));
-  const int64_t wsize = O * K;
-  kernels::dispatch_floating(g.dtype(), kernel_name<D>(), [&]<class T>() {
-    const T* pg = static_cast<const T*>(g.data_ptr());
-    const T* px = static_cast<const T*>(x.data_ptr());
-    T* pw = gw.data_ptr<T>();
-    const bool direct = cols_are_image(geo);
-    // Partial 0 is gw itself; partials 1.. live here.
-    std::vector<T> partials(static_cast<size_t>((blocks - 1) * wsize));
-    if (on_onednn<T, D>(geo, O, G)) {
-      if constexpr (D == 2 && std::is_same_v<T, float>) {
-        parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-          for (int64_t bi = b0; bi < b1; ++bi) {
-            const int64_t n0 = bi * N / blocks, n1 = (bi + 1) * N / blocks;
-            kernels::onednn::conv2d_backward_weights({geo, O, G}, n1 - n0, pg + n0 * O * L, px + n0 * image,
-                                                     bi == 0 ? pw : partials.data() + (bi - 1) * wsize);
-          }
-        });
-      }
-    } else {
-      parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-        std::vector<T> buf(direct ? 0 : static_cast<size_t>(K * G * L));  // this chunk's columns
-        for (int64_t bi = b0; bi < b1; ++bi) {
-          T* acc = bi == 0 ? pw : partials.data() + (bi - 1) * wsize;
-          for (int64_t n = bi * N / blocks; n < (bi + 1) * N / blocks; ++n) {
-            const T* cols = px + n * image;
-            if (!direct) {
-              to_cols(cols, geo, buf.data());
-              cols = buf.data();
-            }
-            const T* gn = pg + n * O * L;
-            for (int64_t gi = 0; gi < G; ++gi)  // w_g (Og, K) += g_g (Og, L) @ cols_g^T (L, K)
-              gemm<T>(false, true, Og, K, L, gn + gi * Og * L, L, cols + gi * K * L, L, T(1), acc + gi * Og * K, K);
-          }
-        }
-      });
-    }
-    for (int64_t bi = 1; bi < blocks; ++bi) {
-      const T* part = partials.data() + (bi - 1) * wsize;
-      for (int64_t i = 0; i < wsize; ++i) pw[i] += part[i];
-    }
-  });
+  kernels::conv::weight_backward(g, x, geo, G, backend<D>(g.dtype(), geo, O, G), gw);
   return gw;
 }
 
@@ -374,32 +186,9 @@ Tensor conv_bias_backward(const Tensor& g) {
   }
   NoGradGuard ng;
   const Tensor gc = g.contiguous();
-  int64_t L = 1;
-  for (int64_t d = 2; d < gc.dim(); ++d) L *= gc.size(d);
-  const int64_t N = gc.size(0), O = gc.size(1);
-  Tensor gb = make_empty({O}, gc.dtype(), gc.device());
+  Tensor gb = make_empty({gc.size(1)}, gc.dtype(), gc.device());
   if (gb.is_meta()) return gb;  // Note [Meta device]: no kernel on meta
-  kernels::dispatch_floating(gc.dtype(), "conv2d", [&]<class T>() {
-    const T* pg = gc.data_ptr<T>();
-    T* pb = gb.data_ptr<T>();
-    // Each plane summed in T (float32: kernels::sum_rows_f32, vectorised and split over threads in
-    // a fixed order), the planes of a channel added in double.
-    std::vector<T> plane(static_cast<size_t>(N * O));
-    if constexpr (std::is_same_v<T, float>) {
-      kernels::sum_rows_f32(pg, plane.data(), N * O, L);
-    } else {
-      for (int64_t r = 0; r < N * O; ++r) {
-        T part = 0;
-        for (int64_t l = 0; l < L; ++l) part += pg[r * L + l];
-        plane[static_cast<size_t>(r)] = part;
-      }
-    }
-    for (int64_t o = 0; o < O; ++o) {
-      double acc = 0;
-      for (int64_t n = 0; n < N; ++n) acc += static_cast<double>(plane[static_cast<size_t>(n * O + o)]);
-      pb[o] = static_cast<T>(acc);
-    }
-  });
+  kernels::conv::bias_backward(gc, gb);
   return gb;
 }
 

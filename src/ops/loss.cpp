@@ -26,6 +26,7 @@
 
 #include "../autograd/composite_backward.h"
 #include "../kernels/loss.h"
+#include "../kernels/values.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/core/warning.h"
@@ -123,12 +124,12 @@ void check_weight_broadcasts_to(const Tensor& w, IntArrayRef shape, const char* 
 std::vector<double> read_values(const Tensor& t) {
   NoGradGuard ng;
   if (t.is_meta()) return {};  // Note [Meta device]: value checks need values
-  return kernels::loss::to_doubles(t);
+  return kernels::to_doubles(t);
 }
 std::vector<int64_t> read_indices(const Tensor& t) {
   NoGradGuard ng;
   if (t.is_meta()) return {};  // Note [Meta device]: value checks need values
-  return kernels::loss::to_int64s(t);
+  return kernels::to_int64s(t);
 }
 
 // ---- class-index losses (nll_loss, cross_entropy) ----

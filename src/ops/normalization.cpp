@@ -25,6 +25,7 @@
 
 #include "../autograd/composite_backward.h"
 #include "../kernels/normalization.h"
+#include "../kernels/values.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
 
@@ -58,12 +59,12 @@ void check_input(const Tensor& x, const char* op) {
 // The saved statistics of a normalisation of `like`: the values, or a meta tensor of their count on
 // meta inputs (Note [Meta device]: nothing was computed).
 Tensor stats_tensor(const std::vector<double>& v, const Tensor& like) {
-  return like.is_meta() ? make_empty({static_cast<int64_t>(v.size())}, kFloat64, like.device()) : nk::from_doubles(v);
+  return like.is_meta() ? make_empty({static_cast<int64_t>(v.size())}, kFloat64, like.device()) : kernels::from_doubles(v);
 }
 
 // A kernel's float64 parameter gradient as a tensor of the given dtype and shape, or undefined.
 Tensor param_grad(bool need, const std::vector<double>& v, DType dtype, IntArrayRef shape) {
-  return need ? nk::from_doubles(v).to(dtype).reshape(shape) : Tensor();
+  return need ? kernels::from_doubles(v).to(dtype).reshape(shape) : Tensor();
 }
 
 // ---- batch_norm ----
@@ -176,7 +177,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
                           : nk::Stats{std::vector<double>(static_cast<size_t>(C)), std::vector<double>(static_cast<size_t>(C)),
                                       std::vector<double>(static_cast<size_t>(C))};
   if (!training && !input.is_meta()) {  // Note [Meta device]
-    const std::vector<double> rm = nk::to_doubles(running_mean), rv = nk::to_doubles(running_var);
+    const std::vector<double> rm = kernels::to_doubles(running_mean), rv = kernels::to_doubles(running_var);
     for (size_t c = 0; c < st.mean.size(); ++c) {
       st.mean[c] = rm[c];
       st.invstd[c] = 1.0 / std::sqrt(rv[c] + eps);
@@ -195,11 +196,11 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     for (double& v : uvar) v *= unbias;
     if (running_mean.defined()) {
       Tensor rm = running_mean;
-      rm.mul_(1.0 - mom).add_(nk::from_doubles(mean).to(rm.dtype()), mom);
+      rm.mul_(1.0 - mom).add_(kernels::from_doubles(mean).to(rm.dtype()), mom);
     }
     if (running_var.defined()) {
       Tensor rv = running_var;
-      rv.mul_(1.0 - mom).add_(nk::from_doubles(uvar).to(rv.dtype()), mom);
+      rv.mul_(1.0 - mom).add_(kernels::from_doubles(uvar).to(rv.dtype()), mom);
     }
   }
 

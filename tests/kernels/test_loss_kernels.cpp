@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../../src/kernels/loss.h"
+#include "../../src/kernels/values.h"
 #include "../support/test_util.h"
 
 namespace graft::test {
@@ -163,10 +164,10 @@ TEST(LossKernels, CrossEntropyFloat32) {
 TEST(LossKernels, ValueReaders) {
   // Non-contiguous inputs are read in row-major order; floats are converted to double.
   const Tensor f = make({1.5, -2.0, 0.25, 3.0, -0.5, 7.0}, {2, 3}, kFloat32).transpose(0, 1);
-  EXPECT_EQ(kernels::loss::to_doubles(f), (std::vector<double>{1.5, 3.0, -2.0, -0.5, 0.25, 7.0}));
+  EXPECT_EQ(kernels::to_doubles(f), (std::vector<double>{1.5, 3.0, -2.0, -0.5, 0.25, 7.0}));
   const Tensor i = make({4, -100, 2, 0, 9, 1}, {3, 2}, kInt64).transpose(0, 1);
-  EXPECT_EQ(kernels::loss::to_int64s(i), (std::vector<int64_t>{4, 2, 9, -100, 0, 1}));
-  EXPECT_TRUE(kernels::loss::to_doubles(empty({0, 3}, TensorOptions(kFloat64))).empty());
+  EXPECT_EQ(kernels::to_int64s(i), (std::vector<int64_t>{4, 2, 9, -100, 0, 1}));
+  EXPECT_TRUE(kernels::to_doubles(empty({0, 3}, TensorOptions(kFloat64))).empty());
 }
 
 }  // namespace graft::test

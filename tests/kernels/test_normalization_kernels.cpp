@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../../src/kernels/normalization.h"
+#include "../../src/kernels/values.h"
 #include "../support/test_util.h"
 
 namespace graft::test {
@@ -144,7 +145,7 @@ void check_family(const Layout& l, DType dt) {
   const std::vector<double> yk = as_doubles(y), yr = ref_forward(l, xr, wr, br, eps);
   for (size_t i = 0; i < yr.size(); ++i) EXPECT_NEAR(yk[i], yr[i], tol * (1 + std::abs(yr[i]))) << "y " << i;
 
-  const Tensor mean = nk::from_doubles(st.mean), invstd = nk::from_doubles(st.invstd);
+  const Tensor mean = kernels::from_doubles(st.mean), invstd = kernels::from_doubles(st.invstd);
   const nk::Grads gk = l.kind == Kind::Batch   ? nk::batch_norm_backward(g, x, w, mean, invstd, true, true)
                        : l.kind == Kind::Layer ? nk::layer_norm_backward(g, x, w, mean, invstd, l.S, true)
                                                : nk::group_norm_backward(g, x, w, mean, invstd, l.G, true);
@@ -187,7 +188,7 @@ TEST(NormalizationKernels, BatchNormBackwardWithRunningStatistics) {
   const std::vector<double> xv = values(N * C * S, 21, 0.0, 2.0), gv = values(N * C * S, 22, 0.0, 1.0);
   const std::vector<double> wv{0.5, -1.5, 2.0}, mv{0.1, -0.2, 0.3}, iv{1.5, 0.5, 2.5};
   const Tensor x = make(xv, {N, C, S}), g = make(gv, {N, C, S});
-  const nk::Grads r = nk::batch_norm_backward(g, x, make(wv, {C}), nk::from_doubles(mv), nk::from_doubles(iv),
+  const nk::Grads r = nk::batch_norm_backward(g, x, make(wv, {C}), kernels::from_doubles(mv), kernels::from_doubles(iv),
                                               /*training=*/false, true);
   const std::vector<double> dx = as_doubles(r.dx);
   for (int64_t n = 0; n < N; ++n)

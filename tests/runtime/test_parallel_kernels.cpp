@@ -1,5 +1,5 @@
 // Matrix products and conv2d split over graft's threads (Note [Splitting a matrix product] in
-// src/runtime/blas.cpp, Note [Convolution over threads] in src/ops/conv.cpp):
+// src/runtime/blas.cpp, Note [Convolution over threads] in src/kernels/conv.cpp):
 //  - mm / addmm against a plain double loop, for every transpose combination, odd sizes and leading
 //    dimensions larger than the rows (slices of wider matrices), on products large enough to split;
 //  - the same bits at 1, 2 and 3 threads, for the products and for conv2d forward and backward.
