@@ -20,18 +20,6 @@ namespace graft::test {
 // File-local helpers (a named namespace: Note [Unity test builds] in tests/CMakeLists.txt).
 namespace cumulative_kernels_ref {
 
-// Exact equality, nan matching nan.
-::testing::AssertionResult same_scan(const std::vector<double>& actual, const std::vector<double>& expected) {
-  if (actual.size() != expected.size())
-    return ::testing::AssertionFailure() << actual.size() << " values, expected " << expected.size();
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const bool both_nan = std::isnan(actual[i]) && std::isnan(expected[i]);
-    if (!both_nan && actual[i] != expected[i])
-      return ::testing::AssertionFailure() << "element " << i << ": " << actual[i] << ", expected " << expected[i];
-  }
-  return ::testing::AssertionSuccess();
-}
-
 // The scan of x (outer, n, inner) along n, in double; each partial result is passed through
 // `round` (to float32, or none for float64).
 template <class Round>
@@ -67,7 +55,7 @@ void check_floating(DType dt, int64_t outer, int64_t n, int64_t inner) {
                    (reverse ? " reverse" : ""));
       Tensor y = empty({outer, n, inner}, TensorOptions(dt));
       kernels::cumulative::scan("cumsum", x, outer, n, inner, product, reverse, y);
-      EXPECT_TRUE(same_scan(values(y), ref_scan(xs, outer, n, inner, product, reverse, round)));
+      EXPECT_TRUE(same_values(values(y), ref_scan(xs, outer, n, inner, product, reverse, round)));
     }
 }
 

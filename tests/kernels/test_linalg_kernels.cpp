@@ -89,18 +89,6 @@ std::vector<double> ref_gemm(int64_t batch, int64_t n, int64_t m, int64_t k, dou
   return y;
 }
 
-// Exact equality, nan matching nan.
-::testing::AssertionResult same_values(const std::vector<double>& actual, const std::vector<double>& expected) {
-  if (actual.size() != expected.size())
-    return ::testing::AssertionFailure() << actual.size() << " values, expected " << expected.size();
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const bool both_nan = std::isnan(actual[i]) && std::isnan(expected[i]);
-    if (!both_nan && actual[i] != expected[i])
-      return ::testing::AssertionFailure() << "element " << i << ": " << actual[i] << ", expected " << expected[i];
-  }
-  return ::testing::AssertionSuccess();
-}
-
 struct Case {
   int64_t batch, n, m, k;
   Form a, b;

@@ -103,18 +103,6 @@ void max_pool_ref(const std::vector<double>& x, const PoolGeom& g, std::vector<d
       }
 }
 
-// Exact equality, nan matching nan.
-::testing::AssertionResult same_values(const std::vector<double>& actual, const std::vector<double>& expected) {
-  if (actual.size() != expected.size())
-    return ::testing::AssertionFailure() << actual.size() << " values, expected " << expected.size();
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const bool both_nan = std::isnan(actual[i]) && std::isnan(expected[i]);
-    if (!both_nan && actual[i] != expected[i])
-      return ::testing::AssertionFailure() << "element " << i << ": " << actual[i] << ", expected " << expected[i];
-  }
-  return ::testing::AssertionSuccess();
-}
-
 template <class T>
 double sum_rtol() {
   return std::is_same_v<T, float> ? 1e-5 : 1e-12;

@@ -59,18 +59,6 @@ std::vector<std::vector<double>> gather_rows(const std::vector<double>& v, const
   return rows;
 }
 
-// Exact equality, nan matching nan.
-::testing::AssertionResult same_reduced(const std::vector<double>& actual, const std::vector<double>& expected) {
-  if (actual.size() != expected.size())
-    return ::testing::AssertionFailure() << actual.size() << " values, expected " << expected.size();
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const bool both_nan = std::isnan(actual[i]) && std::isnan(expected[i]);
-    if (!both_nan && actual[i] != expected[i])
-      return ::testing::AssertionFailure() << "element " << i << ": " << actual[i] << ", expected " << expected[i];
-  }
-  return ::testing::AssertionSuccess();
-}
-
 std::vector<double> random_row_values(int64_t n, uint64_t seed, bool quantised) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-2.0, 2.0);
@@ -211,17 +199,17 @@ void check_extremes(DType dt) {
         }
         Tensor out = empty(os, TensorOptions(dt));
         kr::extreme_rows("max", x, c.dims, greater, out);
-        EXPECT_TRUE(same_reduced(values(out), ev)) << (greater ? "max" : "min");
+        EXPECT_TRUE(same_values(values(out), ev)) << (greater ? "max" : "min");
         if (dt != kBool) {
           Tensor idx = empty(os, TensorOptions(kInt64));
           kr::arg_extreme_rows("argmax", x, c.dims, greater, idx);
-          EXPECT_TRUE(same_reduced(values(idx), ei)) << (greater ? "argmax" : "argmin");
+          EXPECT_TRUE(same_values(values(idx), ei)) << (greater ? "argmax" : "argmin");
         }
         if (c.dims.size() == 1) {
           Tensor v = empty(os, TensorOptions(dt)), i = empty(os, TensorOptions(kInt64));
           kr::extreme_index_rows("max", x, c.dims, greater, v, i);
-          EXPECT_TRUE(same_reduced(values(v), ev)) << "values";
-          EXPECT_TRUE(same_reduced(values(i), ei)) << "indices";
+          EXPECT_TRUE(same_values(values(v), ev)) << "values";
+          EXPECT_TRUE(same_values(values(i), ei)) << "indices";
         }
       }
     }
@@ -292,7 +280,7 @@ TEST(ReductionKernels, SumLeading) {
           for (double& e : expected) e = static_cast<double>(static_cast<float>(e));
         Tensor y = empty({inner}, TensorOptions(dt));
         reduction_kernels_ref::kr::sum_leading(x, outer, inner, y);
-        EXPECT_TRUE(reduction_kernels_ref::same_reduced(values(y), expected));
+        EXPECT_TRUE(reduction_kernels_ref::same_values(values(y), expected));
       }
 }
 

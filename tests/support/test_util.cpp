@@ -78,6 +78,17 @@ Tensor non_contiguous(const Tensor& t) {
   return ::testing::AssertionSuccess();
 }
 
+::testing::AssertionResult same_values(const std::vector<double>& actual, const std::vector<double>& expected) {
+  if (actual.size() != expected.size())
+    return ::testing::AssertionFailure() << actual.size() << " values, expected " << expected.size();
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const bool both_nan = std::isnan(actual[i]) && std::isnan(expected[i]);
+    if (!both_nan && actual[i] != expected[i])
+      return ::testing::AssertionFailure() << "element " << i << ": " << actual[i] << ", expected " << expected[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, double atol, double rtol) {
   return all_close(actual, values(expected), expected.sizes(), atol, rtol);
 }

@@ -27,6 +27,10 @@ Tensor non_contiguous(const Tensor& t);
 ::testing::AssertionResult all_close(const Tensor& actual, const Tensor& expected, double atol = 1e-10,
                                      double rtol = 1e-10);
 
+// Checks that two lists of values are equal element for element (a NaN matches a NaN): for kernels
+// whose result must be exact.
+::testing::AssertionResult same_values(const std::vector<double>& actual, const std::vector<double>& expected);
+
 // Runs `f` and checks that it throws a graft::Error whose message contains every piece of `parts`.
 ::testing::AssertionResult throws_error(const std::function<void()>& f, const std::vector<std::string>& parts);
 
