@@ -280,7 +280,7 @@ TEST(ReductionKernels, SumLeading) {
           for (double& e : expected) e = static_cast<double>(static_cast<float>(e));
         Tensor y = empty({inner}, TensorOptions(dt));
         reduction_kernels_ref::kr::sum_leading(x, outer, inner, y);
-        EXPECT_TRUE(reduction_kernels_ref::same_values(values(y), expected));
+        EXPECT_TRUE(same_values(values(y), expected));
       }
 }
 
