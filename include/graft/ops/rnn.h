@@ -22,7 +22,8 @@ enum class RNNCellType { kRNNTanh, kRNNReLU, kLSTM, kGRU };
 //   kFused      (the default) the input products of every step in one matrix product, one product
 //               per step for the recurrence, the gate nonlinearities in one pass, and a
 //               hand-written backward through time that saves only the gates and the states.
-//               Once differentiable: its backward with create_graph is an error naming kComposite.
+//               Under create_graph its backward differentiates the kComposite formulas instead
+//               (Note [The create_graph policy]), so it too differentiates any number of times.
 //   kComposite  the formulas above as graft ops, step by step: slower and saves more, but
 //               differentiable any number of times (for gradgradcheck and higher-order terms).
 enum class RNNBackend { kFused, kComposite };
