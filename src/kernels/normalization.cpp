@@ -235,7 +235,8 @@ Grads group_norm_backward(const Tensor& g_, const Tensor& x_, const Tensor& w_, 
         for (int64_t j = 0; j < Cg * S; ++j) {
           const double wc = pw ? static_cast<double>(pw[gr * Cg + j / S]) : 1.0;
           const double xhat = (static_cast<double>(px[base + j]) - m) * inv;
-          pdx[j] = static_cast<T>(inv / M * (M * static_cast<double>(pg[base + j]) * wc - sum_dxhat - xhat * sum_dxhat_xhat));
+          pdx[j] = static_cast<T>(inv / M *
+                                  (M * static_cast<double>(pg[base + j]) * wc - sum_dxhat - xhat * sum_dxhat_xhat));
         }
       }
     }

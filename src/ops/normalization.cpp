@@ -59,7 +59,8 @@ void check_input(const Tensor& x, const char* op) {
 // The saved statistics of a normalisation of `like`: the values, or a meta tensor of their count on
 // meta inputs (Note [Meta device]: nothing was computed).
 Tensor stats_tensor(const std::vector<double>& v, const Tensor& like) {
-  return like.is_meta() ? make_empty({static_cast<int64_t>(v.size())}, kFloat64, like.device()) : kernels::from_doubles(v);
+  return like.is_meta() ? make_empty({static_cast<int64_t>(v.size())}, kFloat64, like.device())
+                        : kernels::from_doubles(v);
 }
 
 // A kernel's float64 parameter gradient as a tensor of the given dtype and shape, or undefined.
@@ -173,9 +174,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   }
 
   // Statistics (float64, one per channel) and the normalised output.
-  nk::Stats st = training ? nk::group_stats(op, input, N, C, S, eps)
-                          : nk::Stats{std::vector<double>(static_cast<size_t>(C)), std::vector<double>(static_cast<size_t>(C)),
-                                      std::vector<double>(static_cast<size_t>(C))};
+  const std::vector<double> zeros_c(static_cast<size_t>(C));
+  nk::Stats st = training ? nk::group_stats(op, input, N, C, S, eps) : nk::Stats{zeros_c, zeros_c, zeros_c};
   if (!training && !input.is_meta()) {  // Note [Meta device]
     const std::vector<double> rm = kernels::to_doubles(running_mean), rv = kernels::to_doubles(running_var);
     for (size_t c = 0; c < st.mean.size(); ++c) {
@@ -264,10 +264,12 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
                               if (GradMode::is_enabled())  // Note [The create_graph policy]
                                 return autograd::differentiate_composite(
                                     n, {n.saved(0), n.saved(1), n.saved(4)},
-                                    [&](const TensorList& in) { return ln_composite(in[0], in[1], in[2], ns, eps); }, g);
-                              const nk::Grads r =
-                                  nk::layer_norm_backward(g, n.saved(0), n.saved(1), n.saved(2), n.saved(3), numel_of(ns), nx);
-                              return {r.dx, param_grad(nw, r.dweight, g.dtype(), ns), param_grad(nb, r.dbias, g.dtype(), ns)};
+                                    [&](const TensorList& in) { return ln_composite(in[0], in[1], in[2], ns, eps); },
+                                    g);
+                              const nk::Grads r = nk::layer_norm_backward(g, n.saved(0), n.saved(1), n.saved(2),
+                                                                          n.saved(3), numel_of(ns), nx);
+                              return {r.dx, param_grad(nw, r.dweight, g.dtype(), ns),
+                                      param_grad(nb, r.dbias, g.dtype(), ns)};
                             })) {
     node->save(input);
     node->save(w);

@@ -4,7 +4,8 @@
 //      float32 when `float32` is set (inputs converted, looser tolerance);
 //   2. non-contiguous inputs give the same result;
 //   3. gradcheck (float64 central differences) when `gradcheck`;
-//   4. gradgradcheck when `gradgradcheck`;
+//   4. gradgradcheck when `gradgradcheck`, and the gradients of a backward with create_graph equal
+//      the plain backward's (for a fused op: its differentiated composite against its kernel);
 //   5. an input used twice: gradcheck with every same-shaped float input replaced by input 0
 //      (or, for single-input ops, of f(x) * f(x)), when `gradcheck`;
 //   6. every error case throws a graft::Error whose message contains the listed pieces.
