@@ -12,6 +12,8 @@
 //   {torch,graft}_ddp_step --mode=time --model=mlp --rows=64     (one process, a batch of 64)
 //   mpirun -np 2 {torch,graft}_ddp_step --mode=allreduce         (all-reduce time by size)
 //   mpirun -np 2 graft_ddp_step --mode=time --model=mlp --bucket_mb=0.25   (smaller DDP buckets)
+//   GRAFT_BENCH_COMM_HOOK=bf16 mpirun -np 2 graft_ddp_step --mode=time ...  (graft: the buckets
+//                   all-reduced in bfloat16 through ddp_comm_hooks::bf16_compress_hook)
 #include <torch/torch.h>
 
 #include <mpi.h>
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -92,6 +95,9 @@ class Trainer {
           net_, torch::nn::parallel::DistributedDataParallelOptions()
                     .bucket_cap_mb(bucket_mb > 0 ? bucket_mb : 25.0)
                     .first_bucket_cap_mb(bucket_mb > 0 ? bucket_mb : 1.0));
+    const char* hook = std::getenv("GRAFT_BENCH_COMM_HOOK");
+    if (ddp_ && hook && std::string(hook) == "bf16")
+      ddp_->register_comm_hook(nullptr, graft::distributed::ddp_comm_hooks::bf16_compress_hook);
 #endif
     params_ = net_->parameters();
     opt_ = std::make_unique<torch::optim::SGD>(params_, torch::optim::SGDOptions(kLr).momentum(kMomentum));
