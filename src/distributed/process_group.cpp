@@ -5,6 +5,7 @@
 // MPI.
 #include "graft/distributed/process_group.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -211,15 +212,20 @@ void init_process_group(const std::string& backend, ProcessGroupOptions options)
               "graft's process group runs on MPI (gloo and nccl are PyTorch's other backends)");
   GRAFT_CHECK(g_group == nullptr, "init_process_group", "a single initialisation", "a second call",
               "call destroy_process_group() before initialising again");
+  // At most 30 days: a collective's deadline is its start plus the timeout on steady_clock, whose
+  // nanosecond count overflows past about 9.2e9 s (and a non-finite value has no milliseconds).
+  constexpr double kMaxTimeoutSeconds = 30.0 * 24 * 3600;
   if (const char* t = std::getenv("GRAFT_DIST_TIMEOUT")) {
     char* end = nullptr;
     const double s = std::strtod(t, &end);
-    GRAFT_CHECK(end != t && *end == '\0' && s > 0, "init_process_group", "GRAFT_DIST_TIMEOUT in seconds (> 0)",
-                std::string("\"") + t + "\"", "e.g. GRAFT_DIST_TIMEOUT=60");
+    GRAFT_CHECK(end != t && *end == '\0' && std::isfinite(s) && s > 0 && s <= kMaxTimeoutSeconds, "init_process_group",
+                "GRAFT_DIST_TIMEOUT in seconds, > 0 and at most 2592000 (30 days)", std::string("\"") + t + "\"",
+                "e.g. GRAFT_DIST_TIMEOUT=60");
     options.timeout = std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0));
   }
-  GRAFT_CHECK(options.timeout.count() > 0, "init_process_group", "a timeout > 0",
-              std::to_string(options.timeout.count()) + " ms", "pass e.g. std::chrono::seconds(60)");
+  GRAFT_CHECK(options.timeout.count() > 0 && options.timeout <= std::chrono::hours(24 * 30), "init_process_group",
+              "a timeout > 0 and at most 30 days", std::to_string(options.timeout.count()) + " ms",
+              "pass e.g. std::chrono::seconds(60)");
   std::unique_ptr<internal::Group> made = internal::make_mpi_group(options);
   if (!made) made = std::make_unique<LocalGroup>(options);
   g_group = made.release();  // Note [The group outlives exit]

@@ -4,10 +4,14 @@
 // the same model trained in one process on the whole global batch (computed on every rank).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <sstream>
 
+#include "../support/test_util.h"
 #include "graft/graft.h"
 
 namespace graft::test {
@@ -114,6 +118,36 @@ TEST(ProcessGroup, MisuseIsAClearError) {
   EXPECT_THROW(dist::broadcast(zeros({2}), static_cast<int>(world())), Error);
   EXPECT_THROW(dist::all_reduce(zeros({2}, TensorOptions().dtype(kBFloat16))), Error);
   EXPECT_THROW(dist::init_process_group(), Error);  // already initialised
+}
+
+// Issue 34, item 5: GRAFT_DIST_TIMEOUT above the steady clock's range (about 9.2e9 s: the deadline
+// overflowed, and every collective timed out at once) or not finite (an undefined cast, printed as
+// -9223372036854775808 ms) is refused with an error naming the variable and the value; so is a
+// ProcessGroupOptions timeout over the same bound of 30 days.
+TEST(ProcessGroup, TimeoutFromTheEnvironmentIsBounded) {
+  // Re-initialising needs the one-process group: MPI cannot start twice in a process.
+  if (world() > 1) GTEST_SKIP() << "re-initialises the process group: one process only";
+  const char* held = std::getenv("GRAFT_DIST_TIMEOUT");
+  const std::string saved = held ? held : "";
+  dist::destroy_process_group();
+  for (const char* bad : {"1e10", "9.3e9", "inf", "1e999", "nan", "-5", "0", "60s", ""}) {
+    setenv("GRAFT_DIST_TIMEOUT", bad, 1);
+    EXPECT_TRUE(throws_error([] { dist::init_process_group(); },
+                             {"init_process_group", "GRAFT_DIST_TIMEOUT", "30 days", std::string("\"") + bad + "\""}))
+        << bad;
+    EXPECT_FALSE(dist::is_initialized()) << bad;
+  }
+  setenv("GRAFT_DIST_TIMEOUT", "2592000", 1);  // the bound itself
+  dist::init_process_group();
+  EXPECT_EQ(dist::get_timeout(), std::chrono::milliseconds(int64_t{2592000} * 1000));
+  dist::destroy_process_group();
+  unsetenv("GRAFT_DIST_TIMEOUT");
+  dist::ProcessGroupOptions too_long;
+  too_long.timeout = std::chrono::hours(24 * 31);
+  EXPECT_TRUE(throws_error([&] { dist::init_process_group("mpi", too_long); }, {"init_process_group", "30 days"}));
+  if (!saved.empty()) setenv("GRAFT_DIST_TIMEOUT", saved.c_str(), 1);
+  dist::init_process_group();  // as main() left it, for the tests that follow
+  EXPECT_TRUE(dist::is_initialized());
 }
 
 // Note [Collective checks]: sizes that differ between ranks fail on every rank, and the group goes on.
