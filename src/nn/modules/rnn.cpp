@@ -28,26 +28,87 @@ Tensor int_tensor(const std::vector<int64_t>& v) {
   return t;
 }
 
-// The padded (T, N, *) batch of a packed one, in its sorted order (padding 0 past each length).
+// `idx` (a 1-D int64 tensor) holds each of 0 .. n - 1 exactly once.
+void check_permutation(const Tensor& idx, int64_t n, const char* op, const char* what) {
+  GRAFT_CHECK(idx.dim() == 1 && idx.size(0) == n && !idx.is_floating_point(), op,
+              std::string(what) + ": a permutation of the " + std::to_string(n) + " sequences (int64 [" +
+                  std::to_string(n) + "])",
+              std::string(what) + " of shape " + shape_str(idx.sizes()) + " and dtype " + dtype_name(idx.dtype()),
+              "leave it undefined for sequences already sorted by decreasing length");
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  const std::vector<int64_t> v = int_values(idx);
+  for (size_t k = 0; k < v.size(); ++k) {
+    const bool in_range = v[k] >= 0 && v[k] < n;
+    GRAFT_CHECK(in_range && !seen[static_cast<size_t>(v[k])], op,
+                std::string(what) + ": a permutation of 0 .. " + std::to_string(n - 1),
+                std::string(what) + "[" + std::to_string(k) + "] = " + std::to_string(v[k]) +
+                    (in_range ? " (repeated)" : " (out of range)"),
+                "each sequence's index exactly once");
+    seen[static_cast<size_t>(v[k])] = true;
+  }
+}
+
+// Issue 34, item 7: a PackedSequence built by hand must be one pack_padded_sequence could have made,
+// or unpacking it reads past its rows or builds a batch from nothing: batch_sizes 1-D int64, each
+// step's count in [1, the previous step's], their sum the data's rows; the index tensors
+// permutations of the batch. Errors name the op the user called, never an internal one.
+void check_packed(const PackedSequence& p, const char* op) {
+  GRAFT_CHECK(p.data().defined() && p.data().dim() >= 1, op, "packed data of shape (sum(batch_sizes), *)",
+              p.data().defined() ? "data of shape " + shape_str(p.data().sizes()) : "undefined data",
+              "build it with pack_padded_sequence or pack_sequence");
+  GRAFT_CHECK(p.batch_sizes().defined() && p.batch_sizes().dim() == 1 && !p.batch_sizes().is_floating_point() &&
+                  p.batch_sizes().dtype() != kBool,
+              op, "batch_sizes: an integer tensor [T] (the sequences still running at each step)",
+              p.batch_sizes().defined() ? "batch_sizes of shape " + shape_str(p.batch_sizes().sizes()) + " and dtype " +
+                                               dtype_name(p.batch_sizes().dtype())
+                                         : "undefined batch_sizes",
+              "build it with pack_padded_sequence or pack_sequence");
+  const std::vector<int64_t> bs = int_values(p.batch_sizes());
+  int64_t rows = 0;
+  for (size_t t = 0; t < bs.size(); ++t) {
+    GRAFT_CHECK(bs[t] >= 1 && (t == 0 || bs[t] <= bs[t - 1]), op,
+                "batch_sizes of at least 1 that never grow (sequences sorted by decreasing length)",
+                "batch_sizes[" + std::to_string(t) + "] = " + std::to_string(bs[t]) +
+                    (t == 0 ? std::string() : " after " + std::to_string(bs[t - 1])),
+                "build it with pack_padded_sequence or pack_sequence");
+    rows += bs[t];  // no overflow: each partial sum is checked against the data's rows
+    GRAFT_CHECK(rows <= p.data().size(0), op, "data with sum(batch_sizes) rows",
+                "data of shape " + shape_str(p.data().sizes()) + " for batch_sizes summing to more",
+                "the data holds each step's running sequences, one row each");
+  }
+  GRAFT_CHECK(rows == p.data().size(0), op, "data with sum(batch_sizes) = " + std::to_string(rows) + " rows",
+              "data of shape " + shape_str(p.data().sizes()) + " (extra rows)",
+              "the data holds each step's running sequences, one row each");
+  const int64_t N = bs.empty() ? 0 : bs[0];
+  if (p.sorted_indices().defined()) check_permutation(p.sorted_indices(), N, op, "sorted_indices");
+  if (p.unsorted_indices().defined()) check_permutation(p.unsorted_indices(), N, op, "unsorted_indices");
+}
+
+// The padded (total, N, *) batch of a packed one, in its sorted order (padding_value past each
+// length). The steps past the longest sequence are one allocation, so that an impossible
+// total_length fails at once with an out-of-memory error instead of growing a step at a time.
 Tensor unpack_sorted(const PackedSequence& p, double padding_value, int64_t total) {
   const std::vector<int64_t> bs = int_values(p.batch_sizes());
   const int64_t N = bs.empty() ? 0 : bs[0];
   std::vector<int64_t> rest(p.data().sizes().begin() + 1, p.data().sizes().end());
-  std::vector<Tensor> steps;
-  int64_t offset = 0;
-  auto padding = [&](int64_t rows) {
+  auto padding = [&](int64_t steps, int64_t rows) {
     std::vector<int64_t> shape{rows};
+    if (steps >= 0) shape.insert(shape.begin(), steps);
     shape.insert(shape.end(), rest.begin(), rest.end());
     return full(shape, padding_value, p.data().dtype());
   };
+  std::vector<Tensor> steps;
+  int64_t offset = 0;
   for (int64_t b : bs) {
     Tensor step = p.data().narrow(0, offset, b);
-    if (b < N) step = cat({step, padding(N - b)}, 0);
+    if (b < N) step = cat({step, padding(-1, N - b)}, 0);
     steps.push_back(step);
     offset += b;
   }
-  for (int64_t t = static_cast<int64_t>(bs.size()); t < total; ++t) steps.push_back(padding(N));
-  return stack(steps, 0);
+  const int64_t T = static_cast<int64_t>(bs.size());
+  if (total == T) return stack(steps, 0);
+  const Tensor tail = padding(total - T, N);
+  return T == 0 ? tail : cat({stack(steps, 0), tail}, 0);
 }
 
 // Packs a padded (T, N, *) batch whose sequences are sorted by decreasing length.
@@ -64,7 +125,8 @@ PackedSequence::PackedSequence(Tensor data, Tensor batch_sizes, Tensor sorted_in
     : data_(std::move(data)), batch_sizes_(std::move(batch_sizes)), sorted_indices_(std::move(sorted_indices)),
       unsorted_indices_(std::move(unsorted_indices)) {
   if (sorted_indices_.defined() && !unsorted_indices_.defined()) {
-    // unsorted = the inverse permutation of sorted
+    // unsorted = the inverse permutation of sorted (which must be one: it indexes the inverse)
+    check_permutation(sorted_indices_, sorted_indices_.numel(), "PackedSequence", "sorted_indices");
     const std::vector<int64_t> s = int_values(sorted_indices_);
     std::vector<int64_t> u(s.size());
     for (size_t i = 0; i < s.size(); ++i) u[static_cast<size_t>(s[i])] = static_cast<int64_t>(i);
@@ -112,6 +174,7 @@ PackedSequence pack_padded_sequence(Tensor input, Tensor lengths, bool batch_fir
 
 std::tuple<Tensor, Tensor> pad_packed_sequence(PackedSequence sequence, bool batch_first, double padding_value,
                                                std::optional<int64_t> total_length) {
+  check_packed(sequence, "pad_packed_sequence");
   const std::vector<int64_t> bs = int_values(sequence.batch_sizes());
   const int64_t T = static_cast<int64_t>(bs.size());
   GRAFT_CHECK(!total_length || *total_length >= T, "pad_packed_sequence",
@@ -273,6 +336,7 @@ std::tuple<utils::rnn::PackedSequence, Tensor, Tensor> RNNBase::run_packed(const
   GRAFT_CHECK(input.data().defined() && input.data().dim() == 2 && input.data().size(1) == config_.input_size, op,
               "packed data (sum of lengths, " + std::to_string(config_.input_size) + ")",
               input.data().defined() ? shape_str(input.data().sizes()) : "empty packed data", "");
+  utils::rnn::check_packed(input, op);
   const Tensor bs_t = input.batch_sizes().to(kInt64).contiguous();
   const std::vector<int64_t> bs(bs_t.data_ptr<int64_t>(), bs_t.data_ptr<int64_t>() + bs_t.numel());
   const int64_t N = bs.empty() ? 0 : bs[0];
