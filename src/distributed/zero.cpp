@@ -1,6 +1,7 @@
 // ZeroRedundancyOptimizer (Note [ZeRO shards] in graft/distributed/zero.h).
 #include "graft/distributed/zero.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -224,6 +225,11 @@ double ZeroRedundancyOptimizer::clip_grad_norm_(double max_norm, double norm_typ
 // per-element state tensor is gathered and cut into the parameters' shapes; a 0-dim one (Adam's
 // step) is the same for every parameter.
 OrderedDict<std::string, Tensor> ZeroRedundancyOptimizer::consolidate_state_dict(int to) {
+  const int64_t world = shards_.world;
+  GRAFT_CHECK(to >= 0 && to < world, "ZeroRedundancyOptimizer.consolidate_state_dict",
+              "to, the rank that receives the state dict, in [0, " + std::to_string(world - 1) + "] (a world of " +
+                  std::to_string(world) + (world == 1 ? " rank)" : " ranks)"),
+              "to = " + std::to_string(to), "pass a rank of this world, e.g. 0");
   const bool here = distributed::get_rank() == to;
   const auto counts = shards_.counts();
   const OrderedDict<std::string, Tensor> inner = inner_->state_dict();
@@ -260,31 +266,52 @@ OrderedDict<std::string, Tensor> ZeroRedundancyOptimizer::consolidate_state_dict
 void ZeroRedundancyOptimizer::load_consolidated_state_dict(const OrderedDict<std::string, Tensor>& full) {
   const char* op = "ZeroRedundancyOptimizer.load_consolidated_state_dict";
   const int64_t lo = shards_.begin(rank_);
-  OrderedDict<std::string, Tensor> inner;
-  const std::string first = "state.0.";
+  // The state names are those of every parameter ("state.<i>.<name>"): a single-process optimiser
+  // keeps none for a parameter that never had a gradient, parameter 0 included.
+  std::vector<std::string> names;
   for (const auto& item : full) {
     const std::string& key = item.key();
-    if (key.rfind(first, 0) == 0) {
-      const std::string name = key.substr(first.size());
-      const Tensor& t0 = item.value();
-      if (t0.numel() == params_[0].numel() && t0.dim() > 0) {
-        // This rank's elements of every parameter's state tensor.
-        Tensor shard = zeros({shard_.numel()}, TensorOptions().dtype(t0.dtype()));
-        for (size_t i = 0; i < params_.size(); ++i) {
-          const std::string k = "state." + std::to_string(i) + "." + name;
-          GRAFT_CHECK(full.contains(k), op, "a state dict of a single-process optimiser over the model", "no " + k,
-                      "pass what consolidate_state_dict() (or a plain optimiser's state_dict()) returned");
-          const Tensor& t = full[k];
-          GRAFT_CHECK(t.numel() == params_[i].numel(), op, "state " + k + " of " + std::to_string(params_[i].numel()) + " elements",
-                      std::to_string(t.numel()), "the checkpoint is of another model");
-          const auto r = shards_.overlap(rank_, flat_offset_[i], params_[i].numel());
-          if (r.size() > 0) shard.narrow(0, r.lo - lo, r.size()).copy_(t.reshape({-1}).narrow(0, r.lo - flat_offset_[i], r.size()));
-        }
-        inner.insert("state.0." + name, shard);
-      } else {
-        inner.insert("state.0." + name, t0.clone());
+    const size_t dot = key.find('.', 6);
+    size_t i = 0;
+    if (key.rfind("state.", 0) != 0 || dot == std::string::npos) continue;
+    const auto parsed = std::from_chars(key.data() + 6, key.data() + dot, i);
+    if (parsed.ec != std::errc() || parsed.ptr != key.data() + dot || i >= params_.size()) continue;
+    const std::string name = key.substr(dot + 1);
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  OrderedDict<std::string, Tensor> inner;
+  for (const std::string& name : names) {
+    // The first parameter with this state tells a per-element tensor from a scalar (Adam's step,
+    // the same for every parameter).
+    size_t first = 0;
+    while (!full.contains("state." + std::to_string(first) + "." + name)) ++first;
+    const Tensor& t0 = full["state." + std::to_string(first) + "." + name];
+    if (t0.numel() == params_[first].numel() && t0.dim() > 0) {
+      // This rank's elements of every parameter's state tensor; a parameter without one keeps none
+      // (its elements zero, as for a parameter that never had a gradient).
+      Tensor shard = zeros({shard_.numel()}, TensorOptions().dtype(t0.dtype()));
+      for (size_t i = 0; i < params_.size(); ++i) {
+        const std::string k = "state." + std::to_string(i) + "." + name;
+        if (!full.contains(k)) continue;
+        const Tensor& t = full[k];
+        GRAFT_CHECK(t.numel() == params_[i].numel(), op,
+                    "state " + k + " of " + std::to_string(params_[i].numel()) + " elements",
+                    std::to_string(t.numel()), "the checkpoint is of another model");
+        const auto r = shards_.overlap(rank_, flat_offset_[i], params_[i].numel());
+        if (r.size() > 0)
+          shard.narrow(0, r.lo - lo, r.size()).copy_(t.reshape({-1}).narrow(0, r.lo - flat_offset_[i], r.size()));
       }
-    } else if (key == "param_groups.0.params") {
+      inner.insert("state.0." + name, shard);
+    } else {
+      inner.insert("state.0." + name, t0.clone());
+    }
+  }
+  for (const auto& item : full) {
+    const std::string& key = item.key();
+    if (key == "param_groups.0.params") {
+      GRAFT_CHECK(item.value().numel() == static_cast<int64_t>(params_.size()), op,
+                  "a state dict over the model's " + std::to_string(params_.size()) + " parameters",
+                  key + " of " + std::to_string(item.value().numel()), "the checkpoint is of another model");
       inner.insert(key, zeros({1}, TensorOptions().dtype(kInt64)));
     } else if (key.rfind("param_groups.0.", 0) == 0) {
       inner.insert(key, item.value());

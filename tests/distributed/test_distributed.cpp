@@ -362,6 +362,90 @@ TEST(ZeroRedundancyOptimizer, Stage1EqualsOneProcess) { run_case({.opt = Opt::kA
 TEST(ZeroRedundancyOptimizer, Stage2EqualsOneProcess) { run_case({.opt = Opt::kAdam, .micro = 4, .zero = 2}); }
 TEST(ZeroRedundancyOptimizer, Stage2WithClippingAndSGD) { run_case({.opt = Opt::kSGD, .clip = 0.05, .zero = 2}); }
 
+// A model whose first parameters the forward never uses: a single-process Adam keeps no state for
+// them (no gradient), so its state dict has no "state.0.*" and "state.1.*".
+struct FirstUnusedNet : nn::Module {
+  FirstUnusedNet() {
+    skip = register_module("skip", nn::Linear(6, 3));
+    fc = register_module("fc", nn::Linear(6, 3));
+  }
+  Tensor forward(const Tensor& x) { return fc(x); }
+  nn::Linear skip{nullptr}, fc{nullptr};
+};
+
+TEST(ZeroRedundancyOptimizer, LoadsAStateDictWhoseFirstParameterHasNoState) {
+  const int64_t steps = 3;
+  manual_seed(11);
+  auto ref = std::make_shared<FirstUnusedNet>();
+  ref->to(kFloat64);
+  const Tensor X = randn({8, 6}, TensorOptions().dtype(kFloat64));
+  const Tensor Y = randn({8, 3}, TensorOptions().dtype(kFloat64));
+  // The original: one process (the same on every rank), Adam for 3 steps.
+  optim::Adam ref_opt(ref->parameters(), optim::AdamOptions(0.01));
+  for (int64_t s = 0; s < steps; ++s) {
+    ref_opt.zero_grad();
+    nn::functional::mse_loss(ref->forward(X), Y).backward();
+    ref_opt.step();
+  }
+  const auto want = ref_opt.state_dict();
+  ASSERT_FALSE(want.contains("state.0.exp_avg"));  // the premise: parameters 0 and 1 have no state
+  ASSERT_FALSE(want.contains("state.1.exp_avg"));
+  ASSERT_TRUE(want.contains("state.2.exp_avg"));
+
+  // Loaded into ZeRO's shards (each rank its elements) and gathered back on rank 0.
+  DistributedDataParallel<std::shared_ptr<FirstUnusedNet>> ddp(ref);
+  auto adam = [](std::vector<Tensor> p) { return std::make_unique<optim::Adam>(p, optim::AdamOptions(0.01)); };
+  optim::ZeroRedundancyOptimizer zero(ddp.parameters(), adam, optim::ZeroRedundancyOptions().stage(1), &ddp.reducer());
+  zero.load_consolidated_state_dict(want);
+  const auto got = zero.consolidate_state_dict(0);
+  if (rank() != 0) {
+    EXPECT_EQ(got.size(), 0u);
+    return;
+  }
+  for (int i : {2, 3}) {  // fc.weight, fc.bias: their state exactly
+    for (const char* name : {"exp_avg", "exp_avg_sq"}) {
+      const std::string k = "state." + std::to_string(i) + "." + name;
+      ASSERT_TRUE(got.contains(k)) << k;
+      EXPECT_EQ(got[k].sizes(), want[k].sizes()) << k;
+      EXPECT_EQ((got[k] - want[k]).abs().max().item<double>(), 0.0) << k;
+      EXPECT_GT(want[k].abs().max().item<double>(), 0.0) << k;  // a trained moment, not zeros
+    }
+    const std::string k = "state." + std::to_string(i) + ".step";
+    ASSERT_TRUE(got.contains(k)) << k;
+    EXPECT_EQ(got[k].to(kFloat64).item<double>(), double(steps)) << k;
+  }
+  for (int i : {0, 1}) {  // skip.weight, skip.bias: none (zero moments, as never stepped)
+    for (const char* name : {"exp_avg", "exp_avg_sq"}) {
+      const std::string k = "state." + std::to_string(i) + "." + name;
+      ASSERT_TRUE(got.contains(k)) << k;
+      EXPECT_EQ(got[k].abs().max().item<double>(), 0.0) << k;
+    }
+  }
+}
+
+TEST(ZeroRedundancyOptimizer, ConsolidateToARankOutsideTheWorldIsAnError) {
+  const int64_t W = world();
+  auto net = make_net(3, false);
+  DistributedDataParallel<std::shared_ptr<Net>> ddp(net);
+  optim::ZeroRedundancyOptimizer zero(
+      ddp.parameters(), [](std::vector<Tensor> p) { return std::make_unique<optim::Adam>(p); },
+      optim::ZeroRedundancyOptions().stage(1), &ddp.reducer());
+  for (int to : {static_cast<int>(W), 5, -1}) {
+    try {
+      zero.consolidate_state_dict(to);
+      FAIL() << "to = " << to << " was accepted in a world of " << W;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("consolidate_state_dict"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("to = " + std::to_string(to)), std::string::npos) << msg;
+      EXPECT_NE(msg.find("[0, " + std::to_string(W - 1) + "]"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("a world of " + std::to_string(W)), std::string::npos) << msg;
+    }
+  }
+  // Every rank refused before any collective: a valid call still works afterwards.
+  EXPECT_EQ(zero.consolidate_state_dict(static_cast<int>(W - 1)).size() > 0, rank() == W - 1);
+}
+
 // Note [SyncBatchNorm]: N ranks x batch b with SyncBatchNorm take the steps one process takes with
 // BatchNorm on batch N b: outputs, parameters and running statistics.
 TEST(SyncBatchNorm, EqualsBatchNormOnTheGlobalBatch) {

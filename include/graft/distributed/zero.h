@@ -95,10 +95,12 @@ class ZeroRedundancyOptimizer final : public Optimizer {
 
   // The state dict a single-process optimiser of the inner kind over the model's parameters would
   // have (Note [Optimizer state dict]), on rank `to` (empty elsewhere), for a checkpoint that loads
-  // into one process or into any number of ranks. Every rank must call it.
+  // into one process or into any number of ranks. Every rank must call it; `to` outside [0, world
+  // size) is an error.
   OrderedDict<std::string, Tensor> consolidate_state_dict(int to = 0);
   // Loads such a state dict (from a single process, or consolidated at another world size): each
-  // rank takes its shard.
+  // rank takes its shard. A parameter without state in it (one that never had a gradient) keeps
+  // none: its elements start from zero.
   void load_consolidated_state_dict(const OrderedDict<std::string, Tensor>& state_dict);
 
  private:
