@@ -134,6 +134,9 @@ class ImageTask final : public Task {
   }
 
   std::string data_description() const override { return "uint8 images and labels, train and test"; }
+  std::string divergence_hint(const TrainConfig& cfg) const override {
+    return cfg.batch_norm ? "lower --lr" : "lower --lr or turn on --batch-norm";
+  }
   int64_t eval_chunk() const override { return 1000; }
 
   std::string epoch_line(const TrainConfig& cfg, const EpochRecord& r) const override {

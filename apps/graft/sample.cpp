@@ -1,6 +1,8 @@
 // `graft sample` (text.h): continues a text with a model graft train --model gpt|lstm saved.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <ostream>
 #include <thread>
@@ -13,11 +15,10 @@
 namespace graft::cli {
 namespace {
 
-// The next byte from the last row of logits: the likeliest at temperature 0, else a draw from
-// softmax(logits / temperature) restricted to the top_k likeliest (all when 0).
-int next_byte(const Tensor& logits_row, double temperature, int64_t top_k) {
-  const Tensor row = logits_row.to(kFloat64).contiguous();
-  const double* l = row.data_ptr<double>();
+// The next byte from the last row of logits `l` (kVocab of them, finite): the likeliest at
+// temperature 0, else a draw from softmax(logits / temperature) restricted to the top_k likeliest
+// (all when 0).
+int next_byte(const double* l, double temperature, int64_t top_k) {
   std::vector<int> order(kVocab);
   std::iota(order.begin(), order.end(), 0);
   // Likeliest first; ties by byte value, so that a draw does not depend on the sort.
@@ -66,9 +67,22 @@ std::string sample(const SampleConfig& c, std::ostream& out) {
     for (int64_t t = 0; t < n; ++t)
       x.data_ptr<int64_t>()[t] = static_cast<uint8_t>(text[text.size() - static_cast<size_t>(n - t)]);
     const Tensor logits = model->forward(x);  // (n, 256)
-    text.push_back(static_cast<char>(next_byte(logits.select(0, n - 1), c.temperature, c.top_k)));
+    const Tensor row = logits.select(0, n - 1).to(kFloat64).contiguous();
+    const double* l = row.data_ptr<double>();
+    // A NaN row would "sample" byte 0xFF over and over (issue 34, item 4): an error, and nothing printed.
+    GRAFT_CHECK(std::all_of(l, l + kVocab, [](double v) { return std::isfinite(v); }), op,
+                "finite logits from the model in " + c.checkpoint,
+                "non-finite logits for byte " + std::to_string(i + 1) + " of the sample",
+                "its weights are not finite (the run diverged): train it again with a lower --lr");
+    text.push_back(static_cast<char>(next_byte(l, c.temperature, c.top_k)));
   }
+  errno = 0;
   out << text.substr(shown) << '\n' << std::flush;
+  // A failed write (graft sample > /dev/full, a closed pipe) must not exit 0 with the sample lost.
+  GRAFT_CHECK(out.good(), op, "the sample written to standard output",
+              std::string("a write error") + (errno ? std::string(" (") + std::strerror(errno) + ")" : "") +
+                  ": the sample is lost",
+              "write it where there is room (a full disk or device, or a reader that has gone, fails the write)");
   return text.substr(shown);
 }
 

@@ -73,6 +73,8 @@ class Task {
   virtual std::string result_line(const TrainResult& r) const = 0;
   // The task's fields of graft train --json's object.
   virtual void add_result_fields(const TrainConfig&, const TrainResult&, nlohmann::json&) const {}
+  // The hint of the error a non-finite loss is (training or held-out): only flags the model takes.
+  virtual std::string divergence_hint(const TrainConfig&) const { return "lower --lr"; }
 };
 
 // The names --model takes, in --help's order.

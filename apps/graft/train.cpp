@@ -155,6 +155,13 @@ class Run {
         progress_(progress),
         log_(log),
         result_(result) {}
+  // A run that ends in an error (a non-finite loss) stops the memory history it started: the
+  // process's next run or plan must not find it still recording.
+  ~Run() {
+    if (recording_) memory::record_history(false);
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
 
   // With a run log: gradient health (Note [Gradient monitor]) and, for the first steps, the
   // allocation events (Note [Memory history]) go into it.
@@ -187,7 +194,15 @@ class Run {
  private:
   EpochSums train_epoch(int64_t epoch);
   void end_epoch(int64_t epoch, const EpochSums& sums, std::chrono::steady_clock::time_point e0);
-  Evaluation evaluate_model() { return evaluate(model_, *d_.test, task_.eval_chunk()); }
+  // The held-out loss and accuracy; a non-finite loss is an error, before anything is saved or
+  // printed: a run that diverges in its last step trained on finite losses, yet its weights make
+  // every forward pass NaN (issue 34, item 4). `when`: " at epoch 3", for the message.
+  Evaluation evaluate_model(const std::string& when) {
+    const Evaluation ev = evaluate(model_, *d_.test, task_.eval_chunk());
+    GRAFT_CHECK(std::isfinite(ev.loss), "graft train", "a finite held-out (test) loss", std::to_string(ev.loss) + when,
+                task_.divergence_hint(cfg_));
+    return ev;
+  }
   void log_timeline() {
     log_.add_timeline();
     recording_ = false;
@@ -241,7 +256,7 @@ EpochSums Run::train_epoch(int64_t epoch) {
     state_.sched.after_batch();
     const double l = loss.item<double>();  // a number, not a tensor: no graph is kept alive
     GRAFT_CHECK(std::isfinite(l), "graft train", "a finite training loss",
-                std::to_string(l) + " at epoch " + std::to_string(epoch + 1), "lower --lr or turn on --batch-norm");
+                std::to_string(l) + " at epoch " + std::to_string(epoch + 1), task_.divergence_hint(cfg_));
     {
       NoGradGuard no_grad;
       sums.correct += eq(argmax(logits, 1), target).sum().item<int64_t>();
@@ -278,7 +293,7 @@ void Run::end_epoch(int64_t epoch, const EpochSums& rank_sums, std::chrono::stea
   r.train_accuracy = static_cast<double>(sums.correct) / static_cast<double>(std::max<int64_t>(sums.seen, 1));
   r.lr = current_lr(opt_);
   r.examples_per_second = static_cast<double>(sums.seen) / std::max(sums.seconds, 1e-9);
-  const Evaluation ev = evaluate_model();
+  const Evaluation ev = evaluate_model(" at epoch " + std::to_string(epoch + 1));
   r.test_loss = ev.loss;
   r.test_accuracy = ev.accuracy;
   state_.sched.after_epoch(r.train_loss);
@@ -301,7 +316,7 @@ void Run::finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_cl
     result.test_accuracy = result.history.back().test_accuracy;
     result.test_loss = result.history.back().test_loss;
   } else {  // resumed a finished run: report its model
-    const Evaluation ev = evaluate_model();
+    const Evaluation ev = evaluate_model(" in " + cfg_.resume);
     result.test_accuracy = ev.accuracy;
     result.test_loss = ev.loss;
   }

@@ -1,6 +1,8 @@
 // GradScaler (Note [Gradient scaling] in graft/amp/grad_scaler.h).
 #include "graft/amp/grad_scaler.h"
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 #include "../core/dispatch.h"
@@ -13,6 +15,17 @@ namespace graft::amp {
 namespace {
 
 std::string num(double v) { return graft::detail::shortest(v); }
+
+// The least scale (Note [Gradient scaling]): FLT_MIN (2^-126), the smallest normal float32. Backing off
+// below it would reach subnormals and then 0, where no growth recovers (0 * 2 is 0) and 1/S is inf; at
+// FLT_MIN, 1/S = 2^126 is still a finite float32, so unscale_ stays exact and growth can lift S again.
+constexpr float kMinScale = FLT_MIN;
+
+// A scale given by the user (init_scale, new_scale, a loaded "scale") as a float32 in [FLT_MIN, FLT_MAX].
+bool valid_scale(double s) {
+  const auto f = static_cast<float>(s);
+  return std::isfinite(f) && f >= kMinScale;
+}
 
 void check_factors(double growth, double backoff, int64_t interval, const char* op) {
   GRAFT_CHECK(growth > 1.0, op, "growth_factor > 1", "growth_factor " + num(growth), "PyTorch's default is 2.0");
@@ -55,9 +68,9 @@ bool unscale_and_check(Tensor& g, float inv_scale) {
 
 GradScaler::GradScaler(const GradScalerOptions& options) : options_(options) {
   check_factors(options.growth_factor(), options.backoff_factor(), options.growth_interval(), "GradScaler");
-  GRAFT_CHECK(options.init_scale() > 0 && std::isfinite(static_cast<float>(options.init_scale())), "GradScaler",
-              "a positive, finite float32 init_scale", "init_scale " + num(options.init_scale()),
-              "PyTorch's default is 65536 (2^16)");
+  GRAFT_CHECK(valid_scale(options.init_scale()), "GradScaler",
+              "a finite float32 init_scale of at least FLT_MIN (1.1754944e-38)",
+              "init_scale " + num(options.init_scale()), "PyTorch's default is 65536 (2^16)");
   scale_ = static_cast<float>(options.init_scale());
 }
 
@@ -111,9 +124,9 @@ bool GradScaler::step(optim::Optimizer& opt) {
 void GradScaler::update(std::optional<double> new_scale) {
   if (!options_.enabled()) return;
   if (new_scale) {
-    GRAFT_CHECK(*new_scale > 0 && std::isfinite(static_cast<float>(*new_scale)), "GradScaler::update",
-                "a positive, finite float32 new_scale", "new_scale " + num(*new_scale),
-                "pass a positive finite new_scale, or call update() without one");
+    GRAFT_CHECK(valid_scale(*new_scale), "GradScaler::update",
+                "a finite float32 new_scale of at least FLT_MIN (1.1754944e-38)", "new_scale " + num(*new_scale),
+                "pass a new_scale of at least FLT_MIN, or call update() without one");
     scale_ = static_cast<float>(*new_scale);
   } else {
     bool any_recorded = false, found_inf = false;
@@ -125,7 +138,8 @@ void GradScaler::update(std::optional<double> new_scale) {
     GRAFT_CHECK(any_recorded, "GradScaler::update", "an unscale_() or step() since the last update()",
                 "no inf checks were recorded", "call scaler.step(optimizer) before scaler.update()");
     if (found_inf) {
-      scale_ = static_cast<float>(scale_ * options_.backoff_factor());
+      // Never below kMinScale: repeated infs would otherwise take S to 0, for good.
+      scale_ = std::max(static_cast<float>(scale_ * options_.backoff_factor()), kMinScale);
       growth_tracker_ = 0;
     } else if (++growth_tracker_ == options_.growth_interval()) {
       const auto grown = static_cast<float>(scale_ * options_.growth_factor());
@@ -180,7 +194,7 @@ void GradScaler::load_state_dict(const OrderedDict<std::string, Tensor>& state) 
   const auto gi = static_cast<int64_t>(get("growth_interval", true));
   const auto tracker = static_cast<int64_t>(get("_growth_tracker", true));
   check_factors(gf, bf, gi, op);
-  GRAFT_CHECK(s > 0 && std::isfinite(static_cast<float>(s)), op, "a positive, finite scale", "scale " + num(s),
+  GRAFT_CHECK(valid_scale(s), op, "a finite float32 scale of at least FLT_MIN (1.1754944e-38)", "scale " + num(s),
               "load a state dict saved by GradScaler::state_dict()");
   GRAFT_CHECK(tracker >= 0 && tracker < gi, op, "0 <= _growth_tracker < growth_interval",
               "_growth_tracker " + std::to_string(tracker) + " with growth_interval " + std::to_string(gi),

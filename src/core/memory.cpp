@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/format.h"
 #include "core/memory_internal.h"
 #include "graft/core/storage.h"
 
@@ -40,7 +41,7 @@ Counters& counters() {
       try {
         k->limit.store(parse_bytes(env), std::memory_order_relaxed);
       } catch (const Error& e) {
-        std::fprintf(stderr, "graft: ignoring GRAFT_MEMORY_LIMIT: %s\n", e.what());
+        std::fprintf(stderr, "graft: ignoring GRAFT_MEMORY_LIMIT=%s (no limit is set): %s\n", env, e.what());
       }
     }
     return k;
@@ -224,7 +225,14 @@ int64_t parse_bytes(std::string_view text) {
     if (unit == name) {
       const double bytes = value * factor;
       if (!std::isfinite(bytes) || bytes < 0 || bytes > 9.2e18) throw bad();
-      return static_cast<int64_t>(std::llround(bytes));
+      // A positive count under half a byte ("0.4", "1e-3": no unit means bytes) would round to 0, which
+      // means none (as a limit: no limit at all); only a literal zero may mean 0.
+      const int64_t rounded = std::llround(bytes);
+      GRAFT_CHECK(rounded > 0 || bytes == 0, "parse_bytes", "0 or a byte count that rounds to at least 1 byte",
+                  "'" + s + "' (" + (unit.empty() ? "no unit: " : "") + graft::detail::shortest(bytes) +
+                      " bytes, which rounds to 0)",
+                  "give the unit, e.g. " + s.substr(0, pos) + "GiB; 0 alone means none");
+      return rounded;
     }
   }
   throw bad();

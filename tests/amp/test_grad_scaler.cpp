@@ -3,6 +3,7 @@
 // call-order errors, state dicts, and float16 gradients that underflow without scaling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -107,6 +108,42 @@ TEST(GradScaler, GrowthStopsBeforeInfinityAndUpdateCanSetTheScale) {
   EXPECT_EQ(s.get_scale(), std::ldexp(1.0, 127));  // 2^128 is not a finite float32
   s.update(3.0);
   EXPECT_EQ(s.get_scale(), 3.0);
+}
+
+// Issue 34, item 11: the scale underflowed to 0 under repeated infs and never recovered (0 * 2 is 0, and
+// 1/0 makes every unscaled gradient inf or nan). It stops at FLT_MIN = 2^-126, the smallest normal float32.
+TEST(GradScaler, BackOffStopsAtTheSmallestNormalFloatAndGrowthRecovers) {
+  // init 1, back-off x0.5: after k inf steps S = 2^-k, until 2^-126 after 126 steps; there it stays
+  // (unbounded: 2^-149, the least subnormal, after 149 steps, and 0 from step 150 on).
+  const double bound = std::ldexp(1.0, -126);
+  OneParam t;
+  GradScaler s(GradScalerOptions().init_scale(1).growth_interval(3));
+  for (int k = 1; k <= 200; ++k) {
+    t.set_grad({kInf, 0}, s.get_scale());
+    EXPECT_FALSE(s.step(t.opt));
+    s.update();
+    ASSERT_EQ(s.get_scale(), std::ldexp(1.0, -std::min(k, 126))) << "after inf step " << k;
+  }
+  EXPECT_EQ(s.get_scale(), bound);
+  EXPECT_GT(s.get_scale(), 0.0);
+  // Growth x2 after 3 clean steps: 2^-125 after 3, 2^-124 after 6; the zero gradients unscale to 0 (1/S
+  // = 2^126 is finite), so every step is taken.
+  for (int k = 1; k <= 6; ++k) {
+    t.set_grad({0, 0}, s.get_scale());
+    EXPECT_TRUE(s.step(t.opt)) << "clean step " << k;
+    s.update();
+    EXPECT_EQ(s.get_scale(), k < 3 ? bound : k < 6 ? bound * 2 : bound * 4) << "after clean step " << k;
+  }
+  EXPECT_EQ(values(t.p), (std::vector<double>{1, 2}));
+  // A scale given by hand is held to the same bound (1e-40 is a float32 subnormal, 1e-50 rounds to 0).
+  EXPECT_TRUE(throws_error([&] { s.update(1e-40); }, {"GradScaler::update", "FLT_MIN", "new_scale 1e-40"}));
+  EXPECT_EQ(s.get_scale(), bound * 4);
+  EXPECT_TRUE(throws_error([] { GradScaler bad(GradScalerOptions().init_scale(1e-50)); }, {"init_scale 1e-50"}));
+  auto sd = s.state_dict();
+  sd["scale"] = full({}, 1e-39, kFloat64);
+  EXPECT_TRUE(throws_error([&] { GradScaler c; c.load_state_dict(sd); }, {"load_state_dict", "FLT_MIN", "1e-39"}));
+  s.update(bound);  // the bound itself is a valid scale
+  EXPECT_EQ(s.get_scale(), bound);
 }
 
 TEST(GradScaler, UnscaleThenClipSeesTrueGradients) {

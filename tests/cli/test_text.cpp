@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -170,6 +172,86 @@ TEST(Text, ResumeContinuesTheSameRunBitForBit) {
   io::save_checkpoint(s.checkpoint, {{"model.", weights}},
                       {{"format", "graft-train/1"}, {"flag.model", "mlp"}, {"flag.optimizer", "sgd"}});
   EXPECT_TRUE(throws_error([&] { cli::sample(s, sink); }, {"graft sample", "--model gpt or lstm", "--model mlp"}));
+}
+
+// The message of the graft::Error `f` throws ("" when it throws none).
+std::string error_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Issue 34, item 4: a text run that diverged in its last step exited 0 with "test_loss": null and
+// saved a checkpoint whose every forward pass is NaN. One step at --lr 1e30 (adamw moves every weight
+// by about 1e30) trains on a finite loss (that of the initial weights) and leaves the gpt's
+// held-out loss NaN: an error before anything is saved or printed, whose hint names only flags a
+// text model takes (it refuses --batch-norm). A second step's own loss is NaN: the same hint.
+TEST(Text, ANonFiniteLossIsAnErrorBeforeAnythingIsSaved) {
+  TempDir dir;
+  write_text_file(dir / "fox.txt", periodic_text(6000));
+  TrainConfig c = small_text_config(dir / "fox.txt", "gpt");
+  c.train_limit = 16;  // one batch: one step
+  c.epochs = 1;
+  c.lr = 1e30;
+  c.save = dir / "run.safetensors";
+  c.report = dir / "run.html";
+  c.json = true;
+  std::ostringstream out;
+  const std::string held_out = error_message([&] { cli::train(c, out); });
+  EXPECT_NE(held_out.find("graft train"), std::string::npos) << held_out;
+  EXPECT_NE(held_out.find("a finite held-out (test) loss"), std::string::npos) << held_out;
+  EXPECT_NE(held_out.find("nan at epoch 1"), std::string::npos) << held_out;
+  EXPECT_NE(held_out.find("lower --lr"), std::string::npos) << held_out;
+  EXPECT_EQ(held_out.find("--batch-norm"), std::string::npos) << held_out;
+  EXPECT_FALSE(std::filesystem::exists(c.save));
+  EXPECT_FALSE(std::filesystem::exists(c.report));
+  EXPECT_EQ(out.str().find("test_loss"), std::string::npos) << "no --json line: " << out.str();
+  EXPECT_FALSE(memory::is_recording_history()) << "the run's memory history (for --report) is stopped";
+
+  c.train_limit = 32;  // two steps: the second one's training loss is NaN
+  const std::string training = error_message([&] { cli::train(c, out); });
+  EXPECT_NE(training.find("a finite training loss"), std::string::npos) << training;
+  EXPECT_NE(training.find("lower --lr"), std::string::npos) << training;
+  EXPECT_EQ(training.find("--batch-norm"), std::string::npos) << training;
+  EXPECT_FALSE(std::filesystem::exists(c.save));
+}
+
+// Issue 34, item 4: graft sample on a checkpoint whose weights are NaN printed byte 0xFF (the last
+// of 256 equally "likely" NaN logits) over and over and succeeded. Non-finite logits are an error
+// naming the checkpoint, and nothing is printed.
+TEST(Text, SampleRefusesNonFiniteLogits) {
+  TempDir dir;
+  write_text_file(dir / "fox.txt", periodic_text(6000));
+  TrainConfig c = small_text_config(dir / "fox.txt", "lstm");
+  c.train_limit = 16;
+  c.epochs = 1;
+  c.save = dir / "run.safetensors";
+  std::ostringstream sink;
+  cli::train(c, sink);
+  // Every weight of the model NaN; the rest of the checkpoint (metadata, optimiser state) as saved.
+  const io::Checkpoint ck = io::load_checkpoint(c.save);
+  io::TensorDict nan_weights;
+  for (const auto& item : ck.tensors) {
+    const bool weight = item.key().rfind("model.", 0) == 0;
+    nan_weights.insert(item.key(), weight ? full_like(item.value(), std::nan("")) : item.value());
+  }
+  io::save_checkpoint(c.save, {{"", nan_weights}}, ck.metadata);
+  cli::SampleConfig s;
+  s.checkpoint = c.save;
+  s.prompt = "the ";
+  s.length = 5;
+  s.threads = 1;
+  for (const double temperature : {0.0, 1.0}) {
+    s.temperature = temperature;
+    std::ostringstream out;
+    EXPECT_TRUE(throws_error([&] { cli::sample(s, out); },
+                             {"graft sample", "finite logits", c.save, "non-finite logits for byte 1", "lower --lr"}))
+        << "temperature " << temperature;
+    EXPECT_EQ(out.str(), "") << "temperature " << temperature;
+  }
 }
 
 // graft plan predicts the text model's training step as it does the image models'; recomputing

@@ -462,6 +462,25 @@ TEST(Train, BatchNormNeverTrainsOnABatchOfOne) {
   EXPECT_EQ(cli::train(c, sink).epochs, 1);
 }
 
+// Issue 34, item 4: a run whose last step diverges trains on finite losses, then evaluates to a NaN
+// test loss; it used to succeed and save the checkpoint. One step of sgd at --lr 1e30 moves the
+// weights by about 1e30 times their gradients: the test loss is an error before anything is saved,
+// and the image models' hint suggests --batch-norm (only when it is off).
+TEST(Train, ANonFiniteTestLossIsAnErrorBeforeAnythingIsSaved) {
+  Squares data;
+  TempDir out;
+  TrainConfig c = small_config(data.dir.path());
+  c.train_limit = 16;  // one batch: one step
+  c.epochs = 1;
+  c.lr = 1e30;
+  c.save = out / "run.safetensors";
+  std::ostringstream sink;
+  EXPECT_TRUE(throws_error([&] { cli::train(c, sink); },
+                           {"graft train", "a finite held-out (test) loss", "nan at epoch 1",
+                            "lower --lr or turn on --batch-norm"}));
+  EXPECT_FALSE(std::filesystem::exists(c.save));
+}
+
 // Rewrites a checkpoint with one metadata value or one tensor changed.
 void damage_checkpoint(const std::string& file, const std::string& key, const std::string& value,
                        const std::string& tensor = "", const Tensor& replacement = {}) {

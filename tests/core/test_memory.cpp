@@ -80,6 +80,41 @@ TEST(Memory, CachingAllocatorReusesFreedBlocksAndEmptiesOnRequest) {
   EXPECT_EQ(memory::stats().cached_bytes, 0);
 }
 
+// Issue 34, item 11: GRAFT_MEMORY_LIMIT=0.4 or 1e-3 (bytes: no unit) rounded to 0, which is no limit, without
+// a word. parse_bytes refuses a positive count that rounds to 0 bytes; the start-up reading of the variable
+// says so on stderr and sets no limit, as for any value parse_bytes refuses.
+TEST(Memory, ALimitThatRoundsToZeroBytesIsRefused) {
+  // By hand: 0.4 B and 1e-3 B round to 0; 0.5 B rounds to 1; 1e-9 GiB is 1.07 B, 1; zeros are 0.
+  EXPECT_TRUE(throws_error([] { memory::parse_bytes("0.4"); }, {"parse_bytes", "'0.4'", "0.4 bytes", "rounds to 0"}));
+  EXPECT_TRUE(throws_error([] { memory::parse_bytes("1e-3"); }, {"'1e-3'", "0.001 bytes", "rounds to 0", "1e-3GiB"}));
+  EXPECT_TRUE(throws_error([] { memory::parse_bytes("0.4B"); }, {"'0.4B'", "0.4 bytes", "rounds to 0"}));
+  EXPECT_EQ(memory::parse_bytes("0.5"), 1);
+  EXPECT_EQ(memory::parse_bytes("1e-9GiB"), 1);
+  EXPECT_EQ(memory::parse_bytes("0"), 0);
+  EXPECT_EQ(memory::parse_bytes("0GiB"), 0);
+
+  // The variable is read once per process, at the first allocation: each value is tried in a fresh
+  // process (a "threadsafe" death test runs this binary again, with the environment set here). The
+  // child exits 0 when it has no limit; its stderr must name the variable, the value and the unit.
+  const char* env = std::getenv("GRAFT_MEMORY_LIMIT");
+  const bool was_set = env != nullptr;
+  const std::string saved = was_set ? env : "";
+  const std::string style = GTEST_FLAG_GET(death_test_style);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto exit_with_limit = [] { std::exit(memory::get_limit() == 0 ? 0 : memory::get_limit() == 1 << 30 ? 2 : 1); };
+  for (const std::string& v : {std::string("0.4"), std::string("1e-3")}) {
+    setenv("GRAFT_MEMORY_LIMIT", v.c_str(), 1);
+    EXPECT_EXIT(exit_with_limit(), testing::ExitedWithCode(0),
+                "ignoring GRAFT_MEMORY_LIMIT=" + v + " \\(no limit is set\\).*'" + v + "'.* bytes, which rounds to 0")
+        << v;
+  }
+  setenv("GRAFT_MEMORY_LIMIT", "1GiB", 1);  // a valid value is the limit (2^30 bytes: exit status 2)
+  EXPECT_EXIT(exit_with_limit(), testing::ExitedWithCode(2), "");
+  GTEST_FLAG_SET(death_test_style, style);
+  if (was_set) setenv("GRAFT_MEMORY_LIMIT", saved.c_str(), 1);
+  else unsetenv("GRAFT_MEMORY_LIMIT");
+}
+
 TEST(Runtime, ThreadsAndBlasCore) {
   const int before = get_num_threads();
   EXPECT_GE(before, 1);

@@ -33,7 +33,10 @@
 // same. enabled = false turns every method into a pass-through (scale returns the loss unchanged,
 // step calls opt.step()), so one training loop serves both precisions.
 // The scale is a float32 value (PyTorch keeps a float32 tensor): growth stops where S * growth_factor
-// would not be finite.
+// would not be finite, and back-off stops at FLT_MIN (2^-126, the smallest normal float32), where 1/S
+// is still finite: without the bound, repeated infs take S through subnormals to 0, and 0 never grows
+// (PyTorch's scale can underflow so). init_scale, update(new_scale) and a loaded scale must lie in
+// [FLT_MIN, FLT_MAX] as float32 too.
 #pragma once
 
 #include <cstdint>

@@ -81,7 +81,8 @@ void empty_cache();
 std::string memory_summary();
 // "1.50 MiB", "512 B", "2.00 GiB".
 std::string format_bytes(int64_t bytes);
-// Parses "2GiB", "512MiB", "64KiB", "1.5GB", "1000000" (bytes); throws graft::Error otherwise.
+// Parses "2GiB", "512MiB", "64KiB", "1.5GB", "1000000" (bytes); throws graft::Error otherwise, and for a
+// positive count that rounds to 0 bytes ("0.4", "1e-3"): only a zero ("0", "0GiB") is 0.
 int64_t parse_bytes(std::string_view text);
 
 // ---- limit and out-of-memory report ----
@@ -90,7 +91,8 @@ int64_t parse_bytes(std::string_view text);
 // set_limit(bytes) caps the live tensor bytes (allocated_bytes; cached free blocks do not count).
 // An allocation that would pass it, or that the system refuses, throws OutOfMemoryError before
 // anything changes, so the program can catch it, lower the batch size and go on. The environment
-// variable GRAFT_MEMORY_LIMIT (e.g. "2GiB") sets the limit at start-up. 0 removes it.
+// variable GRAFT_MEMORY_LIMIT (e.g. "2GiB") sets the limit at start-up. 0 removes it. A value parse_bytes
+// refuses ("two gigs", or "0.4": 0.4 bytes, which would round to 0) sets no limit and says so on stderr.
 void set_limit(int64_t bytes);
 int64_t get_limit();
 
