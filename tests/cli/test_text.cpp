@@ -174,16 +174,6 @@ TEST(Text, ResumeContinuesTheSameRunBitForBit) {
   EXPECT_TRUE(throws_error([&] { cli::sample(s, sink); }, {"graft sample", "--model gpt or lstm", "--model mlp"}));
 }
 
-// The message of the graft::Error `f` throws ("" when it throws none).
-std::string error_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // Issue 34, item 4: a text run that diverged in its last step exited 0 with "test_loss": null and
 // saved a checkpoint whose every forward pass is NaN. One step at --lr 1e30 (adamw moves every weight
 // by about 1e30) trains on a finite loss (that of the initial weights) and leaves the gpt's

@@ -33,15 +33,6 @@ void expect_values(const Tensor& t, const std::vector<double>& expected, double 
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tol) << "element " << i;
 }
 
-std::string error_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // ---- clip_grad_norm_ ----
 
 TEST(ClipGradNorm, TwoNormOverAllParametersAtOnce) {

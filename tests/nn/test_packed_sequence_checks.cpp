@@ -17,16 +17,6 @@ namespace rnn = nn::utils::rnn;
 
 Tensor i64(const std::vector<double>& v) { return make(v, {static_cast<int64_t>(v.size())}, kInt64); }
 
-// The message of the graft::Error `f` throws ("" when none), for the words it must not contain.
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 void expect_no_internal_op(const std::string& msg) {
   for (const char* internal : {"cat:", "stack:", "narrow:", "index_select:"})
     EXPECT_EQ(msg.find(internal), std::string::npos) << msg;
@@ -58,13 +48,13 @@ TEST(PackedSequenceChecks, AHugeTotalLengthFailsAtOnceOnOneAllocation) {
 
 TEST(PackedSequenceChecks, ExtraRowsAreAnError) {
   const rnn::PackedSequence p(make({1, 10, 2, 20, 3, 99}, {6, 1}), i64({2, 2, 1}));
-  const std::string msg = message_of([&] { rnn::pad_packed_sequence(p); });
+  const std::string msg = error_message([&] { rnn::pad_packed_sequence(p); });
   EXPECT_NE(msg.find("pad_packed_sequence"), std::string::npos) << msg;
   EXPECT_NE(msg.find("extra rows"), std::string::npos) << msg;
   expect_no_internal_op(msg);
   // Fewer rows than the batch sizes count: the same op, not narrow's out-of-range message.
   const rnn::PackedSequence short_data(make({1, 10, 2}, {3, 1}), i64({2, 2, 1}));
-  const std::string msg2 = message_of([&] { rnn::pad_packed_sequence(short_data); });
+  const std::string msg2 = error_message([&] { rnn::pad_packed_sequence(short_data); });
   EXPECT_NE(msg2.find("sum(batch_sizes)"), std::string::npos) << msg2;
   expect_no_internal_op(msg2);
 }
@@ -72,7 +62,7 @@ TEST(PackedSequenceChecks, ExtraRowsAreAnError) {
 TEST(PackedSequenceChecks, BatchSizesThatGrowOrReachZeroAreAnError) {
   for (const std::vector<double>& bs : {std::vector<double>{1, 2, 2}, std::vector<double>{2, 0, 3}}) {
     const rnn::PackedSequence p(make({1, 10, 2, 20, 3}, {5, 1}), i64(bs));
-    const std::string msg = message_of([&] { rnn::pad_packed_sequence(p); });
+    const std::string msg = error_message([&] { rnn::pad_packed_sequence(p); });
     EXPECT_NE(msg.find("never grow"), std::string::npos) << msg;
     expect_no_internal_op(msg);
   }
@@ -96,7 +86,7 @@ TEST(PackedSequenceChecks, IndicesThatAreNotPermutationsAreAnError) {
 TEST(PackedSequenceChecks, AnLSTMRefusesABadPackedInput) {
   nn::LSTM lstm(nn::LSTMOptions(1, 2));
   const rnn::PackedSequence p(make({1, 10, 2, 20, 3, 99}, {6, 1}, kFloat32), i64({2, 2, 1}));
-  const std::string msg = message_of([&] { lstm->forward_with_packed_input(p); });
+  const std::string msg = error_message([&] { lstm->forward_with_packed_input(p); });
   EXPECT_NE(msg.find("extra rows"), std::string::npos) << msg;
   expect_no_internal_op(msg);
 }

@@ -78,6 +78,15 @@ Tensor non_contiguous(const Tensor& t) {
   return ::testing::AssertionSuccess();
 }
 
+std::string error_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 ::testing::AssertionResult same_values(const std::vector<double>& actual, const std::vector<double>& expected) {
   if (actual.size() != expected.size())
     return ::testing::AssertionFailure() << actual.size() << " values, expected " << expected.size();

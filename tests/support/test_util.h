@@ -31,6 +31,10 @@ Tensor non_contiguous(const Tensor& t);
 // whose result must be exact.
 ::testing::AssertionResult same_values(const std::vector<double>& actual, const std::vector<double>& expected);
 
+// The message of the graft::Error `f` throws ("" when it throws none): for checks of what a message
+// must not say, which throws_error cannot express.
+std::string error_message(const std::function<void()>& f);
+
 // Runs `f` and checks that it throws a graft::Error whose message contains every piece of `parts`.
 ::testing::AssertionResult throws_error(const std::function<void()>& f, const std::vector<std::string>& parts);
 
