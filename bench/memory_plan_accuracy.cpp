@@ -49,7 +49,7 @@ nn::Sequential train_cnn() {
                         nn::ReLU(), nn::Linear(128, 10));
 }
 
-int64_t measure(nn::Sequential& model, graft::optim::Optimizer& opt, const std::vector<int64_t>& shape,
+int64_t measure(nn::Sequential& /*model*/, graft::optim::Optimizer& opt, const std::vector<int64_t>& shape,
                 const std::function<graft::Tensor(const graft::Tensor&)>& forward) {
   auto step = [&] {
     graft::Tensor x = graft::randn(shape);

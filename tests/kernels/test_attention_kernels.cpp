@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <vector>
 
 #include "../../src/kernels/attention.h"
@@ -23,21 +22,6 @@ namespace attention_kernels_ref {
 
 namespace attn = kernels::attention;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::vector<double> values(int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> v(static_cast<size_t>(n));
-  for (double& x : v) x = u(rng);
-  return v;
-}
-
-std::vector<double> as_doubles(const Tensor& t) {
-  const Tensor d = t.to(kFloat64).contiguous().reshape({-1});
-  std::vector<double> v(static_cast<size_t>(d.numel()));
-  for (int64_t i = 0; i < d.numel(); ++i) v[static_cast<size_t>(i)] = d[i].item<double>();
-  return v;
-}
 
 struct Case {
   int64_t B = 3, L = 5, S = 7, E = 4, Ev = 3;
@@ -125,8 +109,8 @@ void expect_near_all(const std::vector<double>& got, const std::vector<double>& 
 void check(const Case& c, DType dt) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.E));
   const uint64_t seed = 1234;
-  const std::vector<double> qv = values(c.B * c.L * c.E, 1), kv = values(c.B * c.S * c.E, 2),
-                            vv = values(c.B * c.S * c.Ev, 3), gv = values(c.B * c.L * c.Ev, 4);
+  const std::vector<double> qv = uniform_values(c.B * c.L * c.E, 1), kv = uniform_values(c.B * c.S * c.E, 2),
+                            vv = uniform_values(c.B * c.S * c.Ev, 3), gv = uniform_values(c.B * c.L * c.Ev, 4);
   const Tensor q = make(qv, {c.B, c.L, c.E}).to(dt), k = make(kv, {c.B, c.S, c.E}).to(dt),
                v = make(vv, {c.B, c.S, c.Ev}).to(dt), g = make(gv, {c.B, c.L, c.Ev}).to(dt);
   attn::Options o;
@@ -148,13 +132,13 @@ void check(const Case& c, DType dt) {
   Tensor gq = make_empty(q.sizes(), dt), gk = make_empty(k.sizes(), dt), gvv = make_empty(v.sizes(), dt);
   attn::backward(q, k, v, o, out, lse, g, gq, gk, gvv);
   // The reference sees the values the kernel sees (rounded to dt).
-  const Ref r = reference(c, as_doubles(q), as_doubles(k), as_doubles(v), as_doubles(g), scale, seed);
+  const Ref r = reference(c, values(q), values(k), values(v), values(g), scale, seed);
   const double tol = dt == kFloat32 ? 2e-5 : 1e-12;
-  expect_near_all(as_doubles(out), r.out, tol, "out");
-  expect_near_all(as_doubles(lse), r.lse, tol, "lse");
-  expect_near_all(as_doubles(gq), r.dq, tol, "grad_q");
-  expect_near_all(as_doubles(gk), r.dk, tol, "grad_k");
-  expect_near_all(as_doubles(gvv), r.dv, tol, "grad_v");
+  expect_near_all(values(out), r.out, tol, "out");
+  expect_near_all(values(lse), r.lse, tol, "lse");
+  expect_near_all(values(gq), r.dq, tol, "grad_q");
+  expect_near_all(values(gk), r.dk, tol, "grad_k");
+  expect_near_all(values(gvv), r.dv, tol, "grad_v");
 }
 
 TEST(AttentionKernels, PlainAgainstLoops) {

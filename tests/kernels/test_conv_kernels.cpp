@@ -33,15 +33,6 @@ DType dtype_of() {
   return std::is_same_v<T, float> ? kFloat32 : kFloat64;
 }
 
-// n values uniform in [-1, 1).
-std::vector<double> random_values(int64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> v(static_cast<size_t>(n));
-  for (double& e : v) e = u(rng);
-  return v;
-}
-
 struct ConvCase {
   int64_t N, C, H, W, O, kH, kW, sH, sW, pH, pW, dH, dW, G;
   bool bias;
@@ -127,8 +118,8 @@ void check_conv(Backend backend) {
                  (backend == Backend::onednn ? " oneDNN" : " im2col"));
     const Conv2dGeometry g = geometry_of(c);
     const Shape xs{c.N, c.C, c.H, c.W}, ws{c.O, c.C / c.G, c.kH, c.kW}, ys{c.N, c.O, g.out_h, g.out_w};
-    const std::vector<double> xv = random_values(numel_of(xs), seed++), wv = random_values(numel_of(ws), seed++);
-    const std::vector<double> bv = random_values(c.O, seed++), gyv = random_values(numel_of(ys), seed++);
+    const std::vector<double> xv = uniform_values(numel_of(xs), seed++), wv = uniform_values(numel_of(ws), seed++);
+    const std::vector<double> bv = uniform_values(c.O, seed++), gyv = uniform_values(numel_of(ys), seed++);
     // The operands rounded to T, so that the reference sees the kernel's inputs.
     const Tensor x = make(xv, xs, dt), w = make(wv, ws, dt), gy = make(gyv, ys, dt);
     const Tensor b = c.bias ? make(bv, {c.O}, dt) : Tensor();

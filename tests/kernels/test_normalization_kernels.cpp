@@ -23,18 +23,11 @@ namespace normalization_kernels_ref {
 
 namespace nk = kernels::normalization;
 
-std::vector<double> values(int64_t n, uint64_t seed, double centre, double spread) {
+std::vector<double> centred_values(int64_t n, uint64_t seed, double centre, double spread) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-spread, spread);
   std::vector<double> v(static_cast<size_t>(n));
   for (double& x : v) x = centre + u(rng);
-  return v;
-}
-
-std::vector<double> as_doubles(const Tensor& t) {
-  const Tensor d = t.to(kFloat64).contiguous();
-  std::vector<double> v(static_cast<size_t>(d.numel()));
-  for (int64_t i = 0; i < d.numel(); ++i) v[static_cast<size_t>(i)] = d.reshape({-1})[i].item<double>();
   return v;
 }
 
@@ -120,12 +113,13 @@ Shape x_shape(const Layout& l) { return l.kind == Kind::Layer ? Shape{l.N, l.S} 
 void check_family(const Layout& l, DType dt) {
   const double eps = 1e-5;
   const int64_t numel = l.N * l.C * l.S;
-  const std::vector<double> xv = values(numel, 11, 100.0, 1.0), gv = values(numel, 12, 0.0, 1.0);
-  const std::vector<double> wv = values(l.params(), 13, 1.0, 0.5), bv = values(l.params(), 14, 0.0, 0.5);
+  const std::vector<double> xv = centred_values(numel, 11, 100.0, 1.0), gv = centred_values(numel, 12, 0.0, 1.0);
+  const std::vector<double> wv = centred_values(l.params(), 13, 1.0, 0.5);
+  const std::vector<double> bv = centred_values(l.params(), 14, 0.0, 0.5);
   const Tensor x = make(xv, x_shape(l)).to(dt), g = make(gv, x_shape(l)).to(dt);
   const Tensor w = make(wv, {l.params()}).to(dt), b = make(bv, {l.params()}).to(dt);
   // The references see exactly the values the kernel sees (rounded to dt).
-  const std::vector<double> xr = as_doubles(x), gr = as_doubles(g), wr = as_doubles(w), br = as_doubles(b);
+  const std::vector<double> xr = values(x), gr = values(g), wr = values(w), br = values(b);
   const double tol = dt == kFloat32 ? 2e-5 : 1e-11;  // relative, for values of order 1
 
   const int64_t inner = l.kind == Kind::Batch ? l.S : l.kind == Kind::Layer ? l.S : (l.C / l.G) * l.S;
@@ -142,14 +136,14 @@ void check_family(const Layout& l, DType dt) {
   if (l.kind == Kind::Batch) nk::batch_norm_forward(x, w, b, st, y);
   if (l.kind == Kind::Layer) nk::layer_norm_forward(x, w, b, st, l.S, y);
   if (l.kind == Kind::Group) nk::group_norm_forward(x, w, b, st, l.G, y);
-  const std::vector<double> yk = as_doubles(y), yr = ref_forward(l, xr, wr, br, eps);
+  const std::vector<double> yk = values(y), yr = ref_forward(l, xr, wr, br, eps);
   for (size_t i = 0; i < yr.size(); ++i) EXPECT_NEAR(yk[i], yr[i], tol * (1 + std::abs(yr[i]))) << "y " << i;
 
   const Tensor mean = kernels::from_doubles(st.mean), invstd = kernels::from_doubles(st.invstd);
   const nk::Grads gk = l.kind == Kind::Batch   ? nk::batch_norm_backward(g, x, w, mean, invstd, true, true)
                        : l.kind == Kind::Layer ? nk::layer_norm_backward(g, x, w, mean, invstd, l.S, true)
                                                : nk::group_norm_backward(g, x, w, mean, invstd, l.G, true);
-  const std::vector<double> dxk = as_doubles(gk.dx), dxr = ref_dx(l, xr, wr, br, gr, eps);
+  const std::vector<double> dxk = values(gk.dx), dxr = ref_dx(l, xr, wr, br, gr, eps);
   for (size_t i = 0; i < dxr.size(); ++i)
     EXPECT_NEAR(dxk[i], dxr[i], (dt == kFloat32 ? 1e-4 : 1e-6) * (1 + std::abs(dxr[i]))) << "dx " << i;
   // dweight = sum(g xhat), dbias = sum(g) over everything a parameter touches.
@@ -185,12 +179,13 @@ TEST(NormalizationKernels, GroupNormAgainstTwoPassAndFiniteDifferences) {
 // Running statistics (evaluation): dx = g weight invstd, with no derivative through the statistics.
 TEST(NormalizationKernels, BatchNormBackwardWithRunningStatistics) {
   const int64_t N = 2, C = 3, S = 4;
-  const std::vector<double> xv = values(N * C * S, 21, 0.0, 2.0), gv = values(N * C * S, 22, 0.0, 1.0);
+  const std::vector<double> xv = centred_values(N * C * S, 21, 0.0, 2.0);
+  const std::vector<double> gv = centred_values(N * C * S, 22, 0.0, 1.0);
   const std::vector<double> wv{0.5, -1.5, 2.0}, mv{0.1, -0.2, 0.3}, iv{1.5, 0.5, 2.5};
   const Tensor x = make(xv, {N, C, S}), g = make(gv, {N, C, S});
   const nk::Grads r = nk::batch_norm_backward(g, x, make(wv, {C}), kernels::from_doubles(mv), kernels::from_doubles(iv),
                                               /*training=*/false, true);
-  const std::vector<double> dx = as_doubles(r.dx);
+  const std::vector<double> dx = values(r.dx);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t s = 0; s < S; ++s) {

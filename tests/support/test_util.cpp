@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <random>
+
 #include <sstream>
 
 namespace graft::test {
@@ -76,6 +78,14 @@ Tensor non_contiguous(const Tensor& t) {
                                            << " (atol " << atol << ", rtol " << rtol << ")";
   }
   return ::testing::AssertionSuccess();
+}
+
+std::vector<double> uniform_values(int64_t n, uint64_t seed, double lo, double hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (double& x : v) x = u(rng);
+  return v;
 }
 
 std::string error_message(const std::function<void()>& f) {

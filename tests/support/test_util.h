@@ -16,6 +16,8 @@ namespace graft::test {
 // Row-major values of any tensor (any dtype, any strides), as doubles. Reads through the strides
 // with its own index arithmetic, independent of graft's kernels.
 std::vector<double> values(const Tensor& t);
+// n values uniform in [lo, hi) from std::mt19937_64(seed): plain inputs for kernel tests.
+std::vector<double> uniform_values(int64_t n, uint64_t seed, double lo = -1.0, double hi = 1.0);
 // A contiguous tensor of `shape` holding `v`, in `dtype`.
 Tensor make(const std::vector<double>& v, IntArrayRef shape, DType dtype = kFloat64);
 // The same values laid out non-contiguously (every element at stride 2 in the last dim).
