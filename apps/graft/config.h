@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ struct TrainConfig {
   int workers = 1;  // DataLoader threads preparing batches ahead
   std::string data;  // images: a directory with the four IDX files (empty: Debian's Fashion-MNIST);
                      // text: a file or a directory of files (empty: Debian's fortunes)
-  // The text models' shape (ignored by mlp and cnn).
+  // The text models' shape (refused with mlp and cnn: Note [Flags a model does not read] in config.cpp).
   int64_t context = 128;  // bytes a window holds (the model sees at most this many)
   int64_t width = 128;    // the embedding and hidden width (d_model)
   int64_t depth = 2;      // Transformer blocks, or LSTM layers
@@ -47,6 +48,10 @@ struct TrainConfig {
   int64_t monitor_every = 1;  // gradient-health sampling period in steps, with --log or --report
   std::string progress = "auto";  // auto | bar | lines | none
   int zero = 0;  // under mpirun: 1 shards the optimiser state over the ranks, 2 the gradients too
+  // The flags given on the command line ("--context", ...; main.cpp fills it from CLI11's counts), so
+  // that a flag the model does not read is refused even at its default value (issue 34, item 11). A
+  // library caller may leave it empty: a value other than TrainConfig's default counts as given.
+  std::set<std::string> given_flags;
 };
 
 double default_lr(const std::string& optimizer);
@@ -62,7 +67,23 @@ TrainConfig with_defaults(TrainConfig config);
 // --batch-size, or the model's default.
 int64_t batch_size(const TrainConfig& config);
 
-// Checks the configuration, throwing graft::Error naming the flag for a bad value.
-void validate(const TrainConfig& config);
+// Checks the configuration, throwing graft::Error naming the flag for a bad value. `command` begins
+// every message ("graft plan --batch-size: ..."): the command whose flags they are.
+void validate(const TrainConfig& config, const std::string& command = "graft train");
+
+// True when `flag` ("--context") was given on the command line, or, for a library caller's
+// configuration (given_flags empty), when its value is not TrainConfig's default. Covers the flags
+// one kind of model reads and the other refuses: --context, --width, --depth, --heads,
+// --checkpoint-attention, --batch-norm, --init, --classes.
+bool flag_set(const TrainConfig& config, const std::string& flag);
+// Throws graft::Error "<command> <flag>" for the first of `flags` that is set (flag_set): a flag the
+// model does not read is refused rather than ignored. `whose`: whose flags they are ("the text models'").
+void refuse_flags(const TrainConfig& config, const std::string& command, const std::vector<std::string>& flags,
+                  const std::string& whose);
+
+// The flags every command that has them shares one bound and one check of (issue 34, item 6):
+// --threads is 0 (every core) .. 4 per core (more only oversubscribes; 100000 ran out of threads).
+int max_threads();
+void check_threads(const std::string& command, int64_t threads);
 
 }  // namespace graft::cli

@@ -55,7 +55,11 @@ class ImageTask final : public Task {
   int64_t default_batch_size() const override { return net_ == ImageNet::kCnn ? 64 : 128; }
   std::string default_optimizer() const override { return "sgd"; }
   int64_t default_epochs() const override { return 5; }
-  void check_flags(const TrainConfig&) const override {}  // the text models' shape flags are ignored
+  // The text models' flags are refused rather than ignored (Note [Flags a model does not read]).
+  void check_flags(const TrainConfig& c, const std::string& command) const override {
+    refuse_flags(c, command, {"--context", "--width", "--depth", "--heads", "--checkpoint-attention"},
+                 "the text models' (gpt, lstm)");
+  }
   bool needs_two_examples_per_batch(const TrainConfig& cfg) const override {
     return cfg.batch_norm && net_ == ImageNet::kMlp;
   }

@@ -27,6 +27,69 @@ const CLI::Validator kWholeNumber(
       return digits ? std::string() : std::string("must be a whole number >= 0");
     },
     "UINT");
+// The flags more than one command has are declared once, here, so that each has one description,
+// one parse and one check under every command (issue 34, item 6: graft sample --threads had no bound
+// while graft train's had one). Their bounds are checked by the library (validate(), check_threads()
+// in config.h), so that graft::cli's callers get them too.
+void add_model_flag(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
+  cmd->add_option("--model", cfg.model,
+                  "mlp (784-512-256-10), cnn (two 3x3 conv + pool blocks), gpt (a byte-level decoder-only "
+                  "Transformer) or lstm (a byte-level LSTM)")
+      ->check(CLI::IsMember(graft::cli::model_names()))
+      ->capture_default_str();
+}
+void add_optimizer_flag(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
+  cmd->add_option("--optimizer", cfg.optimizer,
+                  "sgd, adam, adamw, rmsprop or adagrad (default: sgd for mlp and cnn, adamw for gpt and lstm)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad"}));
+}
+void add_batch_size_flag(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
+  cmd->add_option("--batch-size", cfg.batch_size,
+                  "examples per batch, at most 2^24 (default: 128 for mlp, 64 for cnn, 32 windows for gpt and lstm)");
+}
+void add_batch_norm_and_dropout_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
+  cmd->add_flag("--batch-norm,!--no-batch-norm", cfg.batch_norm,
+                "mlp, cnn: batch normalisation after each hidden layer");
+  cmd->add_option("--dropout", cfg.dropout, "dropout probability after hidden layers (0: none)")->capture_default_str();
+}
+void add_seed_flag(CLI::App* cmd, uint64_t& seed, const std::string& what) {
+  cmd->add_option("--seed", seed, what + " (0 to 2^64 - 1)")->check(kWholeNumber)->capture_default_str();
+}
+void add_threads_flag(CLI::App* cmd, int& threads) {
+  cmd->add_option("--threads", threads, "compute threads (0: every core; at most 4 per core)")->capture_default_str();
+}
+void add_workers_flag(CLI::App* cmd, int& workers) {
+  cmd->add_option("--workers", workers, "background threads preparing batches (at most 64)")->capture_default_str();
+}
+void add_data_flag(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
+  cmd->add_option("--data", cfg.data,
+                  "mlp, cnn: directory with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte "
+                  "and t10k-labels-idx1-ubyte (each may be .gz); default: Debian's Fashion-MNIST in "
+                  "/usr/share/datasets/fashion-mnist. gpt, lstm: a text file or a directory of them; default: "
+                  "Debian's fortunes in /usr/share/games/fortunes")
+      ->check(kNonEmpty);
+}
+void add_limit_and_classes_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
+  cmd->add_option("--train-limit", cfg.train_limit, "use only the first N training examples (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--classes", cfg.classes,
+                  "mlp, cnn: number of classes, labels 0 .. N-1 (0: 10 for Fashion-MNIST, the largest training "
+                  "label + 1 for --data); any other label is an error")
+      ->capture_default_str();
+}
+void add_zero_flag(CLI::App* cmd, int& zero) {
+  cmd->add_option("--zero", zero,
+                  "under mpirun: 1 shards the optimizer state over the ranks, 2 the gradients too (ZeRO); 0: off")
+      ->check(CLI::IsMember({0, 1, 2}))
+      ->capture_default_str();
+}
+// The flags given on the command line, for the checks of flags a model does not read (Note [Flags a
+// model does not read] in config.cpp).
+void record_given_flags(const CLI::App* cmd, graft::cli::TrainConfig& cfg) {
+  for (const CLI::Option* o : cmd->get_options())
+    if (o->count() > 0) cfg.given_flags.insert(o->get_name());
+}
+
 // The text models' shape flags, shared by graft train and graft plan.
 void add_text_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
   cmd->add_option("--context", cfg.context, "gpt, lstm: bytes per training window (the model sees at most this many)")
@@ -47,14 +110,8 @@ int main(int argc, char** argv) {
   graft::cli::TrainConfig cfg;
   CLI::App* train = app.add_subcommand("train", "Train an MLP or a small CNN on Fashion-MNIST or any IDX image set, "
                                                 "or a small GPT or an LSTM on text");
-  train->add_option("--model", cfg.model,
-                    "mlp (784-512-256-10), cnn (two 3x3 conv + pool blocks), gpt (a byte-level decoder-only "
-                    "Transformer) or lstm (a byte-level LSTM)")
-      ->check(CLI::IsMember(graft::cli::model_names()))
-      ->capture_default_str();
-  train->add_option("--optimizer", cfg.optimizer,
-                    "sgd, adam, adamw, rmsprop or adagrad (default: sgd for mlp and cnn, adamw for gpt and lstm)")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad"}));
+  add_model_flag(train, cfg);
+  add_optimizer_flag(train, cfg);
   train->add_option("--lr", cfg.lr, "learning rate (default: 0.05 for sgd, 0.01 for adagrad, 0.001 otherwise)");
   train->add_option("--momentum", cfg.momentum, "momentum of sgd and rmsprop")->capture_default_str();
   train->add_flag("--nesterov", cfg.nesterov, "Nesterov momentum (sgd)");
@@ -68,40 +125,23 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--step-size", cfg.step_size, "epochs between decays of --schedule step")->capture_default_str();
   train->add_option("--gamma", cfg.gamma, "decay factor of --schedule step and exponential")->capture_default_str();
-  train->add_option("--batch-size", cfg.batch_size,
-                    "examples per batch, at most 2^24 (default: 128 for mlp, 64 for cnn, 32 windows for gpt and lstm)");
+  add_batch_size_flag(train, cfg);
   train->add_option("--epochs", cfg.epochs,
                     "passes over the training set, at most 1000000 (default: 5 for mlp and cnn, 2 for gpt and lstm)")
       ->check(CLI::PositiveNumber);
   train->add_option("--init", cfg.init,
-                    "weight initialisation: default (PyTorch's), kaiming_uniform, kaiming_normal, xavier_uniform, "
-                    "xavier_normal or orthogonal")
+                    "mlp, cnn: weight initialisation: default (PyTorch's), kaiming_uniform, kaiming_normal, "
+                    "xavier_uniform, xavier_normal or orthogonal")
       ->check(CLI::IsMember({"default", "kaiming_uniform", "kaiming_normal", "xavier_uniform", "xavier_normal",
                              "orthogonal"}))
       ->capture_default_str();
-  train->add_flag("--batch-norm,!--no-batch-norm", cfg.batch_norm, "batch normalisation after each hidden layer");
-  train->add_option("--dropout", cfg.dropout, "dropout probability after hidden layers (0: none)")
-      ->capture_default_str();
-  train->add_option("--seed", cfg.seed, "seed of weights, shuffling and dropout (0 to 2^64 - 1)")
-      ->check(kWholeNumber)
-      ->capture_default_str();
-  train->add_option("--threads", cfg.threads, "compute threads (0: every core; at most 4 per core)")
-      ->capture_default_str();
-  train->add_option("--workers", cfg.workers, "background threads preparing batches (at most 64)")
-      ->capture_default_str();
-  train->add_option("--data", cfg.data,
-                    "mlp, cnn: directory with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte "
-                    "and t10k-labels-idx1-ubyte (each may be .gz); default: Debian's Fashion-MNIST in "
-                    "/usr/share/datasets/fashion-mnist. gpt, lstm: a text file or a directory of them; default: "
-                    "Debian's fortunes in /usr/share/games/fortunes")
-      ->check(kNonEmpty);
+  add_batch_norm_and_dropout_flags(train, cfg);
+  add_seed_flag(train, cfg.seed, "seed of weights, shuffling and dropout");
+  add_threads_flag(train, cfg.threads);
+  add_workers_flag(train, cfg.workers);
+  add_data_flag(train, cfg);
   add_text_flags(train, cfg);
-  train->add_option("--train-limit", cfg.train_limit, "use only the first N training images (0: all)")
-      ->capture_default_str();
-  train->add_option("--classes", cfg.classes,
-                    "number of classes, labels 0 .. N-1 (0: 10 for Fashion-MNIST, the largest training label + 1 "
-                    "for --data); any other label is an error")
-      ->capture_default_str();
+  add_limit_and_classes_flags(train, cfg);
   train->add_option("--save", cfg.save, "checkpoint (safetensors) written atomically after every epoch")
       ->check(kNonEmpty);
   train->add_option("--resume", cfg.resume, "continue the run saved in this checkpoint (same flags)")
@@ -111,12 +151,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_flag("--json", cfg.json, "end with one line of JSON: test_accuracy, train_loss, epochs, seconds, "
                                       "peak_memory_bytes, ...");
-  train->add_option("--zero", cfg.zero,
-                    "under mpirun: 1 shards the optimizer state over the ranks, 2 the gradients too (ZeRO); 0: off")
-      ->check(CLI::IsMember({0, 1, 2}))
-      ->capture_default_str();
+  add_zero_flag(train, cfg.zero);
   train->add_option("--progress", cfg.progress,
-                    "auto (a live bar on a terminal, one line per epoch otherwise), bar, lines or none")
+                    "auto (a live bar on a terminal, one line per epoch otherwise), bar, lines, or none (nothing but errors "
+                    "and the --json line: no epoch lines, final result or memory table)")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();
 
@@ -132,24 +170,15 @@ int main(int argc, char** argv) {
   graft::cli::PlanConfig plan_cfg;
   CLI::App* plan = app.add_subcommand("plan", "Predict the peak memory of a training step (graft train's model and "
                                               "flags) and what fits a budget");
-  plan->add_option("--model", plan_cfg.train.model, "mlp, cnn, gpt or lstm")
-      ->check(CLI::IsMember(graft::cli::model_names()))
-      ->capture_default_str();
-  plan->add_option("--optimizer", plan_cfg.train.optimizer,
-                   "sgd, adam, adamw, rmsprop or adagrad (default: sgd for mlp and cnn, adamw for gpt and lstm)")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad"}));
-  plan->add_option("--batch-size", plan_cfg.train.batch_size,
-                   "examples per batch (default: 128 for mlp, 64 for cnn, 32 windows for gpt and lstm)");
-  plan->add_flag("--batch-norm,!--no-batch-norm", plan_cfg.train.batch_norm, "batch normalisation after hidden layers");
-  plan->add_option("--dropout", plan_cfg.train.dropout, "dropout probability after hidden layers");
-  plan->add_option("--data", plan_cfg.train.data,
-                   "the IDX directory, or the text (default: Debian's Fashion-MNIST, or its fortunes)")
-      ->check(kNonEmpty);
+  add_model_flag(plan, plan_cfg.train);
+  add_optimizer_flag(plan, plan_cfg.train);
+  add_batch_size_flag(plan, plan_cfg.train);
+  add_batch_norm_and_dropout_flags(plan, plan_cfg.train);
+  add_data_flag(plan, plan_cfg.train);
   add_text_flags(plan, plan_cfg.train);
-  plan->add_option("--train-limit", plan_cfg.train.train_limit, "use only the first N training images");
-  plan->add_option("--classes", plan_cfg.train.classes,
-                   "number of classes (0: 10 for Fashion-MNIST, the largest training label + 1 for --data)");
-  plan->add_option("--threads", plan_cfg.train.threads, "compute threads (0: every core)");
+  add_limit_and_classes_flags(plan, plan_cfg.train);
+  add_threads_flag(plan, plan_cfg.train.threads);
+  add_workers_flag(plan, plan_cfg.train.workers);  // the batches prepared ahead are part of the peak
   plan->add_option("--budget", plan_cfg.budget, "a memory budget such as 2GiB: print the largest batch that fits");
   plan->add_option("--accumulate", plan_cfg.accumulate, "micro-batches per optimiser step (the batch is the micro-batch)")
       ->capture_default_str();
@@ -159,9 +188,7 @@ int main(int argc, char** argv) {
   plan->add_option("--world-size", plan_cfg.world_size,
                    "ranks of an mpirun run (--batch-size per rank): also print each rank's memory")
       ->capture_default_str();
-  plan->add_option("--zero", plan_cfg.zero, "the run's ZeRO stage (0, 1 or 2)")
-      ->check(CLI::IsMember({0, 1, 2}))
-      ->capture_default_str();
+  add_zero_flag(plan, plan_cfg.zero);
   plan->add_flag("--json", plan_cfg.json, "end with one line of JSON: predicted_peak_bytes, at_peak, category_peak, ...");
 
   std::string report_log, report_out = "report.html";
@@ -179,10 +206,12 @@ int main(int argc, char** argv) {
   sample->add_option("--temperature", sample_cfg.temperature, "softmax temperature (0: always the likeliest byte)")
       ->capture_default_str();
   sample->add_option("--top-k", sample_cfg.top_k, "draw among the k likeliest bytes (0: all)")->capture_default_str();
-  sample->add_option("--seed", sample_cfg.seed, "seed of the draws")->check(kWholeNumber)->capture_default_str();
-  sample->add_option("--threads", sample_cfg.threads, "compute threads (0: every core)")->capture_default_str();
+  add_seed_flag(sample, sample_cfg.seed, "seed of the draws");
+  add_threads_flag(sample, sample_cfg.threads);
 
   CLI11_PARSE(app, argc, argv);
+  record_given_flags(train, cfg);
+  record_given_flags(plan, plan_cfg.train);
   try {
     if (sample->parsed()) graft::cli::sample(sample_cfg, std::cout);
     if (train->parsed()) graft::cli::train(cfg, std::cout);

@@ -4,7 +4,9 @@
 #include <graft/graft.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <ostream>
 #include <thread>
 #include <vector>
@@ -14,9 +16,66 @@
 
 namespace graft::cli {
 
+namespace {
+
+namespace F = graft::nn::functional;
+
+// Note [What graft plan counts]
+// graft plan predicts the peak of the tensor bytes graft train allocates (what GRAFT_MEMORY_LIMIT
+// bounds), over the whole run, without building the model on the CPU: the data set is loaded as
+// the run loads it (its bytes and its loading peak are measured), and everything else runs on
+// the meta device (Note [Planning on shapes alone]):
+//  - the training step as train.cpp's loop makes it: forward, the loss, zero_grad, backward, the
+//    optimiser step, and the accuracy from the logits, which stay live to the end of the step;
+//  - the data loader's batches: the one trained on, and with W workers of prefetch P, W (P - 1)
+//    more waiting and W being built (a build's own peak, measured on a real batch, counts);
+//  - evaluation: a chunk of task.eval_chunk() held-out examples, built and run forward with the
+//    last step's gradients and the optimiser state live.
+// What it leaves out: a checkpoint's save (--save writes from the tensors' memory) and the
+// gradient monitor's figures (--log, --report: a few scalars per parameter).
+struct BatchForm {
+  std::vector<int64_t> data_sizes, target_sizes;  // one example's (the batch size in front)
+  DType data_dtype = kFloat32, target_dtype = kInt64;
+  double bytes_per_example = 0;      // of a finished batch, data and target
+  double build_peak_per_example = 0;  // the most a batch's build holds (the batch included)
+};
+
+// The shapes and bytes of the batches the data set makes, from a real batch of up to `batch` examples.
+BatchForm batch_form(const data::Dataset& set, int64_t batch) {
+  const int64_t m = std::max<int64_t>(1, std::min(batch, set.size()));
+  std::vector<int64_t> indices(static_cast<size_t>(m));
+  std::iota(indices.begin(), indices.end(), int64_t{0});
+  const int64_t before = memory::stats().allocated_bytes;
+  memory::reset_peak_stats();
+  BatchForm f;
+  {
+    const data::Example<> ex = set.get_batch(indices);
+    f.data_sizes.assign(ex.data.sizes().begin() + 1, ex.data.sizes().end());
+    f.target_sizes.assign(ex.target.sizes().begin() + 1, ex.target.sizes().end());
+    f.data_dtype = ex.data.dtype();
+    f.target_dtype = ex.target.dtype();
+    f.bytes_per_example = static_cast<double>(ex.data.nbytes() + ex.target.nbytes()) / static_cast<double>(m);
+  }
+  f.build_peak_per_example = static_cast<double>(memory::stats().peak_allocated_bytes - before) / static_cast<double>(m);
+  return f;
+}
+
+std::vector<int64_t> with_batch(int64_t b, const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> s = {b};
+  s.insert(s.end(), sizes.begin(), sizes.end());
+  return s;
+}
+
+// A stand-in of `bytes` bytes on `device` (the loader's batches in flight, on meta).
+Tensor bytes_on(Device device, double bytes) {
+  return empty({static_cast<int64_t>(std::ceil(bytes))}, TensorOptions().dtype(kUInt8).device(device));
+}
+
+}  // namespace
+
 PlanResult plan(const PlanConfig& pc, std::ostream& out) {
   const TrainConfig cfg = with_defaults(pc.train);
-  validate(cfg);
+  validate(cfg, "graft plan");
   // Bounded so that the effective batch (batch x accumulate) cannot overflow (issue 14, item 11).
   constexpr int64_t kMaxAccumulate = int64_t{1} << 16, kMaxSegments = 1024;
   GRAFT_CHECK(pc.world_size >= 1 && pc.world_size <= (int64_t{1} << 20) && pc.zero >= 0 && pc.zero <= 2, "graft plan",
@@ -29,29 +88,87 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
               std::to_string(pc.accumulate) + " and " + std::to_string(pc.checkpoint_segments), "");
   set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   manual_seed(cfg.seed);
-  // The data set stays live through the planned steps, so every line of the plan counts its bytes
-  // (category "data"); the loading's own peak, as graft train reaches it, bounds the plan from below.
+  // The data set, loaded as graft train loads it: live through the whole run (Note [What graft plan counts]).
   memory::reset_peak_stats();
   const Task& task = task_for(cfg.model);
   const TaskData d = task.load(cfg);
   const int64_t loading_peak = memory::stats().peak_allocated_bytes;
-  const int64_t data_bytes = memory::stats()[memory::Category::Data].current_bytes;
-  nn::Sequential model = make_model(cfg, task, d);
-  auto opt = make_optimizer(cfg, model->parameters());
+  const memory::Stats loaded = memory::stats();
+  const int64_t data_bytes = loaded[memory::Category::Data].current_bytes;
   const int64_t batch = batch_size(cfg);
-  std::vector<int64_t> shape = {batch};  // a batch of the task's examples
-  shape.insert(shape.end(), d.example_sizes.begin(), d.example_sizes.end());
+  const BatchForm form = batch_form(*d.train, batch);
+  // The model and its optimiser on meta: nothing of them is allocated.
+  nn::Sequential model = nullptr;
+  {
+    DefaultDeviceGuard on_meta(kMeta);
+    model = make_model(cfg, task, d);
+  }
+  auto opt = make_optimizer(cfg, model->parameters());
+  // The loader's other batches while a step runs (train.cpp's make_loader: cfg.workers threads, each
+  // with `prefetch` batches ready or being built), never more than the epoch has left after the
+  // first step's.
+  const int64_t workers = cfg.workers, prefetch = data::DataLoaderOptions(1).prefetch();
+  const int64_t batches = (d.train->size() + batch - 1) / batch;
+  const int64_t ahead = std::min(workers * prefetch, batches - 1), building = std::min(workers, ahead);
+  const double in_flight_per_example = static_cast<double>(ahead - building) * form.bytes_per_example +
+                                       static_cast<double>(building) * form.build_peak_per_example;
+  const TensorOptions on_meta = TensorOptions().device(kMeta);
 
+  // One step of train.cpp's loop at the batch of x (its data); `segments` > 0: checkpoint_sequential.
+  auto step = [&](const Tensor& x, int64_t segments) {
+    const int64_t b = x.size(0);
+    const Tensor in_flight =
+        in_flight_per_example > 0 ? bytes_on(x.device(), in_flight_per_example * static_cast<double>(b)) : Tensor();
+    const Tensor target = zeros(with_batch(b, form.target_sizes), x.options().dtype(form.target_dtype)).reshape({-1});
+    const Tensor logits = segments > 0 ? checkpoint_sequential(model, segments, x) : model->forward(x);
+    Tensor loss = F::cross_entropy(logits, target);
+    opt->zero_grad();
+    loss.backward();
+    opt->step();
+    NoGradGuard no_grad;
+    (void)eq(argmax(logits, 1), target).sum();
+  };
   auto plan_with = [&](int64_t segments) {
     memory::PlanOptions o;
-    if (const auto dtype = task.input_dtype()) o.input_dtype = *dtype;  // the text models': int64 bytes
-    if (segments > 0) o.forward = [&, segments](const Tensor& x) { return checkpoint_sequential(model, segments, x); };
-    return memory::plan(*model.ptr(), shape, opt.get(), o);
+    o.input_dtype = form.data_dtype;
+    o.step = [&, segments](const Tensor& x) { step(x, segments); };
+    memory::Plan p = memory::plan(*model.ptr(), with_batch(batch, form.data_sizes), opt.get(), o);
+    // The CPU's live bytes (the data set) are under every event of the step.
+    for (memory::Plan::Line& l : p.lines)
+      for (size_t k = 0; k < memory::kNumCategories; ++k) l.intercept[k] += static_cast<double>(loaded.by_category[k].current_bytes);
+    p.baseline_bytes += loaded.allocated_bytes;
+    const int64_t rounded = p.predicted_peak_rounded_bytes;
+    memory::Plan at = p.at_batch_size(batch);
+    at.predicted_peak_rounded_bytes = rounded + loaded.rounded_bytes;
+    return at;
   };
   const memory::Plan p = plan_with(pc.checkpoint_segments);
+
+  // Evaluation, after an epoch's last step: its gradients and the optimiser state stay live.
+  int64_t eval_peak = 0;
+  {
+    step(zeros(with_batch(batch, form.data_sizes), on_meta.dtype(form.data_dtype)), 0);
+    const int64_t chunk = std::max<int64_t>(1, std::min(task.eval_chunk(), d.test->size()));
+    memory::reset_peak_stats();
+    const int64_t steady = memory::stats(kMeta).allocated_bytes;
+    {
+      NoGradGuard no_grad;
+      model->eval();
+      const Tensor x = zeros(with_batch(chunk, form.data_sizes), on_meta.dtype(form.data_dtype));
+      const Tensor target = zeros(with_batch(chunk, form.target_sizes), on_meta.dtype(form.target_dtype)).reshape({-1});
+      const Tensor logits = model->forward(x);
+      (void)F::cross_entropy(logits, target);
+      (void)eq(argmax(logits, 1), target).sum();
+      model->train();
+    }
+    const double build = form.build_peak_per_example * static_cast<double>(chunk);
+    eval_peak = loaded.allocated_bytes +
+                std::max(memory::stats(kMeta).peak_allocated_bytes, steady + static_cast<int64_t>(std::ceil(build)));
+  }
   PlanResult r;
   r.batch_size = batch;
-  r.predicted_peak_bytes = std::max(p.predicted_peak_bytes, loading_peak);
+  r.predicted_peak_bytes = std::max({p.predicted_peak_bytes, loading_peak, eval_peak});
+  r.eval_peak_bytes = eval_peak;
   r.data_bytes = data_bytes;
   r.loading_peak_bytes = loading_peak;
   out << "graft plan: " << cfg.model << ", batch " << batch
@@ -64,14 +181,20 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
       << p.table()
       << "  the data set (" << task.data_description()
       << ") is " << memory::format_bytes(data_bytes)
-      << " of it; loading peaks at " << memory::format_bytes(loading_peak) << "\n";
+      << " of it; loading peaks at " << memory::format_bytes(loading_peak) << "\n"
+      << "  evaluation (" << std::min(task.eval_chunk(), d.test->size()) << " held-out examples at a time) peaks at "
+      << memory::format_bytes(eval_peak) << "\n"
+      << "the run's peak: " << memory::format_bytes(r.predicted_peak_bytes) << " (" << r.predicted_peak_bytes
+      << " bytes; GRAFT_MEMORY_LIMIT=" << r.predicted_peak_bytes << " runs it)\n";
   nlohmann::json j = nlohmann::json::parse(p.json());
   j["predicted_peak_bytes"] = r.predicted_peak_bytes;
   j["data_bytes"] = data_bytes;
   j["loading_peak_bytes"] = loading_peak;
+  j["eval_peak_bytes"] = eval_peak;
+  j["step_peak_bytes"] = p.predicted_peak_bytes;
   if (!pc.budget.empty()) {
     r.budget_bytes = memory::parse_bytes(pc.budget);
-    r.max_batch_size = loading_peak <= r.budget_bytes ? p.max_batch_size(r.budget_bytes) : 0;
+    r.max_batch_size = std::max(loading_peak, eval_peak) <= r.budget_bytes ? p.max_batch_size(r.budget_bytes) : 0;
     const bool fits = r.predicted_peak_bytes <= r.budget_bytes;
     out << "budget " << memory::format_bytes(r.budget_bytes) << ": batch " << batch << (fits ? " fits" : " does not fit")
         << "; the largest " << (pc.accumulate > 1 ? "micro-batch" : "batch") << " that fits is " << r.max_batch_size;
@@ -81,7 +204,7 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
       // Fewest checkpoint segments with which the requested batch fits.
       const int64_t modules = static_cast<int64_t>(model->size());
       for (int64_t s = 2; s <= modules && r.segments_to_fit == 0; ++s)
-        if (std::max(plan_with(s).predicted_peak_bytes, loading_peak) <= r.budget_bytes) r.segments_to_fit = s;
+        if (std::max({plan_with(s).predicted_peak_bytes, loading_peak, eval_peak}) <= r.budget_bytes) r.segments_to_fit = s;
       out << (r.segments_to_fit ? "with checkpoint_sequential, " + std::to_string(r.segments_to_fit) +
                                       " segments fit batch " + std::to_string(batch)
                                 : "checkpointing does not make batch " + std::to_string(batch) + " fit either")

@@ -22,9 +22,10 @@ struct PlanConfig {
 
 struct PlanResult {
   int64_t batch_size = 0;
-  int64_t predicted_peak_bytes = 0;     // the step's (data set included), or the loading's when higher
+  int64_t predicted_peak_bytes = 0;     // the run's: the step's (data set included), the loading's or evaluation's
   int64_t data_bytes = 0;               // the data set's (memory category "data")
   int64_t loading_peak_bytes = 0;       // the peak while loading it
+  int64_t eval_peak_bytes = 0;          // evaluation's (Note [What graft plan counts] in plan.cpp)
   int64_t budget_bytes = 0;
   int64_t max_batch_size = 0;          // with a budget
   int64_t segments_to_fit = 0;         // with a budget: fewest checkpoint segments fitting batch_size (0: none)

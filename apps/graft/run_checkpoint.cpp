@@ -105,6 +105,15 @@ void save_run(const TrainConfig& cfg, const Task& task, const RunState& run, int
       {"model.", run.model->state_dict()}, {"optim.", std::move(optim_state)}, {"rng.", generator_state()}};
   const auto sched_state = run.sched.state_dict();
   if (!sched_state.is_empty()) parts.emplace_back("sched.", sched_state);
+  // The task's shape flags once more, as tensors: graft sample checks the metadata against them
+  // (Note [Shape flags and the weights] in text_task.cpp).
+  io::TensorDict shape;
+  for (const auto& [k, v] : task.shape_flags(cfg)) {
+    Tensor t = empty({1}, kInt64);
+    t.data_ptr<int64_t>()[0] = std::stoll(v);
+    shape.insert(k, t);
+  }
+  if (!shape.is_empty()) parts.emplace_back("shape.", shape);
   io::save_checkpoint(cfg.save, parts, meta);
 }
 

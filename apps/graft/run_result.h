@@ -25,6 +25,7 @@ struct TrainResult {
   int64_t peak_train_memory_bytes = 0;  // the peak during training steps alone (no evaluation):
                                         // what `graft plan` predicts
   int64_t parameters = 0;
+  int64_t world_size = 1;  // ranks under mpirun (--json: "world_size"; the global batch is world_size x --batch-size)
   std::vector<EpochRecord> history;  // epochs run by this process
 };
 

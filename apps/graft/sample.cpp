@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "config.h"
 #include "run_checkpoint.h"
 #include "task.h"
 #include "text.h"
@@ -47,6 +48,7 @@ std::string sample(const SampleConfig& c, std::ostream& out) {
               "0.8 is typical; 0 always takes the likeliest byte");
   GRAFT_CHECK(c.top_k >= 0 && c.top_k <= kVocab, std::string(op) + " --top-k", "0 (all bytes) .. 256",
               std::to_string(c.top_k), "");
+  check_threads(op, c.threads);  // graft train's and graft plan's bound (issue 34, item 6)
   set_num_threads(c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   manual_seed(c.seed);
   const RunCheckpoint run = load_run_checkpoint(c.checkpoint, "graft sample --checkpoint");

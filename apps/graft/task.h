@@ -42,8 +42,9 @@ class Task {
   virtual int64_t default_batch_size() const = 0;
   virtual std::string default_optimizer() const = 0;
   virtual int64_t default_epochs() const = 0;
-  // The task's own flags, and the other task's refused rather than ignored (graft::Error).
-  virtual void check_flags(const TrainConfig& cfg) const = 0;
+  // The task's own flags, and the other task's refused rather than ignored (graft::Error naming
+  // `command`, the flag and the model; Note [Flags a model does not read] in config.cpp).
+  virtual void check_flags(const TrainConfig& cfg, const std::string& command) const = 0;
   // True when a batch of one example cannot train (the mlp's batch norm: one value per channel).
   virtual bool needs_two_examples_per_batch(const TrainConfig&) const { return false; }
   // True when the model has attention cores to recompute (--checkpoint-attention).

@@ -39,25 +39,38 @@ void append_file(const std::string& path, std::string& text) {
   if (!regular) ::close(fd);
   GRAFT_CHECK(regular, op, "a regular file or a directory of them", path + " (a device, FIFO or socket)",
               "pass a text file");
-  const auto size = static_cast<int64_t>(st.st_size);
-  if (size + static_cast<int64_t>(text.size()) > kMaxTextBytes) ::close(fd);
-  GRAFT_CHECK(size + static_cast<int64_t>(text.size()) <= kMaxTextBytes, op, "at most 1 GiB of text",
-              path + " makes " + std::to_string(size + static_cast<int64_t>(text.size())) + " bytes",
-              "train on a part of it");
+  // st_size refuses a file too large at once, before any read; the read itself goes to the end of
+  // the file, since a procfs file (/proc/self/status) has st_size 0 and content nonetheless (issue
+  // 34, item 11: it was read as "0 bytes"). One byte past the limit is read to notice a longer one.
+  const auto limit = static_cast<size_t>(kMaxTextBytes);
+  auto too_long = [&](size_t bytes) {
+    if (bytes > limit) ::close(fd);
+    GRAFT_CHECK(bytes <= limit, op, "at most 1 GiB of text", path + " makes " + std::to_string(bytes) + " bytes",
+                "train on a part of it");
+  };
+  too_long(static_cast<size_t>(st.st_size) + text.size());
   const size_t start = text.size();
-  text.resize(start + static_cast<size_t>(size));
-  size_t got = 0;
-  while (got < static_cast<size_t>(size)) {
-    const ssize_t n = ::read(fd, text.data() + start + got, static_cast<size_t>(size) - got);
+  size_t end = start;
+  int read_errno = 0;
+  for (;;) {
+    // First st_size + 1 bytes (a regular file is then read whole and its end seen without growing
+    // the string again), then more as long as there is more (a procfs file).
+    const size_t want = end == start ? std::max<size_t>(static_cast<size_t>(st.st_size) + 1, 4096)
+                                     : std::max<size_t>(end - start, 1 << 16);
+    text.resize(std::min(end + want, limit + 1));
+    if (end == text.size()) break;  // limit + 1 bytes read
+    const ssize_t n = ::read(fd, text.data() + end, text.size() - end);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // an error, or the file shrank while being read
-    got += static_cast<size_t>(n);
+    if (n < 0) read_errno = errno;
+    if (n <= 0) break;  // the end of the file, or an error
+    end += static_cast<size_t>(n);
   }
-  const int read_errno = errno;
+  text.resize(end);
+  too_long(end);
   ::close(fd);
   errno = read_errno;
-  GRAFT_CHECK(got == static_cast<size_t>(size), op, std::to_string(size) + " bytes of " + path,
-              std::to_string(got) + " (" + errno_text() + ")", "check that nothing else is writing the file");
+  GRAFT_CHECK(read_errno == 0, op, "a readable text file", path + " (" + errno_text() + " after " +
+              std::to_string(end - start) + " bytes)", "check the file and its permissions");
 }
 
 // The files a directory contributes: its regular files in name order, hidden ones left out, and in

@@ -18,6 +18,21 @@ namespace {
 // The text models' shape flags, within check_flags' bounds.
 constexpr int64_t kMaxContext = 4096, kMaxWidth = 4096, kMaxDepth = 64;
 
+// Note [Shape flags and the weights]
+// graft sample (and --resume) rebuild a text model from the checkpoint's flag.context, flag.width,
+// flag.depth and flag.heads, then load its weights. A width, context or depth that disagrees with the
+// weights' shapes is an error naming the flag; heads leave no trace in any weight's shape (attention's
+// projections are (3 width, width) for any number of heads), so a run also records its shape flags as
+// int64 tensors "shape.<flag>" (save_run), and an edited flag.heads disagrees with shape.heads.
+// Checkpoints from before these records are checked against the weights alone.
+
+// True when some tensor of `ck` is named `prefix`... .
+bool has_prefix(const io::Checkpoint& ck, const std::string& prefix) {
+  for (const auto& item : ck.tensors)
+    if (item.key().rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 // Nats per byte -> bits per character (Note [Text task]).
 double bits_per_char(double loss) { return loss / std::log(2.0); }
 
@@ -32,8 +47,9 @@ class TextTask final : public Task {
   bool generates_bytes() const override { return true; }
 
   // The text models' flags; the image-only flags are refused with them rather than ignored.
-  void check_flags(const TrainConfig& c) const override {
-    const std::string op = "graft train --model " + c.model;
+  void check_flags(const TrainConfig& c, const std::string& command) const override {
+    refuse_flags(c, command, {"--batch-norm", "--init", "--classes"}, "the image models' (mlp, cnn)");
+    const std::string op = command + " --model " + c.model;
     auto in_range = [&](const char* flag, int64_t v, int64_t hi, const std::string& hint) {
       GRAFT_CHECK(v >= 1 && v <= hi, op + " " + flag, "a value in [1, " + std::to_string(hi) + "]", std::to_string(v), hint);
     };
@@ -43,8 +59,6 @@ class TextTask final : public Task {
     in_range("--heads", c.heads, kMaxWidth, "4 heads of 32 for --width 128");
     GRAFT_CHECK(c.width % c.heads == 0, op + " --heads", "a number of heads that divides --width " + std::to_string(c.width),
                 std::to_string(c.heads), "e.g. --width 128 --heads 4");
-    GRAFT_CHECK(!c.batch_norm && c.init == "default" && c.classes == 0, op,
-                "no --batch-norm, --init or --classes (image-model flags)", "one of them", "leave them out");
   }
 
   // The model's shape, also a shaping flag of its runs (graft sample rebuilds the model from it).
@@ -55,15 +69,49 @@ class TextTask final : public Task {
             {"heads", std::to_string(c.heads)}};
   }
 
+  // The stored flags, then each against what the weights say (issue 34, item 11: an edited
+  // flag.heads sampled without a word). Note [Shape flags and the weights].
   void read_shape_flags(const io::Checkpoint& ck, const std::string& path, const std::string& op,
                         TrainConfig& c) const override {
-    auto count = [&](const char* flag, int64_t hi) { return parse_count(ck.meta(std::string("flag.") + flag), flag, path, 1, hi, op); };
+    auto count = [&](const char* flag, int64_t hi) {
+      return parse_count(ck.meta(std::string("flag.") + flag), flag, path, 1, hi, op);
+    };
     c.context = count("context", kMaxContext);
     c.width = count("width", kMaxWidth);
     c.depth = count("depth", kMaxDepth);
     c.heads = count("heads", kMaxWidth);
-    GRAFT_CHECK(c.width % c.heads == 0, op, "a width that --heads divides", std::to_string(c.width) + " and " +
-                std::to_string(c.heads) + " heads in " + path, "the checkpoint's metadata is damaged");
+    auto agree = [&](const char* flag, int64_t stored, int64_t weights, const std::string& evidence) {
+      GRAFT_CHECK(stored == weights, op,
+                  "flag." + std::string(flag) + " " + std::to_string(weights) + " as the weights say (" + evidence +
+                      ")",
+                  "flag." + std::string(flag) + " " + std::to_string(stored) + " in " + path,
+                  "the checkpoint's metadata was edited or damaged; use the file graft train --save wrote");
+    };
+    // The shape flags as the run recorded them in tensors ("shape.<flag>", int64), next to the metadata.
+    for (const auto& [flag, value] : shape_flags(c)) {
+      const Tensor* rec = ck.tensors.find("shape." + flag);
+      if (!rec) continue;  // a checkpoint from before the records
+      GRAFT_CHECK(rec->dtype() == kInt64 && rec->numel() == 1, op,
+                  "shape." + flag + ": one int64",
+                  shape_str(rec->sizes()) + " " + dtype_name(rec->dtype()) + " in " + path,
+                  "the checkpoint is damaged; use the file graft train --save wrote");
+      agree(flag.c_str(), std::stoll(value), rec->item<int64_t>(), "shape." + flag + " holds the run's --" + flag);
+    }
+    const bool gpt = net_ == TextNet::kGpt;
+    GRAFT_CHECK(!gpt || c.width % c.heads == 0, op, "flag.heads dividing flag.width " +
+                std::to_string(c.width), "flag.heads " + std::to_string(c.heads) + " in " + path,
+                "the checkpoint's metadata is damaged; use the file graft train --save wrote");
+    // The weights' own shapes: the byte embeddings (256, width), the positions (context, width) and
+    // one block (gpt) or one LSTM layer per --depth.
+    if (const Tensor* e = ck.tensors.find("model.embed.bytes.weight"); e && e->dim() == 2)
+      agree("width", c.width, e->size(1), "model.embed.bytes.weight is " + shape_str(e->sizes()));
+    if (const Tensor* p = ck.tensors.find("model.embed.positions"); gpt && p && p->dim() == 2)
+      agree("context", c.context, p->size(0), "model.embed.positions is " + shape_str(p->sizes()));
+    const std::string layer = gpt ? "model.block" : "model.lstm.lstm.weight_ih_l";
+    int64_t layers = 0;
+    while (layers <= kMaxDepth && has_prefix(ck, layer + std::to_string(layers) + (gpt ? "." : ""))) ++layers;
+    if (layers > 0)
+      agree("depth", c.depth, layers, std::to_string(layers) + (gpt ? " blocks" : " LSTM layers") + " of weights");
   }
 
   // Windows of --context bytes (Note [Text task]); --train-limit keeps the first N.

@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 
 #include "progress.h"
+#include "rank_agreement.h"
 #include "report.h"
 #include "run_log.h"
 #include "run_setup.h"
@@ -41,7 +42,8 @@ namespace optim = graft::optim;
 // reports and writes the checkpoint, which holds the whole optimiser state as one process has it
 // (ZeRO consolidates it first), so a run resumes in one process or at another world size; the
 // per-batch schedules then continue at the same epoch. Compute threads default to the cores
-// divided among the ranks of the machine.
+// divided among the ranks of the machine. Every rank must be given the same flags that shape the
+// run, and a resumed run the same checkpoint (Note [Ranks that agree] in rank_agreement.h).
 struct Parallel {
   int world = 1, rank = 0;
   std::unique_ptr<nn::parallel::DistributedDataParallel<nn::Sequential>> ddp;
@@ -90,24 +92,52 @@ int64_t parameter_count(nn::Sequential& model) {
   return n;
 }
 
-// True when the epoch would end in a batch of one example that the mlp's batch norm cannot train
-// on (issue 14, item 13: it used to fail at the end of the first epoch, after all its work). That one
-// example is left out of each epoch instead (drop_last; the shuffle picks a different one each
-// epoch), and the run says so.
-bool drops_last_example(const TrainConfig& cfg, const Task& task, int64_t n) {
-  return task.needs_two_examples_per_batch(cfg) && n > 1 && n % batch_size(cfg) == 1;
+// Note [A last batch of one example]
+// Batch norm cannot train on a batch of one example (issue 14, item 13: the run used to fail at the
+// end of its first epoch, after all its work). When an epoch would end in one, the loader drops the
+// last batch (drop_last; the shuffle picks different examples each epoch), and the run says so.
+// Under mpirun what matters is each rank's shard, not the data set (issue 34, item 8): without
+// drop_last, DataLoaderOptions::distributed gives every rank ceil(n / world) examples (the shuffled
+// order padded with its first examples up to a multiple of world), so every rank's shard has the
+// same size and ends in the same batch, and all ranks decide alike, as they must: DDP all-reduces
+// at every step, so the ranks must make the same number of steps. With drop_last, each rank takes
+// floor(n / world) examples and leaves out its last short batch.
+struct LastBatch {
+  int64_t shard = 0;     // the examples each rank's epoch would have without drop_last
+  bool drop = false;     // the epoch would end in a batch of 1 example under batch norm: drop_last
+  int64_t left_out = 0;  // with drop: the examples each epoch leaves out, over all ranks
+};
+
+LastBatch last_batch(const TrainConfig& cfg, const Task& task, int64_t n, int world) {
+  LastBatch lb;
+  lb.shard = world == 1 ? n : (n + world - 1) / world;
+  const int64_t bs = batch_size(cfg);
+  lb.drop = task.needs_two_examples_per_batch(cfg) && lb.shard > 1 && lb.shard % bs == 1;
+  if (lb.drop) {
+    const int64_t kept_per_rank = (world == 1 ? n : n / world) / bs * bs;
+    lb.left_out = n - kept_per_rank * world;
+  }
+  return lb;
 }
 
 data::DataLoader make_loader(const TrainConfig& cfg, const Task& task, const TaskData& d, const Parallel& par) {
   const int64_t n = d.train->size();
-  GRAFT_CHECK(!(task.needs_two_examples_per_batch(cfg) && n == 1), "graft train --batch-norm",
-              "at least 2 training examples (batch norm needs more than one value per channel)", "1 example",
-              "raise --train-limit, or use --no-batch-norm");
+  const LastBatch lb = last_batch(cfg, task, n, par.world);
+  if (par.world == 1)
+    GRAFT_CHECK(!(task.needs_two_examples_per_batch(cfg) && n == 1), "graft train --batch-norm",
+                "at least 2 training examples (batch norm needs more than one value per channel)", "1 example",
+                "raise --train-limit, or use --no-batch-norm");
+  else  // every rank decides alike (the same n and world): all throw together
+    GRAFT_CHECK(!(task.needs_two_examples_per_batch(cfg) && lb.shard == 1), "graft train --batch-norm",
+                "at least 2 training examples per rank (batch norm needs more than one value per channel)",
+                "1 example per rank (" + std::to_string(n) + " examples over " + std::to_string(par.world) + " ranks)",
+                "raise --train-limit to at least " + std::to_string(par.world + 1) +
+                    ", run fewer ranks, or use --no-batch-norm");
   return data::DataLoader(d.train,
                           data::DataLoaderOptions(batch_size(cfg))
                               .shuffle(true)
                               .seed(cfg.seed)
-                              .drop_last(drops_last_example(cfg, task, n))
+                              .drop_last(lb.drop)
                               .num_workers(cfg.workers)
                               .distributed(par.world, par.rank));
 }
@@ -116,7 +146,10 @@ data::DataLoader make_loader(const TrainConfig& cfg, const Task& task, const Tas
 int64_t resume_or_announce(const TrainConfig& cfg, const Task& task, const TaskData& d, RunState& state,
                            int64_t batches_per_epoch, Progress& progress) {
   if (!cfg.resume.empty()) {
-    const int64_t first_epoch = resume_run(cfg, task, state, batches_per_epoch);
+    // Under mpirun every rank loads the file, then all compare what they loaded (Note [Ranks that agree]).
+    const int64_t first_epoch = resume_on_every_rank(cfg.resume, *state.model.ptr(), state.world, [&] {
+      return resume_run(cfg, task, state, batches_per_epoch);
+    });
     progress.message("resumed from " + cfg.resume + " after epoch " + std::to_string(first_epoch));
     return first_epoch;
   }
@@ -126,8 +159,13 @@ int64_t resume_or_announce(const TrainConfig& cfg, const Task& task, const TaskD
                                           std::to_string(state.world * batch_size(cfg)) + ")" +
                                           (state.zero ? ", ZeRO stage " + std::to_string(cfg.zero) : "")
                                     : std::string()));
-  if (drops_last_example(cfg, task, d.train->size()))
+  const LastBatch lb = last_batch(cfg, task, d.train->size(), state.world);
+  if (lb.drop && state.world == 1)
     progress.message("batch norm cannot train on a last batch of 1 example: each epoch leaves one example out");
+  else if (lb.drop)
+    progress.message("batch norm cannot train on a last batch of 1 example: each rank's share of an epoch (" +
+                     std::to_string(lb.shard) + " examples) would end in one, so each epoch leaves " +
+                     std::to_string(lb.left_out) + " examples out");
   return 0;
 }
 
@@ -373,6 +411,8 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
   par.monitored = !cfg.log.empty() || !cfg.report.empty();
   std::ostream silent(nullptr);
   std::ostream& out = par.rank == 0 ? rank0_out : silent;
+  // Before anything is loaded: ranks given different flags stop here, all of them (Note [Ranks that agree]).
+  check_ranks_agree(cfg);
   if (par.rank != 0) {  // rank 0 speaks for the run
     cfg.log.clear();
     cfg.report.clear();
@@ -411,6 +451,7 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
   const int64_t first_epoch = resume_or_announce(cfg, task, d, state, loader.size(), progress);
   TrainResult result;
   result.parameters = parameter_count(model);
+  result.world_size = par.world;
   RunLog log(cfg, !cfg.resume.empty());
   if (cfg.resume.empty()) log.add_run(cfg, result.parameters);
   const int64_t last_epoch = cfg.stop_after > 0 ? std::min(cfg.epochs, first_epoch + cfg.stop_after) : cfg.epochs;
@@ -435,7 +476,9 @@ std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
                       {"parameters", r.parameters},
                       {"model", cfg.model},
                       {"optimizer", cfg.optimizer},
-                      {"batch_size", batch_size(cfg)},
+                      {"batch_size", batch_size(cfg)},  // per rank
+                      {"world_size", r.world_size},
+                      {"global_batch_size", r.world_size * batch_size(cfg)},
                       {"seed", cfg.seed}};
   if (!r.history.empty()) j["examples_per_second"] = r.history.back().examples_per_second;
   task_for(cfg.model).add_result_fields(cfg, r, j);

@@ -70,6 +70,9 @@ void add_to(Counters& k, Category c, int64_t n) {
 
 // ---- history (Note [Memory history]) ----
 std::atomic<bool> g_recording{false};
+// Which device's events the history records: the CPU's (record_history), or the meta device's
+// (detail::record_meta_history, for the planner on shapes alone); never both at once.
+std::atomic<bool> g_recording_meta{false};
 std::atomic<int64_t> g_step{0};
 thread_local const char* t_current_op = nullptr;
 
@@ -85,8 +88,8 @@ History& history_state() {
   return *h;
 }
 
-void record(Event::Action action, int64_t bytes, Category cat, Category from) {
-  if (!g_recording.load(std::memory_order_relaxed)) return;
+void record(Event::Action action, int64_t bytes, Category cat, Category from, bool meta) {
+  if (!g_recording.load(std::memory_order_relaxed) || g_recording_meta.load(std::memory_order_relaxed) != meta) return;
   History& h = history_state();
   std::lock_guard<std::mutex> lock(h.mutex);
   if (h.capacity == 0) return;
@@ -99,7 +102,8 @@ void record(Event::Action action, int64_t bytes, Category cat, Category from) {
   e.from = from;
   e.op = t_current_op;
   e.step = g_step.load(std::memory_order_relaxed);
-  for (int i = 0; i < kNumCategories; ++i) e.totals[static_cast<size_t>(i)] = counters().current[static_cast<size_t>(i)].load(std::memory_order_relaxed);
+  const Counters& k = meta ? meta_counters() : counters();
+  for (int i = 0; i < kNumCategories; ++i) e.totals[static_cast<size_t>(i)] = k.current[static_cast<size_t>(i)].load(std::memory_order_relaxed);
   if (h.ring.size() < h.capacity) {
     h.ring.push_back(e);
   } else {
@@ -178,15 +182,21 @@ Stats stats(Device device) {
   return st;
 }
 
-void reset_peak_stats() {
-  for (Counters* kp : {&counters(), &meta_counters()}) {
-    auto& k = *kp;
-    k.peak.store(k.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    k.rounded_peak.store(k.rounded.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    for (size_t i = 0; i < kNumCategories; ++i)
-      k.category_peak[i].store(k.current[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
-  }
+namespace {
+void reset_peaks(Counters& k) {
+  k.peak.store(k.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  k.rounded_peak.store(k.rounded.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  for (size_t i = 0; i < kNumCategories; ++i)
+    k.category_peak[i].store(k.current[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
+}  // namespace
+
+void reset_peak_stats() {
+  reset_peaks(counters());
+  reset_peaks(meta_counters());
+}
+
+void detail::reset_meta_peak_stats() { reset_peaks(meta_counters()); }
 
 void empty_cache() { detail::allocator_release_cache(); }
 
@@ -314,7 +324,11 @@ namespace {
 [[noreturn]] void throw_oom(size_t nbytes, const std::string& reason) {
   const Stats st = stats();
   auto saved = largest_saved_activations(5);
-  const char* op = t_current_op ? t_current_op : "an allocation outside any named op";
+  // t_current_op names the ops and the factories (empty, zeros, rand, ...; OpScope); what allocates
+  // outside them is mostly a data loader, a file being read or a tensor built from values.
+  const char* op = t_current_op ? t_current_op
+                                : "an allocation made outside any graft op (by a data loader, a file being read or a "
+                                  "tensor built from values, for example)";
   std::string msg = std::string("out of memory: ") + op + " asked for " + format_bytes(static_cast<int64_t>(nbytes)) +
                     " (" + std::to_string(nbytes) + " bytes); " + reason + ".\n";
   msg += "Tensor memory in use: " + format_bytes(st.allocated_bytes) + " in " + std::to_string(st.allocations) +
@@ -350,14 +364,19 @@ void set_category(const Storage& cs, Category c) {
   const auto n = static_cast<int64_t>(s.nbytes);
   add_to(counters_of(s), old, -n);
   add_to(counters_of(s), c, n);
-  if (!s.device.is_meta()) record(Event::Action::Move, n, c, old);
+  record(Event::Action::Move, n, c, old, s.device.is_meta());
 }
 
 Category category_of(const Storage& s) { return static_cast<Category>(s.category.load(std::memory_order_relaxed)); }
 
 // ---- history ----
 
-void record_history(bool enabled, size_t max_events) {
+void record_history(bool enabled, size_t max_events) { detail::record_history_of(false, enabled, max_events); }
+
+namespace detail {
+void record_meta_history(bool enabled, size_t max_events) { record_history_of(true, enabled, max_events); }
+
+void record_history_of(bool meta, bool enabled, size_t max_events) {
   History& h = history_state();
   std::lock_guard<std::mutex> lock(h.mutex);
   if (enabled) {
@@ -370,8 +389,10 @@ void record_history(bool enabled, size_t max_events) {
     h.seq = 0;
     h.start = std::chrono::steady_clock::now();
   }
+  g_recording_meta.store(meta && enabled, std::memory_order_relaxed);
   g_recording.store(enabled, std::memory_order_relaxed);
 }
+}  // namespace detail
 
 bool is_recording_history() { return g_recording.load(std::memory_order_relaxed); }
 
@@ -447,7 +468,7 @@ void on_alloc(Storage& s) {
   const int64_t block = allocator_block_bytes(s.nbytes);
   raise_peak(k.rounded_peak, k.rounded.fetch_add(block, std::memory_order_relaxed) + block);
   add_to(k, Category::Other, n);
-  if (!s.device.is_meta()) record(Event::Action::Alloc, n, Category::Other, Category::Other);
+  record(Event::Action::Alloc, n, Category::Other, Category::Other, s.device.is_meta());
 }
 
 void on_free(Storage& s) {
@@ -458,7 +479,7 @@ void on_free(Storage& s) {
   k.count.fetch_sub(1, std::memory_order_relaxed);
   k.rounded.fetch_sub(allocator_block_bytes(s.nbytes), std::memory_order_relaxed);
   add_to(k, c, -n);
-  if (!s.device.is_meta()) record(Event::Action::Free, n, c, c);
+  record(Event::Action::Free, n, c, c, s.device.is_meta());
 }
 
 void on_saved(Storage& s, IntArrayRef sizes, DType dtype, const char* produced_by, const char* saved_by) {

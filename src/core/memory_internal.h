@@ -27,6 +27,16 @@ void on_free(Storage& s);
 void on_saved(Storage& s, IntArrayRef sizes, DType dtype, const char* produced_by, const char* saved_by);
 void on_unsaved(Storage& s);
 
+// The memory history (Note [Memory history]) of the meta device instead of the CPU's: while it is
+// on, the events are meta storages' (their totals the meta counters'), and the CPU's are not
+// recorded; history() returns them and record_history(false) or record_meta_history(false) ends
+// it. The planner on shapes alone (memory::plan on a meta model) pairs these events.
+void record_meta_history(bool enabled, size_t max_events);
+void record_history_of(bool meta, bool enabled, size_t max_events);
+// reset_peak_stats() for the meta device's counters alone (the planner's, which must not move the
+// CPU's peaks).
+void reset_meta_peak_stats();
+
 // The caching allocator (storage.cpp).
 int64_t allocator_cached_bytes();
 // The bytes a block of `nbytes` takes from the CPU allocator in use: its size class (Note [Caching

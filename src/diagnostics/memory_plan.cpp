@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/memory_internal.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/core/generator.h"
@@ -69,42 +70,67 @@ void restore_state(nn::Module& model, optim::Optimizer* opt, SavedState& s) {
   model.train(s.training);
 }
 
-// One training step at `batch`, its allocation events recorded.
+void start_recording(bool meta) {
+  if (meta) detail::record_meta_history(true, 1 << 22);
+  else record_history(true, 1 << 22);
+}
+
+// One training step at `batch` on `device` (the CPU, or meta: Note [Planning on shapes alone]),
+// its allocation events recorded.
 std::vector<Event> recorded_step(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* opt,
-                                 const PlanOptions& o, int64_t batch, bool record) {
+                                 const PlanOptions& o, int64_t batch, bool record, Device device) {
   std::vector<int64_t> shape(input_shape.begin(), input_shape.end());
   shape[0] = batch;
-  if (record) record_history(true, 1 << 22);
+  if (record) start_recording(device.is_meta());
   {
     // The order of graft train's loop: the previous step's gradients live through the forward.
-    Tensor x = is_floating_point(o.input_dtype) ? randn(shape, o.input_dtype) : zeros(shape, o.input_dtype);
-    Tensor out;
-    if (o.forward) {
-      out = o.forward(x);
+    const TensorOptions in = TensorOptions().dtype(o.input_dtype).device(device);
+    Tensor x = is_floating_point(o.input_dtype) ? randn(shape, in) : zeros(shape, in);
+    if (o.step) {
+      o.step(x);
     } else {
-      auto* seq = dynamic_cast<nn::SequentialImpl*>(&model);
-      GRAFT_CHECK(seq != nullptr, "memory::plan", "an nn::Sequential model, or PlanOptions::forward",
-                  "a module without a forward the planner can call", "pass options.forward = [&](x) { return model(x); }");
-      out = seq->forward(x);
+      Tensor out;
+      if (o.forward) {
+        out = o.forward(x);
+      } else {
+        auto* seq = dynamic_cast<nn::SequentialImpl*>(&model);
+        GRAFT_CHECK(seq != nullptr, "memory::plan", "an nn::Sequential model, or PlanOptions::forward",
+                    "a module without a forward the planner can call", "pass options.forward = [&](x) { return model(x); }");
+        out = seq->forward(x);
+      }
+      Tensor loss;
+      if (o.loss == "mse") {
+        loss = nn::functional::mse_loss(out, zeros_like(out));
+      } else {
+        GRAFT_CHECK(out.dim() == 2, "memory::plan", "(rows, classes) logits for the cross_entropy loss",
+                    "an output of shape " + shape_str(out.sizes()), "set PlanOptions::loss = \"mse\"");
+        loss = nn::functional::cross_entropy(out, zeros({out.size(0)}, TensorOptions().dtype(kInt64).device(device)));
+      }
+      out = Tensor();
+      if (opt) opt->zero_grad();
+      else model.zero_grad();
+      loss.backward();
+      loss = Tensor();
+      if (opt) opt->step();
     }
-    Tensor loss;
-    if (o.loss == "mse") {
-      loss = nn::functional::mse_loss(out, zeros_like(out));
-    } else {
-      GRAFT_CHECK(out.dim() == 2, "memory::plan", "(rows, classes) logits for the cross_entropy loss",
-                  "an output of shape " + shape_str(out.sizes()), "set PlanOptions::loss = \"mse\"");
-      loss = nn::functional::cross_entropy(out, zeros({out.size(0)}, kInt64));
-    }
-    out = Tensor();
-    if (opt) opt->zero_grad();
-    else model.zero_grad();
-    loss.backward();
-    loss = Tensor();
-    if (opt) opt->step();
   }
   if (!record) return {};
   record_history(false);
   return history();
+}
+
+// The device of the model's parameters: the CPU or meta, one of them for all.
+Device model_device(nn::Module& model) {
+  Device d = kCPU;
+  bool first = true;
+  for (const Tensor& p : model.parameters()) {
+    GRAFT_CHECK(first || p.device() == d, "memory::plan", "every parameter on one device (the CPU or meta)",
+                "parameters on " + d.str() + " and " + p.device().str(), "move the model with module->to(device)");
+    d = p.device();
+    first = false;
+  }
+  GRAFT_CHECK(d.is_cpu() || d.is_meta(), "memory::plan", "a model on the CPU or on meta", d.str(), "");
+  return d;
 }
 
 }  // namespace
@@ -121,10 +147,12 @@ Plan plan(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* optimize
   GRAFT_CHECK(options.loss == "cross_entropy" || options.loss == "mse", op, "loss \"cross_entropy\" or \"mse\"",
               "\"" + options.loss + "\"", "pass loss = \"cross_entropy\" or \"mse\"");
 
-  const Stats before = stats();
+  const Device device = model_device(model);
+  const bool meta = device.is_meta();
+  const Stats before = stats(device);
   SavedState saved = save_state(model, optimizer);
   // The copies kept for restoring are live during the probes; their bytes come off every event.
-  const Stats with_copies = stats();
+  const Stats with_copies = stats(device);
   Totals copies{};
   for (int k = 0; k < kNumCategories; ++k)
     copies[static_cast<size_t>(k)] = with_copies.by_category[static_cast<size_t>(k)].current_bytes -
@@ -141,12 +169,19 @@ Plan plan(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* optimize
     }
   }
 
+  // On meta the probes cost no memory: run them at the planned size (exact there) and twice it.
+  const int64_t probe_a = meta ? input_shape[0] : options.probe_batch_a;
+  const int64_t probe_b = meta ? 2 * input_shape[0] : options.probe_batch_b;
   std::vector<Event> a, b;
+  int64_t rounded_peak = 0;
   try {
     model.train(true);
-    recorded_step(model, input_shape, optimizer, options, options.probe_batch_a, false);  // warm-up: optimiser state
-    a = recorded_step(model, input_shape, optimizer, options, options.probe_batch_a, true);
-    b = recorded_step(model, input_shape, optimizer, options, options.probe_batch_b, true);
+    recorded_step(model, input_shape, optimizer, options, probe_a, false, device);  // warm-up: optimiser state
+    if (meta) detail::reset_meta_peak_stats();
+    a = recorded_step(model, input_shape, optimizer, options, probe_a, true, device);
+    // The restore copies' blocks come off, as their bytes come off every event.
+    if (meta) rounded_peak = stats(device).peak_rounded_bytes - (with_copies.rounded_bytes - before.rounded_bytes);
+    b = recorded_step(model, input_shape, optimizer, options, probe_b, true, device);
   } catch (...) {
     record_history(false);
     restore_state(model, optimizer, saved);
@@ -156,7 +191,7 @@ Plan plan(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* optimize
 
   Plan p;
   p.baseline_bytes = before.allocated_bytes;
-  const double ba = static_cast<double>(options.probe_batch_a), bb = static_cast<double>(options.probe_batch_b);
+  const double ba = static_cast<double>(probe_a), bb = static_cast<double>(probe_b);
   auto line_from = [&](const Event& ea, const Event& eb) {
     Plan::Line l;
     for (size_t k = 0; k < kNumCategories; ++k) {
@@ -184,12 +219,14 @@ Plan plan(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* optimize
     GRAFT_CHECK(!a.empty() && !b.empty(), op, "allocation events in the planned step", "none", "");
     p.lines.push_back(line_from(a[peak_of(a)], b[peak_of(b)]));
   }
-  const Plan at = p.at_batch_size(input_shape[0]);
+  Plan at = p.at_batch_size(input_shape[0]);
+  at.predicted_peak_rounded_bytes = std::max<int64_t>(rounded_peak, 0);
   return at;
 }
 
 Plan Plan::at_batch_size(int64_t batch) const {
   Plan p = *this;
+  if (batch != batch_size) p.predicted_peak_rounded_bytes = 0;  // known at the planned size only
   p.batch_size = batch;
   p.predicted_peak_bytes = 0;
   p.category_peak.fill(0);
@@ -242,6 +279,10 @@ std::string Plan::table() const {
                 static_cast<long long>(batch_size), format_bytes(predicted_peak_bytes).c_str(),
                 static_cast<long long>(predicted_peak_bytes), exact ? "" : "  [extrapolated: data-dependent allocations]");
   out += line;
+  if (predicted_peak_rounded_bytes > 0) {
+    std::snprintf(line, sizeof line, "  in the caching allocator's blocks: %s\n", format_bytes(predicted_peak_rounded_bytes).c_str());
+    out += line;
+  }
   std::snprintf(line, sizeof line, "  %-18s %14s %14s\n", "category", "at the peak", "own peak");
   out += line;
   for (int k = 0; k < kNumCategories; ++k) {
@@ -266,7 +307,7 @@ std::string Plan::json() const {
   return nlohmann::json{{"batch_size", batch_size},       {"predicted_peak_bytes", predicted_peak_bytes},
                         {"at_peak", at},                  {"category_peak", own},
                         {"peak_op", peak_op},             {"baseline_bytes", baseline_bytes},
-                        {"exact", exact}}
+                        {"exact", exact},                 {"predicted_peak_rounded_bytes", predicted_peak_rounded_bytes}}
       .dump();
 }
 

@@ -91,10 +91,12 @@ enum class Saved { Input, Output };
 template <class K>
 Tensor fused_f32(const Tensor& g, const Tensor& v, K&& kernel) {
   if (g.dtype() != kFloat32 || v.dtype() != kFloat32 || !g.is_contiguous() || !v.is_contiguous() ||
-      !g.sizes().equals(v.sizes()) || g.is_meta() || v.is_meta())  // meta: the op path (Note [Meta device])
+      !g.sizes().equals(v.sizes()))
     return {};
-  Tensor out = make_empty(g.sizes(), kFloat32);
-  kernels::apply_f32(kernel, g, v, out);
+  // On meta the same allocation and no kernel, so that a plan on shapes alone allocates what the CPU
+  // does (Note [Planning on shapes alone]): the op path would count three temporaries more.
+  Tensor out = make_empty(g.sizes(), kFloat32, g.device());
+  if (!out.is_meta()) kernels::apply_f32(kernel, g, v, out);
   return out;
 }
 

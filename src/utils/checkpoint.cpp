@@ -5,13 +5,14 @@
 // them; for a deep network that is most of the training step's memory. checkpoint(fn, inputs)
 // keeps only fn's inputs and recomputes the rest when backward gets there:
 //
-//   forward   out = fn(inputs) under NoGradGuard      -> nothing inside fn is recorded
-//             node CheckpointBackward0: edges to the inputs, saved inputs, generator state
+//   forward   out = fn(inputs), saves only measured    -> nothing inside fn is kept for backward
+//             node CheckpointBackward0: edges to the inputs, saved inputs, generator state,
+//                                       the shape and dtype of each tensor fn's ops saved
 //   backward  node.apply(g):
 //               detached copies d_i of the inputs (leaves; requires_grad as the originals)
 //               generator := saved state; recompute flag on; grad mode on
 //               out' = fn(d)                            -> a fresh graph of fn, leaves d_i and
-//               generator := where it was                  fn's parameters
+//               generator := where it was                  fn's parameters; its saves compared
 //               backward(out', g) on the fresh graph    -> parameters' .grad, d_i.grad
 //               return {d_i.grad}                       -> the outer pass carries on to the inputs
 //
@@ -36,6 +37,16 @@
 // batch twice). is_checkpoint_recompute() is true during the recompute, and BatchNorm skips the
 // update then while still normalising with the batch statistics, so the recomputed output (and
 // hence every gradient) equals the forward's. The statistics move once, in the forward.
+//
+// Same saved tensors. The forward runs fn with grad mode on, as the recompute will, under a
+// saved-tensor hook (Note [Saved-tensor hooks]) that records each saved tensor's shape and dtype and
+// keeps a placeholder instead of the tensor, so the activations are freed as they would be without
+// recording (PyTorch's non-reentrant checkpoint does the same). The recompute's saves go through a
+// hook that compares them with the forward's, in order, and their number after fn returns: a
+// function whose shapes depend on state that changed in between (a counter, a flag, a data-dependent
+// size) is an error naming the saved tensor's index and both shapes, as PyTorch raises "Recomputed
+// values for the following tensors have different metadata than during the forward pass", instead of
+// gradients of another computation.
 //
 // Memory. The node saves the inputs as SavedTensor (an in-place change before backward is caught
 // like for any op); they are released when the node has run. During backward of a chain of
@@ -63,7 +74,9 @@
 #include "graft/engine/engine.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/autograd/node.h"
+#include "graft/autograd/saved_tensor_hooks.h"
 #include "graft/core/error.h"
+#include "graft/core/factory.h"
 #include "graft/core/generator.h"
 #include "graft/core/memory.h"
 #include "graft/nn/modules/container.h"
@@ -101,6 +114,21 @@ class GeneratorReplay {
   Generator::State resume_;
 };
 
+// The shape and dtype of a tensor saved for backward (Note [Checkpointing], "Same saved tensors").
+struct SavedMeta {
+  std::vector<int64_t> sizes;
+  DType dtype = kFloat32;
+};
+
+SavedMeta saved_meta(const Tensor& t) { return {std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), t.dtype()}; }
+
+std::string describe(const SavedMeta& m) { return "shape " + shape_str(m.sizes) + ", " + dtype_name(m.dtype); }
+
+const char* kSameSavesHint =
+    "the checkpointed function must save the same tensors when it is run again in backward: its shapes and "
+    "dtypes must not depend on state that changes between the forward and the backward (a counter, a flag, "
+    "a global)";
+
 class CheckpointBackward final : public Node {
  public:
   CheckpointBackward(CheckpointFunction fn, const Generator::State& rng)
@@ -123,12 +151,33 @@ class CheckpointBackward final : public Node {
       }
     }
     Tensor out;
+    auto count = std::make_shared<size_t>(0);
     {
       GeneratorReplay replay(rng_);
       autograd::CheckpointRecomputeGuard recompute;
       EnableGradGuard grad_on;
+      // Each save compared with the forward's, in order (Note [Checkpointing], "Same saved tensors").
+      autograd::SavedTensorsHooks compare(
+          [this, count](const Tensor& t) {
+            const size_t i = (*count)++;
+            const SavedMeta now = saved_meta(t);
+            GRAFT_CHECK(i < forward_saves_.size(), "checkpoint",
+                        "the recompute to save " + std::to_string(forward_saves_.size()) +
+                            " tensors for backward, as the forward did",
+                        "saved tensor " + std::to_string(i) + " (" + describe(now) + ") beyond them", kSameSavesHint);
+            const SavedMeta& then = forward_saves_[i];
+            GRAFT_CHECK(now.sizes == then.sizes && now.dtype == then.dtype, "checkpoint",
+                        "saved tensor " + std::to_string(i) + " of the recompute to have the forward's metadata (" +
+                            describe(then) + ")",
+                        describe(now), kSameSavesHint);
+            return t;
+          },
+          [](const Tensor& t) { return t; });
       out = fn_(detached);
     }
+    GRAFT_CHECK(*count == forward_saves_.size(), "checkpoint",
+                "the recompute to save " + std::to_string(forward_saves_.size()) + " tensors for backward, as the "
+                "forward did", std::to_string(*count) + " saved tensors", kSameSavesHint);
     // Nothing differentiable came out (fn detached, or uses no parameter and no input needing a
     // gradient): no gradient flows, as it would not without the checkpoint.
     if (!out.defined() || !out.requires_grad()) return {};
@@ -163,6 +212,9 @@ class CheckpointBackward final : public Node {
  private:
   CheckpointFunction fn_;
   Generator::State rng_;
+
+ public:
+  std::vector<SavedMeta> forward_saves_;  // set by checkpoint_impl after the forward
 };
 
 // checkpoint() with a hint: record=false when nothing inside fn can require grad (no input and no
@@ -189,11 +241,22 @@ Tensor checkpoint_impl(const CheckpointFunction& fn, const TensorList& inputs, b
   for (const Tensor& t : inputs) node->save(t);
   Tensor out;
   {
-    NoGradGuard no_grad;
+    // Grad mode on, as in the recompute; what fn's ops save is measured, and a placeholder kept
+    // instead (Note [Checkpointing], "Same saved tensors").
+    const Tensor placeholder = empty({0});
+    auto saves = std::make_shared<std::vector<SavedMeta>>();
+    autograd::SavedTensorsHooks measure(
+        [saves, placeholder](const Tensor& t) {
+          saves->push_back(saved_meta(t));
+          return placeholder;
+        },
+        [](const Tensor& t) { return t; });
     out = fn(inputs);
+    node->forward_saves_ = std::move(*saves);
   }
   check_output(out);
-  if (!out.is_floating_point()) return out;
+  // fn's graph (placeholders only) goes with the handle fn returned.
+  if (!out.is_floating_point()) return out.detach();
   // A new handle: fn may have returned one of its inputs, whose history must stay its own.
   out = out.detach();
   autograd::set_history(out, node);

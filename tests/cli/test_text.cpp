@@ -8,13 +8,16 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "../io/temp_dir.h"
 #include "../support/test_util.h"
 #include "graft/graft.h"
+#include "plan.h"
 #include "text.h"
 #include "train.h"
 
@@ -310,6 +313,109 @@ TEST(Text, BadTextInputAndFlagsAreClearErrors) {
   s.checkpoint = dir / "fox.txt";
   s.temperature = -1;
   EXPECT_TRUE(throws_error([&] { cli::sample(s, sink); }, {"--temperature", "[0, 100]"}));
+}
+
+// Issue 34, item 11: a checkpoint whose flag.heads (or width, depth, context) was edited sampled
+// without an error, with a model of another shape than its weights'. Each edit is now an error
+// naming the flag, the stored value and what the weights say.
+TEST(Text, SampleChecksTheStoredShapeFlagsAgainstTheWeights) {
+  TempDir dir;
+  write_text_file(dir / "fox.txt", periodic_text(6000));
+  for (const char* model : {"gpt", "lstm"}) {
+    TrainConfig c = small_text_config(dir / "fox.txt", model);  // context 32, width 32, depth 2, heads 2
+    c.train_limit = 16;
+    c.epochs = 1;
+    c.save = dir / (std::string(model) + ".safetensors");
+    std::ostringstream sink;
+    cli::train(c, sink);
+    const io::Checkpoint ck = io::load_checkpoint(c.save);
+    cli::SampleConfig s;
+    s.prompt = "the ";
+    s.length = 3;
+    s.threads = 1;
+    s.checkpoint = c.save;
+    EXPECT_NO_THROW(cli::sample(s, sink)) << model << ": the checkpoint as saved";
+    const bool gpt = std::string(model) == "gpt";
+    // flag -> (edited value, what the weights say)
+    std::vector<std::tuple<std::string, std::string, std::string>> edits = {{"width", "16", "32"},
+                                                                            {"depth", "1", "2"}};
+    if (gpt) {
+      edits.emplace_back("heads", "4", "2");  // 4 divides 32: only the run's record tells
+      edits.emplace_back("context", "16", "32");
+    }
+    for (const auto& [flag, edited, weights] : edits) {
+      io::Metadata meta = ck.metadata;
+      meta.at("flag." + flag) = edited;
+      const std::string file = dir / (std::string(model) + "-" + flag + ".safetensors");
+      io::save_checkpoint(file, {{"", ck.tensors}}, meta);
+      s.checkpoint = file;
+      std::ostringstream out;
+      EXPECT_TRUE(throws_error([&] { cli::sample(s, out); },
+                               {"graft sample", "flag." + flag + " " + weights, "flag." + flag + " " + edited, file}))
+          << model << " " << flag;
+      EXPECT_EQ(out.str(), "");
+      // --resume reads the same checkpoint the same way.
+      TrainConfig r = c;
+      r.resume = file;
+      r.epochs = 2;
+      r.save.clear();
+      EXPECT_TRUE(throws_error([&] { cli::train(r, out); }, {"flag." + flag + " " + edited}))
+          << model << " " << flag;
+    }
+  }
+}
+
+// Issue 34, item 11: a procfs file's st_size is 0 though it has content; /proc/self/status was
+// "0 bytes". It is read to its end (bounded by the 1 GiB limit).
+TEST(Text, AProcfsFileIsReadToItsEnd) {
+  std::ifstream f("/proc/self/status", std::ios::binary);
+  if (!f) GTEST_SKIP() << "no /proc/self/status";
+  const std::string direct((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_GT(direct.size(), 200u);  // its Name:, State:, Vm...: lines, about 1 KiB
+  const cli::TextCorpus c = cli::load_text("/proc/self/status", 8);
+  const size_t got = c.train.size() + c.held_out.size();
+  // The numbers in it (memory sizes, switches) change between two reads by a few digits at most.
+  EXPECT_NEAR(static_cast<double>(got), static_cast<double>(direct.size()), 64.0);
+  EXPECT_EQ(c.train.rfind("Name:", 0), 0u) << c.train.substr(0, 40);
+  EXPECT_EQ(c.files, 1);
+}
+
+// graft plan runs the model on shapes alone (issue 34, item 3: planning a 100M-parameter GPT used to
+// take 2.2 GB): a GPT of 1.2 billion parameters is planned under a 64 MiB limit on the CPU's tensor
+// memory, allocating none of it, and its parameters and Adam state are the hand-counted sizes.
+TEST(Text, PlanningAModelNeedsNoneOfTheMemoryItPlans) {
+  TempDir dir;
+  write_text_file(dir / "fox.txt", periodic_text(4000));
+  cli::PlanConfig pc;
+  pc.train = small_text_config(dir / "fox.txt", "gpt");
+  const int64_t W = 2048, L = 24, T = 256, V = 256;
+  pc.train.width = W;
+  pc.train.depth = L;
+  pc.train.heads = 16;
+  pc.train.context = T;
+  pc.train.batch_size = 4;
+  pc.train.optimizer = "adam";
+  // Per block: qkv (3W x W + 3W), the output projection (W x W + W), the MLP (4W x W + 4W, W x 4W + W)
+  // and two layer norms (2 x 2W): 12 W^2 + 13 W. Around them: byte and position embeddings (V W,
+  // T W), the final layer norm (2W) and the output layer (V x W + V).
+  const int64_t params = L * (12 * W * W + 13 * W) + V * W + T * W + 2 * W + V * W + V;
+  memory::set_limit(64 << 20);
+  const int64_t cpu_before = memory::stats().allocated_bytes;
+  memory::reset_peak_stats();
+  std::ostringstream sink;
+  cli::PlanResult p;
+  try {
+    p = cli::plan(pc, sink);
+  } catch (...) {
+    memory::set_limit(0);
+    throw;
+  }
+  memory::set_limit(0);
+  const auto j = nlohmann::json::parse(p.plan_json);
+  EXPECT_EQ(j["category_peak"]["parameters"].get<int64_t>(), 4 * params);
+  EXPECT_EQ(j["category_peak"]["optimizer_state"].get<int64_t>(), 8 * params);  // Adam's two moments
+  EXPECT_GT(p.predicted_peak_bytes, 16 * params);  // and gradients, activations
+  EXPECT_LT(memory::stats().peak_allocated_bytes - cpu_before, int64_t{8} << 20);  // the text and a batch
 }
 
 }  // namespace

@@ -153,7 +153,9 @@ TEST(Checkpoint, RecomputeRunsWithGradModeOnAndTheFlagSet) {
       },
       x);
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_FALSE(calls[0].first) << "the forward runs under NoGradGuard";
+  // Grad mode on in the forward too, so that its saves can be compared with the recompute's; they are
+  // measured, not kept (Note [Checkpointing], "Same saved tensors").
+  EXPECT_TRUE(calls[0].first) << "the forward runs with grad mode on, as the recompute does";
   EXPECT_FALSE(calls[0].second);
   EXPECT_TRUE(y.requires_grad());
   y.sum().backward();  // the node's apply runs a backward pass of its own (reentrant)
@@ -380,6 +382,56 @@ TEST(Checkpoint, Errors) {
   Tensor v = checkpoint([&](const Tensor& p) { return p.narrow(0, 0, n); }, x);
   n = 2;
   EXPECT_TRUE(throws_error([&] { v.sum().backward(); }, {"checkpoint", "the forward's shape [3]", "[2]"}));
+}
+
+// Issue 34, item 11: a recompute that saves other tensors than the forward did (another shape, another
+// dtype, another number of them) is an error naming the saved tensor, as PyTorch's checkpoint raises
+// "Recomputed values ... have different metadata than during the forward pass"; the output's shape
+// alone (scalar here) cannot tell. Without the check, the gradient of the 2-row recompute came back.
+TEST(Checkpoint, ARecomputeThatSavesOtherTensorsIsAnError) {
+  Tensor x = input64({3, 4}, 21, true);
+  int calls = 0;  // captured by reference: the forward slices 3 rows, the recompute 2
+  Tensor y = checkpoint(
+      [&calls](const Tensor& a) { return a.narrow(0, 0, calls++ == 0 ? 3 : 2).exp().sum(); }, x);
+  EXPECT_TRUE(throws_error([&] { y.backward(); },
+                           {"checkpoint", "saved tensor 0", "[3, 4], float64", "[2, 4], float64",
+                            "must not depend on state"}));
+  EXPECT_EQ(calls, 2);
+
+  // Another dtype: exp saves its output, float64 in the forward and float32 in the recompute.
+  calls = 0;
+  y = checkpoint([&calls](const Tensor& a) { return (calls++ == 0 ? a : a.to(kFloat32)).exp().sum().to(kFloat64); },
+                 x);
+  EXPECT_TRUE(throws_error([&] { y.backward(); }, {"checkpoint", "saved tensor 0", "float64", "float32"}));
+
+  // One more op in the recompute: a second saved tensor the forward did not have.
+  calls = 0;
+  y = checkpoint(
+      [&calls](const Tensor& a) {
+        Tensor h = a.exp();
+        if (calls++ > 0) h = h.exp();
+        return h.sum();
+      },
+      x);
+  EXPECT_TRUE(throws_error([&] { y.backward(); }, {"checkpoint", "1 tensors for backward", "saved tensor 1"}));
+  // One fewer: counted once the recompute is done.
+  calls = 0;
+  y = checkpoint(
+      [&calls](const Tensor& a) {
+        Tensor h = a.exp();
+        if (calls++ == 0) h = h.exp();
+        return h.sum();
+      },
+      x);
+  EXPECT_TRUE(throws_error([&] { y.backward(); }, {"checkpoint", "2 tensors for backward", "1 saved tensors"}));
+
+  // The same function twice: the gradient of sum(exp(x)) is exp(x).
+  x.mutable_grad() = Tensor();
+  y = checkpoint([](const Tensor& a) { return a.exp().sum(); }, x);
+  y.backward();
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      EXPECT_NEAR(x.grad()[i][j].item<double>(), std::exp(x[i][j].item<double>()), kTol);
 }
 
 TEST(CheckpointSequential, SegmentCountsGiveThePlainGradients) {

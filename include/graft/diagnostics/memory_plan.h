@@ -21,6 +21,17 @@
 // called. The model, its gradients, the optimiser's state and the default generator are restored
 // afterwards; the warm-up step creates the optimiser's state first, so the plan is a steady-state step.
 // What it cannot see: memory outside graft's allocator (OpenBLAS's buffers, the program itself).
+//
+// Note [Planning on shapes alone]
+// Given a model whose parameters are meta tensors (built under DefaultDeviceGuard(kMeta), or moved
+// with module->to(kMeta)), the same steps run on the meta device (docs/meta.md): every op's shape
+// rule, autograd recording and memory accounting, and no kernel, so planning a model of billions
+// of parameters allocates nothing of it and takes the time of a few thousand op calls. The events
+// paired are then the meta device's (its own counters and history), the probes run at the planned
+// batch size and twice it (the plan is exact at the size asked, whatever a kernel does at small
+// sizes), and Plan::predicted_peak_rounded_bytes adds the caching allocator's block rounding. The
+// CPU's counters, limit and history are untouched. Tensors the caller keeps live on meta while
+// planning (a data loader's batches in flight) count, as live CPU tensors count in a CPU plan.
 #pragma once
 
 #include <array>
@@ -48,7 +59,12 @@ struct PlanOptions {
   // The forward to plan; null: model.forward(x) through the module's call (e.g. a lambda running
   // checkpoint_sequential(model, segments, x) plans checkpointing).
   std::function<Tensor(const Tensor&)> forward = nullptr;
-  // The two small batch sizes the step runs at (>= 2 for batch norm).
+  // The whole step to plan, in place of the planner's own (forward, loss, zero_grad, backward,
+  // optimiser step), given the input batch: e.g. a training loop's step, which keeps the logits for
+  // its accuracy. Null: the planner's step with `forward` and `loss`.
+  std::function<void(const Tensor&)> step = nullptr;
+  // The two small batch sizes the step runs at on the CPU (>= 2 for batch norm); on meta the step
+  // runs at the planned size and twice it.
   int64_t probe_batch_a = 2, probe_batch_b = 4;
   // The input's dtype: floating point inputs are randn, integer ones zeros (token 0 for an
   // nn::Embedding). cross_entropy's targets are one zero per row of the output, so a model may
@@ -59,6 +75,9 @@ struct PlanOptions {
 struct Plan {
   int64_t batch_size = 0;
   int64_t predicted_peak_bytes = 0;             // the most live tensor bytes during the step
+  // On meta (Note [Planning on shapes alone]): the peak of the caching allocator's blocks at the
+  // planned batch size (each storage rounded up to its size class); 0 for a CPU plan.
+  int64_t predicted_peak_rounded_bytes = 0;
   std::array<int64_t, kNumCategories> at_peak{};        // the breakdown at that moment
   std::array<int64_t, kNumCategories> category_peak{};  // each category's own peak in the step
   std::string peak_op;                          // the op allocating when the peak is reached
@@ -84,7 +103,8 @@ struct Plan {
 };
 
 // Plans one training step of `model` on inputs of `input_shape` (its first size is the batch size)
-// with `optimizer` (may be null: no optimiser step, no state).
+// with `optimizer` (may be null: no optimiser step, no state). A model on meta is planned on shapes
+// alone (Note [Planning on shapes alone]).
 Plan plan(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* optimizer, const PlanOptions& options = {});
 
 }  // namespace graft::memory

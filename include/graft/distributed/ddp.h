@@ -36,6 +36,20 @@
 // synchronised backward all-reduces the sum. Buffers (BatchNorm's running statistics) are broadcast
 // from rank 0 before each forward when broadcast_buffers is on.
 //
+// Note [What DDP checks]
+// DDP checks what it must to run: at construction, the same parameters on every rank (names, dtypes,
+// shapes, in order; the first difference is an error on every rank), then rank 0's parameters and
+// buffers replace every other rank's; each bucket's collective goes through Note [Collective checks],
+// so ranks whose backward produces other buckets, or that step a different number of times, fail
+// with an error (or at the group's timeout) instead of mixing unrelated gradients. It cannot see
+// the rest, which is the program's business: the optimiser, its learning rate and other
+// hyperparameters; the data each rank trains on (DistributedSampler / DataLoaderOptions::distributed
+// need the same seed and size on every rank, or the shards overlap); a dropout probability or other
+// option that leaves the parameters' shapes alone; weights loaded after construction (a checkpoint
+// loaded on each rank is not broadcast again: compare it, or load it before wrapping); what each
+// rank prints or saves. graft train compares its flags and its resumed checkpoint across ranks
+// itself (Note [Ranks that agree] in apps/graft/rank_agreement.h).
+//
 // Note [DDP communication hooks]
 // What a bucket's reduction does is a communication hook (PyTorch's register_comm_hook): the
 // reducer calls hook(bucket) when the bucket's last gradient arrives (and for every bucket in

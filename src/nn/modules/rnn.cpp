@@ -281,7 +281,7 @@ std::tuple<Tensor, Tensor, Tensor> RNNBase::run_padded(const Tensor& x, const st
   for (Tensor* s : {&h0, &c0}) {
     if (s == &c0 && !lstm) continue;
     if (!s->defined()) {
-      *s = zeros({L * D, N, H}, x.dtype());
+      *s = zeros({L * D, N, H}, x.options());
       continue;
     }
     GRAFT_CHECK(s->dim() == 3 && s->size(0) == L * D && s->size(1) == N && s->size(2) == H, op,
@@ -462,7 +462,7 @@ std::pair<Tensor, Tensor> RNNCellBase::step(const Tensor& input, const Tensor& h
   const Tensor x = batched ? input : input.unsqueeze(0);
   const int64_t N = x.size(0);
   auto state = [&](const Tensor& s, const char* name) {
-    if (!s.defined()) return zeros({N, hidden_size_}, x.dtype());
+    if (!s.defined()) return zeros({N, hidden_size_}, x.options());
     const Tensor b = batched ? s : s.unsqueeze(0);
     GRAFT_CHECK(b.dim() == 2 && b.size(0) == N && b.size(1) == hidden_size_, op,
                 std::string(name) + " of shape " + shape_str({N, hidden_size_}), shape_str(s.sizes()), "");
