@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <new>
 
 #include "config.h"
 #include "plan.h"
@@ -223,6 +224,16 @@ int main(int argc, char** argv) {
     graft::distributed::destroy_process_group();  // graft train under mpirun: MPI_Finalize
   } catch (const graft::Error& e) {
     std::cerr << "graft: " << e.what() << '\n';
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Tensors that do not fit are graft's OutOfMemoryError, with its report (Note [Memory limit]);
+    // this is memory outside them (a file read, a container) the system refused (issue 34, item 3).
+    const graft::Error e(app.get_subcommands().empty() ? "graft" : "graft " + app.get_subcommands()[0]->get_name(),
+                         "memory for the command's own buffers (file contents, records)",
+                         "std::bad_alloc: the system refused an allocation outside graft's tensor memory",
+                         "free memory or raise the process's limit (ulimit -v); graft plan predicts a run's tensor "
+                         "memory without allocating it");
+    std::cerr << "graft: out of memory: " << e.what() << '\n';
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "graft: " << e.what() << '\n';

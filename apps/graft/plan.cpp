@@ -199,6 +199,9 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
     out << "budget " << memory::format_bytes(r.budget_bytes) << ": batch " << batch << (fits ? " fits" : " does not fit")
         << "; the largest " << (pc.accumulate > 1 ? "micro-batch" : "batch") << " that fits is " << r.max_batch_size;
     if (pc.accumulate > 1) out << " (effective batch " << r.max_batch_size * pc.accumulate << " with --accumulate " << pc.accumulate << ")";
+    // No batch at all: say which phase that does not depend on the batch is over the budget.
+    if (loading_peak > r.budget_bytes) out << " (loading the data set peaks at " << memory::format_bytes(loading_peak) << ")";
+    else if (eval_peak > r.budget_bytes) out << " (evaluation peaks at " << memory::format_bytes(eval_peak) << ", whatever the batch)";
     out << "\n";
     if (!fits && pc.checkpoint_segments == 0) {
       // Fewest checkpoint segments with which the requested batch fits.

@@ -49,6 +49,11 @@ class TextTask final : public Task {
   // The text models' flags; the image-only flags are refused with them rather than ignored.
   void check_flags(const TrainConfig& c, const std::string& command) const override {
     refuse_flags(c, command, {"--batch-norm", "--init", "--classes"}, "the image models' (mlp, cnn)");
+    // The LSTM has no attention heads: --heads given on the command line is refused (a library
+    // caller's value is left alone: the shared small configurations of the tests set it).
+    GRAFT_CHECK(has_attention() || !c.given_flags.count("--heads"), command + " --heads",
+                "no --heads with --model " + c.model + " (only gpt has attention heads)", "--heads given",
+                "leave --heads out: --model " + c.model + " does not read it");
     const std::string op = command + " --model " + c.model;
     auto in_range = [&](const char* flag, int64_t v, int64_t hi, const std::string& hint) {
       GRAFT_CHECK(v >= 1 && v <= hi, op + " " + flag, "a value in [1, " + std::to_string(hi) + "]", std::to_string(v), hint);
