@@ -43,6 +43,9 @@ void check_bounds(const TrainConfig& c, const Task& task, const std::string& com
            "1 samples every step; 10 every tenth");
   check_threads(command, c.threads);
   in_range("--workers", c.workers, 0, kMaxWorkers, "1 prepares the next batch in the background");
+  in_range("--checkpoint-segments", c.checkpoint_segments, 0, 1024, "about the square root of the model's modules");
+  in_range("--eval-limit", c.eval_limit, 0, std::numeric_limits<int64_t>::max(), "0 evaluates every held-out example");
+  in_range("--eval-batch-size", c.eval_batch_size, 0, kMaxBatchSize, "0 is the model's (1000 images, 64 windows)");
   auto finite = [&](const char* flag, double v) {
     GRAFT_CHECK(std::isfinite(v), command + " " + flag, "a finite number", std::to_string(v), "");
   };
@@ -121,6 +124,14 @@ TrainConfig with_defaults(TrainConfig c) {
 }
 
 int64_t batch_size(const TrainConfig& c) { return c.batch_size > 0 ? c.batch_size : default_batch_size(c.model); }
+
+int64_t eval_examples(const TrainConfig& c, int64_t available) {
+  return c.eval_limit > 0 ? std::min(c.eval_limit, available) : available;
+}
+
+int64_t eval_batch_size(const TrainConfig& c, int64_t task_default) {
+  return c.eval_batch_size > 0 ? c.eval_batch_size : task_default;
+}
 
 double default_lr(const std::string& optimizer) {
   if (optimizer == "sgd") return 0.05;

@@ -48,6 +48,10 @@ struct TrainConfig {
   int64_t monitor_every = 1;  // gradient-health sampling period in steps, with --log or --report
   std::string progress = "auto";  // auto | bar | lines | none
   int zero = 0;  // under mpirun: 1 shards the optimiser state over the ranks, 2 the gradients too
+  int64_t eval_limit = 0;       // evaluate on the first N held-out examples (images, or text windows); 0: all
+  int64_t eval_batch_size = 0;  // held-out examples per evaluation batch; 0: the model's (1000 images, 64 windows)
+  int64_t checkpoint_segments = 0;  // > 0: the forward through checkpoint_sequential (one process)
+  std::string memory_budget;    // "512MiB": choose what fits (Note [Memory budget] in budget.h), then enforce it
   // The flags given on the command line ("--context", ...; main.cpp fills it from CLI11's counts), so
   // that a flag the model does not read is refused even at its default value (issue 34, item 11). A
   // library caller may leave it empty: a value other than TrainConfig's default counts as given.
@@ -66,6 +70,9 @@ int64_t default_epochs(const std::string& model);
 TrainConfig with_defaults(TrainConfig config);
 // --batch-size, or the model's default.
 int64_t batch_size(const TrainConfig& config);
+// The held-out examples evaluated (--eval-limit of `available`), and how many at a time.
+int64_t eval_examples(const TrainConfig& config, int64_t available);
+int64_t eval_batch_size(const TrainConfig& config, int64_t task_default);
 
 // Checks the configuration, throwing graft::Error naming the flag for a bad value. `command` begins
 // every message ("graft plan --batch-size: ..."): the command whose flags they are.

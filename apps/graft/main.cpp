@@ -62,6 +62,21 @@ void add_threads_flag(CLI::App* cmd, int& threads) {
 void add_workers_flag(CLI::App* cmd, int& workers) {
   cmd->add_option("--workers", workers, "background threads preparing batches (at most 64)")->capture_default_str();
 }
+// The memory flags graft train and graft plan share (Note [Memory budget] in plan.cpp).
+void add_memory_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
+  cmd->add_option("--memory-budget", cfg.memory_budget,
+                  "the memory the run may use, such as 512MiB: choose from the plan what fits (a smaller evaluation "
+                  "batch, attention recomputation), say what was chosen, and hold the run to it")
+      ->check(kNonEmpty);
+  cmd->add_option("--eval-limit", cfg.eval_limit, "evaluate on the first N held-out examples (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-segments", cfg.checkpoint_segments,
+                  "recompute the forward in backward by this many segments (checkpoint_sequential; 0: none)")
+      ->capture_default_str();
+  cmd->add_option("--eval-batch-size", cfg.eval_batch_size,
+                  "held-out examples per evaluation batch (0: 1000 images, 64 text windows)")
+      ->capture_default_str();
+}
 void add_data_flag(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
   cmd->add_option("--data", cfg.data,
                   "mlp, cnn: directory with train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte "
@@ -140,6 +155,7 @@ int main(int argc, char** argv) {
   add_seed_flag(train, cfg.seed, "seed of weights, shuffling and dropout");
   add_threads_flag(train, cfg.threads);
   add_workers_flag(train, cfg.workers);
+  add_memory_flags(train, cfg);
   add_data_flag(train, cfg);
   add_text_flags(train, cfg);
   add_limit_and_classes_flags(train, cfg);
@@ -180,11 +196,9 @@ int main(int argc, char** argv) {
   add_limit_and_classes_flags(plan, plan_cfg.train);
   add_threads_flag(plan, plan_cfg.train.threads);
   add_workers_flag(plan, plan_cfg.train.workers);  // the batches prepared ahead are part of the peak
+  add_memory_flags(plan, plan_cfg.train);
   plan->add_option("--budget", plan_cfg.budget, "a memory budget such as 2GiB: print the largest batch that fits");
   plan->add_option("--accumulate", plan_cfg.accumulate, "micro-batches per optimiser step (the batch is the micro-batch)")
-      ->capture_default_str();
-  plan->add_option("--checkpoint-segments", plan_cfg.checkpoint_segments,
-                   "plan the forward through checkpoint_sequential with this many segments (0: none)")
       ->capture_default_str();
   plan->add_option("--world-size", plan_cfg.world_size,
                    "ranks of an mpirun run (--batch-size per rank): also print each rank's memory")

@@ -13,6 +13,7 @@
 
 #include "run_setup.h"
 #include "task.h"
+#include "train_step.h"
 
 namespace graft::cli {
 
@@ -60,6 +61,12 @@ BatchForm batch_form(const data::Dataset& set, int64_t batch) {
   return f;
 }
 
+std::string joined_choices(const std::vector<std::string>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+  return out;
+}
+
 std::vector<int64_t> with_batch(int64_t b, const std::vector<int64_t>& sizes) {
   std::vector<int64_t> s = {b};
   s.insert(s.end(), sizes.begin(), sizes.end());
@@ -71,30 +78,35 @@ Tensor bytes_on(Device device, double bytes) {
   return empty({static_cast<int64_t>(std::ceil(bytes))}, TensorOptions().dtype(kUInt8).device(device));
 }
 
-}  // namespace
+// What every plan of one data set stands on: the data, loaded once (a budget's search plans many
+// configurations of it), and what loading it cost.
+struct PlanInputs {
+  TaskData d;
+  int64_t loading_peak = 0;
+  memory::Stats loaded;  // the CPU's counters after loading: the data set, live through the run
+};
 
-PlanResult plan(const PlanConfig& pc, std::ostream& out) {
-  const TrainConfig cfg = with_defaults(pc.train);
-  validate(cfg, "graft plan");
-  // Bounded so that the effective batch (batch x accumulate) cannot overflow (issue 14, item 11).
-  constexpr int64_t kMaxAccumulate = int64_t{1} << 16, kMaxSegments = 1024;
-  GRAFT_CHECK(pc.world_size >= 1 && pc.world_size <= (int64_t{1} << 20) && pc.zero >= 0 && pc.zero <= 2, "graft plan",
-              "--world-size in [1, 2^20] and --zero 0, 1 or 2",
-              std::to_string(pc.world_size) + " and " + std::to_string(pc.zero), "--world-size counts the ranks of the run");
-  GRAFT_CHECK(pc.accumulate >= 1 && pc.accumulate <= kMaxAccumulate && pc.checkpoint_segments >= 0 &&
-                  pc.checkpoint_segments <= kMaxSegments,
-              "graft plan", "--accumulate in [1, " + std::to_string(kMaxAccumulate) + "] and --checkpoint-segments in [0, " +
-                  std::to_string(kMaxSegments) + "]",
-              std::to_string(pc.accumulate) + " and " + std::to_string(pc.checkpoint_segments), "");
-  set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  manual_seed(cfg.seed);
-  // The data set, loaded as graft train loads it: live through the whole run (Note [What graft plan counts]).
+PlanInputs load_inputs(const TrainConfig& cfg, const Task& task) {
+  PlanInputs in;
   memory::reset_peak_stats();
-  const Task& task = task_for(cfg.model);
-  const TaskData d = task.load(cfg);
-  const int64_t loading_peak = memory::stats().peak_allocated_bytes;
-  const memory::Stats loaded = memory::stats();
-  const int64_t data_bytes = loaded[memory::Category::Data].current_bytes;
+  in.d = task.load(cfg);
+  in.loading_peak = memory::stats().peak_allocated_bytes;
+  in.loaded = memory::stats();
+  return in;
+}
+
+struct Prediction {
+  memory::Plan step;        // the training step's, the data set included
+  int64_t eval_peak = 0;    // evaluation's
+  int64_t eval_batch = 0;   // held-out examples per evaluation batch
+  int64_t run_peak = 0;     // the most of the step's, the loading's and evaluation's
+};
+
+// The run of `cfg` on shapes alone (Note [What graft plan counts]).
+Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& in) {
+  const int64_t segments = cfg.checkpoint_segments;
+  const TaskData& d = in.d;
+  const memory::Stats& loaded = in.loaded;
   const int64_t batch = batch_size(cfg);
   const BatchForm form = batch_form(*d.train, batch);
   // The model and its optimiser on meta: nothing of them is allocated.
@@ -114,57 +126,169 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
                                        static_cast<double>(building) * form.build_peak_per_example;
   const TensorOptions on_meta = TensorOptions().device(kMeta);
 
-  // One step of train.cpp's loop at the batch of x (its data); `segments` > 0: checkpoint_sequential.
-  auto step = [&](const Tensor& x, int64_t segments) {
+  // One step of graft train at the batch of x (Note [graft train's step]), with the loader's other
+  // batches in flight.
+  auto step = [&](const Tensor& x) {
     const int64_t b = x.size(0);
     const Tensor in_flight =
         in_flight_per_example > 0 ? bytes_on(x.device(), in_flight_per_example * static_cast<double>(b)) : Tensor();
-    const Tensor target = zeros(with_batch(b, form.target_sizes), x.options().dtype(form.target_dtype)).reshape({-1});
-    const Tensor logits = segments > 0 ? checkpoint_sequential(model, segments, x) : model->forward(x);
-    Tensor loss = F::cross_entropy(logits, target);
-    opt->zero_grad();
-    loss.backward();
-    opt->step();
-    NoGradGuard no_grad;
-    (void)eq(argmax(logits, 1), target).sum();
+    const Tensor target = zeros(with_batch(b, form.target_sizes), x.options().dtype(form.target_dtype));
+    (void)TrainStep{model, nullptr, opt.get(), nullptr, nullptr, segments}(x, target);
   };
-  auto plan_with = [&](int64_t segments) {
+  Prediction r;
+  {
     memory::PlanOptions o;
     o.input_dtype = form.data_dtype;
-    o.step = [&, segments](const Tensor& x) { step(x, segments); };
+    o.step = step;
     memory::Plan p = memory::plan(*model.ptr(), with_batch(batch, form.data_sizes), opt.get(), o);
     // The CPU's live bytes (the data set) are under every event of the step.
     for (memory::Plan::Line& l : p.lines)
       for (size_t k = 0; k < memory::kNumCategories; ++k) l.intercept[k] += static_cast<double>(loaded.by_category[k].current_bytes);
     p.baseline_bytes += loaded.allocated_bytes;
     const int64_t rounded = p.predicted_peak_rounded_bytes;
-    memory::Plan at = p.at_batch_size(batch);
-    at.predicted_peak_rounded_bytes = rounded + loaded.rounded_bytes;
-    return at;
-  };
-  const memory::Plan p = plan_with(pc.checkpoint_segments);
-
+    r.step = p.at_batch_size(batch);
+    r.step.predicted_peak_rounded_bytes = rounded + loaded.rounded_bytes;
+  }
   // Evaluation, after an epoch's last step: its gradients and the optimiser state stay live.
-  int64_t eval_peak = 0;
   {
-    step(zeros(with_batch(batch, form.data_sizes), on_meta.dtype(form.data_dtype)), 0);
-    const int64_t chunk = std::max<int64_t>(1, std::min(task.eval_chunk(), d.test->size()));
+    step(zeros(with_batch(batch, form.data_sizes), on_meta.dtype(form.data_dtype)));
+    const int64_t n = eval_examples(cfg, d.test->size());
+    r.eval_batch = std::max<int64_t>(1, std::min(eval_batch_size(cfg, task.eval_chunk()), n));
     memory::reset_peak_stats();
     const int64_t steady = memory::stats(kMeta).allocated_bytes;
     {
       NoGradGuard no_grad;
       model->eval();
-      const Tensor x = zeros(with_batch(chunk, form.data_sizes), on_meta.dtype(form.data_dtype));
-      const Tensor target = zeros(with_batch(chunk, form.target_sizes), on_meta.dtype(form.target_dtype)).reshape({-1});
+      const Tensor x = zeros(with_batch(r.eval_batch, form.data_sizes), on_meta.dtype(form.data_dtype));
+      const Tensor target =
+          zeros(with_batch(r.eval_batch, form.target_sizes), on_meta.dtype(form.target_dtype)).reshape({-1});
       const Tensor logits = model->forward(x);
       (void)F::cross_entropy(logits, target);
       (void)eq(argmax(logits, 1), target).sum();
       model->train();
     }
-    const double build = form.build_peak_per_example * static_cast<double>(chunk);
-    eval_peak = loaded.allocated_bytes +
-                std::max(memory::stats(kMeta).peak_allocated_bytes, steady + static_cast<int64_t>(std::ceil(build)));
+    const double build = form.build_peak_per_example * static_cast<double>(r.eval_batch);
+    r.eval_peak = loaded.allocated_bytes +
+                  std::max(memory::stats(kMeta).peak_allocated_bytes, steady + static_cast<int64_t>(std::ceil(build)));
   }
+  r.run_peak = std::max({r.step.predicted_peak_bytes, in.loading_peak, r.eval_peak});
+  return r;
+}
+
+// Note [Memory budget]
+// --memory-budget SIZE (graft train and graft plan) turns the plan around: given the bytes, choose
+// how to run. Each saving is tried in the order of what it costs, cheapest first, and kept once
+// taken; the first configuration whose predicted run peak (Note [What graft plan counts]) fits is
+// the one that runs, and GRAFT_MEMORY_LIMIT's limit is set to the budget, so the plan is enforced:
+//   1. a smaller evaluation batch (halved until evaluation fits: no effect on the numbers);
+//   2. recomputing each attention core in backward (gpt: --checkpoint-attention, about 10% more
+//      time, the same numbers bit for bit);
+//   3. recomputing the whole forward in backward, by segments (--checkpoint-segments: the fewest
+//      that fit, or those with the lowest peak; about a third more time, the same numbers).
+// The batch size, the model and the optimiser stay the user's: when nothing fits, the error says
+// so before anything is trained, with the smallest budget that would fit (every saving taken).
+BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const PlanInputs& in,
+                               const std::string& command) {
+  const int64_t budget = memory::parse_bytes(given.memory_budget);
+  BudgetChoice c;
+  c.budget_bytes = budget;
+  c.config = given;
+  Prediction p = predict(c.config, task, in);
+  auto fits = [&] { return p.run_peak <= budget; };
+  // 1. The evaluation batch.
+  if (!fits() && p.eval_peak > budget) {
+    while (p.eval_peak > budget && p.eval_batch > 1) {
+      c.config.eval_batch_size = std::max<int64_t>(1, p.eval_batch / 2);
+      p = predict(c.config, task, in);
+    }
+    c.choices.push_back("--eval-batch-size " + std::to_string(p.eval_batch));
+  }
+  // 2. Attention recomputation.
+  if (!fits() && task.has_attention() && !c.config.checkpoint_attention) {
+    c.config.checkpoint_attention = true;
+    p = predict(c.config, task, in);
+    c.choices.push_back("--checkpoint-attention");
+  }
+  // 3. Recomputing the forward by segments (checkpoint_sequential): the fewest segments that fit.
+  if (!fits() && c.config.checkpoint_segments == 0) {
+    const int64_t modules = [&] {
+      DefaultDeviceGuard on_meta(kMeta);
+      return static_cast<int64_t>(task.build_model(c.config, in.d)->size());
+    }();
+    Prediction best = p;
+    for (int64_t s = 2; s <= modules && best.run_peak > budget; ++s) {
+      TrainConfig with = c.config;
+      with.checkpoint_segments = s;
+      const Prediction q = predict(with, task, in);
+      if (q.run_peak < best.run_peak) {
+        best = q;
+        c.config.checkpoint_segments = s;
+      }
+    }
+    if (c.config.checkpoint_segments > 0) {
+      p = best;
+      c.choices.push_back("--checkpoint-segments " + std::to_string(c.config.checkpoint_segments));
+    }
+  }
+  c.predicted_peak_bytes = p.run_peak;
+  auto category = [&](memory::Category k) {
+    return std::string(memory::category_name(k)) + " " + memory::format_bytes(p.step.at_peak[static_cast<size_t>(k)]);
+  };
+  std::string breakdown;
+  for (int k = 0; k < memory::kNumCategories; ++k)
+    breakdown += (k ? ", " : "") + category(static_cast<memory::Category>(k));
+  GRAFT_CHECK(fits(), command + " --memory-budget",
+              "a budget the run fits in (with every saving graft can choose: " +
+                  (c.choices.empty() ? std::string("none applies") : joined_choices(c.choices)) + ")",
+              memory::format_bytes(budget) + ": the run needs at least " + memory::format_bytes(p.run_peak) + " (" +
+                  std::to_string(p.run_peak) + " bytes; training step " + memory::format_bytes(p.step.predicted_peak_bytes) +
+                  ", evaluation " + memory::format_bytes(p.eval_peak) + ", loading " + memory::format_bytes(in.loading_peak) +
+                  ")",
+              "--memory-budget " + std::to_string(p.run_peak) + " or more, or a smaller --batch-size or model");
+  c.summary = "memory budget " + memory::format_bytes(budget) + ": " +
+              (c.choices.empty() ? std::string("fits as given") : "chose " + joined_choices(c.choices)) +
+              "; predicted peak " + memory::format_bytes(p.run_peak) + " (training step at its peak: " + breakdown + ")\n";
+  return c;
+}
+
+}  // namespace
+
+PlanResult plan(const PlanConfig& pc, std::ostream& out) {
+  TrainConfig cfg = with_defaults(pc.train);
+  validate(cfg, "graft plan");
+  // Bounded so that the effective batch (batch x accumulate) cannot overflow (issue 14, item 11).
+  constexpr int64_t kMaxAccumulate = int64_t{1} << 16, kMaxSegments = 1024;
+  GRAFT_CHECK(pc.world_size >= 1 && pc.world_size <= (int64_t{1} << 20) && pc.zero >= 0 && pc.zero <= 2, "graft plan",
+              "--world-size in [1, 2^20] and --zero 0, 1 or 2",
+              std::to_string(pc.world_size) + " and " + std::to_string(pc.zero), "--world-size counts the ranks of the run");
+  GRAFT_CHECK(pc.accumulate >= 1 && pc.accumulate <= kMaxAccumulate && pc.checkpoint_segments >= 0 &&
+                  pc.checkpoint_segments <= kMaxSegments,
+              "graft plan", "--accumulate in [1, " + std::to_string(kMaxAccumulate) + "] and --checkpoint-segments in [0, " +
+                  std::to_string(kMaxSegments) + "]",
+              std::to_string(pc.accumulate) + " and " + std::to_string(pc.checkpoint_segments), "");
+  set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  manual_seed(cfg.seed);
+  // The data set, loaded as graft train loads it: live through the whole run (Note [What graft plan counts]).
+  const Task& task = task_for(cfg.model);
+  const PlanInputs in = load_inputs(cfg, task);
+  const TaskData& d = in.d;
+  const int64_t loading_peak = in.loading_peak;
+  const int64_t data_bytes = in.loaded[memory::Category::Data].current_bytes;
+  if (!cfg.memory_budget.empty()) {  // --memory-budget: plan what graft train would choose
+    const BudgetChoice choice = choose_for_budget(cfg, task, in, "graft plan");
+    out << choice.summary;
+    cfg = choice.config;
+  }
+  const int64_t batch = batch_size(cfg);
+  if (pc.checkpoint_segments > 0) cfg.checkpoint_segments = pc.checkpoint_segments;
+  const Prediction pred = predict(cfg, task, in);
+  const memory::Plan& p = pred.step;
+  const int64_t eval_peak = pred.eval_peak;
+  auto plan_with = [&](int64_t segments) {
+    TrainConfig with = cfg;
+    with.checkpoint_segments = segments;
+    return predict(with, task, in).step;
+  };
   PlanResult r;
   r.batch_size = batch;
   r.predicted_peak_bytes = std::max({p.predicted_peak_bytes, loading_peak, eval_peak});
@@ -182,7 +306,8 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
       << "  the data set (" << task.data_description()
       << ") is " << memory::format_bytes(data_bytes)
       << " of it; loading peaks at " << memory::format_bytes(loading_peak) << "\n"
-      << "  evaluation (" << std::min(task.eval_chunk(), d.test->size()) << " held-out examples at a time) peaks at "
+      << "  evaluation (" << pred.eval_batch << " of " << eval_examples(cfg, d.test->size())
+      << " held-out examples at a time) peaks at "
       << memory::format_bytes(eval_peak) << "\n"
       << "the run's peak: " << memory::format_bytes(r.predicted_peak_bytes) << " (" << r.predicted_peak_bytes
       << " bytes; GRAFT_MEMORY_LIMIT=" << r.predicted_peak_bytes << " runs it)\n";
@@ -203,9 +328,12 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
     if (loading_peak > r.budget_bytes) out << " (loading the data set peaks at " << memory::format_bytes(loading_peak) << ")";
     else if (eval_peak > r.budget_bytes) out << " (evaluation peaks at " << memory::format_bytes(eval_peak) << ", whatever the batch)";
     out << "\n";
-    if (!fits && pc.checkpoint_segments == 0) {
+    if (!fits && cfg.checkpoint_segments == 0) {
       // Fewest checkpoint segments with which the requested batch fits.
-      const int64_t modules = static_cast<int64_t>(model->size());
+      const int64_t modules = [&] {  // the model's top-level modules, counted on meta
+        DefaultDeviceGuard on_meta(kMeta);
+        return static_cast<int64_t>(task.build_model(cfg, d)->size());
+      }();
       for (int64_t s = 2; s <= modules && r.segments_to_fit == 0; ++s)
         if (std::max({plan_with(s).predicted_peak_bytes, loading_peak, eval_peak}) <= r.budget_bytes) r.segments_to_fit = s;
       out << (r.segments_to_fit ? "with checkpoint_sequential, " + std::to_string(r.segments_to_fit) +
@@ -250,6 +378,18 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
   if (pc.json) out << r.plan_json << '\n';
   out << std::flush;
   return r;
+}
+
+BudgetChoice fit_memory_budget(const TrainConfig& config, const std::string& command) {
+  const TrainConfig cfg = with_defaults(config);
+  const Task& task = task_for(cfg.model);
+  BudgetChoice c;
+  {
+    const PlanInputs in = load_inputs(cfg, task);  // freed before the run loads its own copy
+    c = choose_for_budget(cfg, task, in, command);
+  }
+  memory::reset_peak_stats();
+  return c;
 }
 
 }  // namespace graft::cli

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "config.h"
 
@@ -31,6 +32,19 @@ struct PlanResult {
   int64_t segments_to_fit = 0;         // with a budget: fewest checkpoint segments fitting batch_size (0: none)
   std::string plan_json;               // memory::Plan::json() at batch_size
 };
+
+// --memory-budget's choice (Note [Memory budget] in plan.cpp): the configuration that runs, what was
+// changed to fit, the predicted peak and a line saying so.
+struct BudgetChoice {
+  TrainConfig config;
+  std::vector<std::string> choices;  // the flags chosen: "--eval-batch-size 125", "--checkpoint-attention"
+  int64_t budget_bytes = 0;
+  int64_t predicted_peak_bytes = 0;
+  std::string summary;
+};
+// Plans `config` (loading its data, then freeing it) and chooses what fits config.memory_budget;
+// graft::Error naming `command` when nothing does, with the smallest budget that would.
+BudgetChoice fit_memory_budget(const TrainConfig& config, const std::string& command);
 
 // Loads the data set (its bytes are part of the run's memory), builds graft train's model and
 // optimiser, and prints the predicted peak of one training step, its breakdown and, with a budget,

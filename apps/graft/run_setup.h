@@ -51,4 +51,17 @@ Schedule make_schedule(const TrainConfig& cfg, optim::Optimizer& opt, int64_t ba
 
 double current_lr(optim::Optimizer& opt);
 
+// Sets the memory limit for the run and puts the previous one back after it (a library caller's
+// next run must not inherit a --memory-budget).
+class LimitGuard {
+ public:
+  explicit LimitGuard(int64_t bytes) : previous_(memory::stats().limit_bytes) { memory::set_limit(bytes); }
+  ~LimitGuard() { memory::set_limit(previous_); }
+  LimitGuard(const LimitGuard&) = delete;
+  LimitGuard& operator=(const LimitGuard&) = delete;
+
+ private:
+  int64_t previous_;
+};
+
 }  // namespace graft::cli

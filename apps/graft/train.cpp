@@ -18,12 +18,14 @@
 
 #include <sys/resource.h>
 
+#include "plan.h"
 #include "progress.h"
 #include "rank_agreement.h"
 #include "report.h"
 #include "run_log.h"
 #include "run_setup.h"
 #include "task.h"
+#include "train_step.h"
 
 namespace graft::cli {
 namespace {
@@ -61,12 +63,11 @@ struct Evaluation {
   double loss = 0, accuracy = 0;
 };
 
-// Mean loss and accuracy over every prediction of `set` (one per image, or one per byte of each text
-// window), `chunk` examples at a time.
-Evaluation evaluate(nn::Sequential& model, const data::Dataset& set, int64_t chunk) {
+// Mean loss and accuracy over every prediction of the first `n` examples of `set` (one per image, or
+// one per byte of each text window), `chunk` examples at a time.
+Evaluation evaluate(nn::Sequential& model, const data::Dataset& set, int64_t chunk, int64_t n) {
   NoGradGuard no_grad;
   model->eval();
-  const int64_t n = set.size();
   double loss_sum = 0;
   int64_t correct = 0, predictions = 0;
   std::vector<int64_t> indices;
@@ -236,7 +237,8 @@ class Run {
   // printed: a run that diverges in its last step trained on finite losses, yet its weights make
   // every forward pass NaN (issue 34, item 4). `when`: " at epoch 3", for the message.
   Evaluation evaluate_model(const std::string& when) {
-    const Evaluation ev = evaluate(model_, *d_.test, task_.eval_chunk());
+    const Evaluation ev = evaluate(model_, *d_.test, eval_batch_size(cfg_, task_.eval_chunk()),
+                                   eval_examples(cfg_, d_.test->size()));
     GRAFT_CHECK(std::isfinite(ev.loss), "graft train", "a finite held-out (test) loss", std::to_string(ev.loss) + when,
                 task_.divergence_hint(cfg_));
     return ev;
@@ -274,32 +276,29 @@ EpochSums Run::train_epoch(int64_t epoch) {
   for (auto& batch : loader_) {
     const int64_t step = epoch * loader_.size() + batches;  // 0-based, counted over the whole run
     memory::set_step(step);
-    const Tensor logits = par_.ddp ? (*par_.ddp)(batch.data) : model_->forward(batch.data);
-    const Tensor target = batch.target.reshape({-1});  // text: one target per position (Note [Text task])
-    const Tensor loss = F::cross_entropy(logits, target);
-    opt_.zero_grad();
-    loss.backward();
     // ZeRO stage 2 keeps only shards of the gradients: a sampled step gathers them for the monitor,
     // whose figures are then the global (averaged) gradients, as with DDP.
     // (Every rank gathers: only rank 0 has the monitor.)
     const bool gather = par_.monitored && par_.zero && cfg_.zero == 2 && step % std::max<int64_t>(1, cfg_.monitor_every) == 0;
-    if (gather) par_.zero->gather_gradients();
-    if (monitor_) monitor_->after_backward(step);
-    if (gather) par_.zero->release_gathered_gradients();
-    opt_.step();
-    if (monitor_) {
-      monitor_->after_step();
-      log_.add_grad_records(*monitor_);
-    }
+    TrainStep train_step{model_, par_.ddp.get(), &opt_, nullptr, nullptr, cfg_.checkpoint_segments};
+    if (gather || monitor_)
+      train_step.after_backward = [&] {
+        if (gather) par_.zero->gather_gradients();
+        if (monitor_) monitor_->after_backward(step);
+        if (gather) par_.zero->release_gathered_gradients();
+      };
+    if (monitor_)
+      train_step.after_step = [&] {
+        monitor_->after_step();
+        log_.add_grad_records(*monitor_);
+      };
+    const StepResult r = train_step(batch.data, batch.target);  // Note [graft train's step]
     state_.sched.after_batch();
-    const double l = loss.item<double>();  // a number, not a tensor: no graph is kept alive
+    const double l = r.loss.item<double>();  // a number, not a tensor: no graph is kept alive
     GRAFT_CHECK(std::isfinite(l), "graft train", "a finite training loss",
                 std::to_string(l) + " at epoch " + std::to_string(epoch + 1), task_.divergence_hint(cfg_));
-    {
-      NoGradGuard no_grad;
-      sums.correct += eq(argmax(logits, 1), target).sum().item<int64_t>();
-    }
-    const int64_t n = target.size(0);
+    sums.correct += r.correct.item<int64_t>();
+    const int64_t n = batch.target.numel();  // predictions: images, or bytes of text
     sums.loss_sum += l * static_cast<double>(n);
     sums.seen += n;
     ++batches;
@@ -419,6 +418,13 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
     cfg.json = false;
     cfg.progress = "none";
   }
+  // --memory-budget: plan first (on shapes alone), run what fits, and hold the run to the budget.
+  std::optional<BudgetChoice> budget;
+  if (!cfg.memory_budget.empty()) {
+    budget = fit_memory_budget(cfg, "graft train");
+    cfg = budget->config;
+  }
+  const LimitGuard limit(budget ? budget->budget_bytes : memory::stats().limit_bytes);
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (par.world > 1)
     if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
@@ -431,6 +437,8 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
   const TaskData d = task.load(cfg);
   nn::Sequential model = make_model(cfg, task, d);
   std::unique_ptr<optim::Optimizer> opt;
+  GRAFT_CHECK(par.world == 1 || cfg.checkpoint_segments == 0, "graft train --checkpoint-segments", "one process (DDP "
+              "runs the module's own forward)", std::to_string(par.world) + " ranks", "leave it out under mpirun");
   if (par.world > 1 || cfg.zero > 0) {  // --zero in one process: one shard, the whole state
     par.ddp = std::make_unique<nn::parallel::DistributedDataParallel<nn::Sequential>>(model);
     if (cfg.zero > 0) {
@@ -448,7 +456,11 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
 
   // Resume, or start; the log and what watches the run.
   Progress progress(out, Progress::style_for(cfg.progress, out));
+  if (budget) progress.message(budget->summary.substr(0, budget->summary.size() - 1));
   const int64_t first_epoch = resume_or_announce(cfg, task, d, state, loader.size(), progress);
+  if (cfg.eval_limit > 0)
+    progress.message("evaluating on the first " + std::to_string(eval_examples(cfg, d.test->size())) + " of " +
+                     std::to_string(d.test->size()) + " held-out examples");
   TrainResult result;
   result.parameters = parameter_count(model);
   result.world_size = par.world;

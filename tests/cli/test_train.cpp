@@ -726,5 +726,77 @@ TEST(Train, FlagsTheModelDoesNotReadAreRefused) {
   EXPECT_TRUE(sink.str().empty());
 }
 
+// --eval-limit evaluates the first N held-out examples: the training is the same (evaluation draws
+// nothing), a limit at or above the set's size is the whole set, and a smaller one another figure;
+// --eval-batch-size changes how many at a time, not the result (to rounding).
+TEST(Train, EvalLimitAndEvalBatchSize) {
+  Squares data;  // 60 held-out images
+  auto run = [&](int64_t limit, int64_t eval_batch) {
+    TrainConfig c = small_config(data.dir.path());
+    c.epochs = 1;
+    c.eval_limit = limit;
+    c.eval_batch_size = eval_batch;
+    std::ostringstream out;
+    return cli::train(c, out);
+  };
+  const cli::TrainResult all = run(0, 0), sixty = run(60, 0), many = run(1000, 0), part = run(20, 0);
+  const cli::TrainResult part_by_3 = run(20, 3);
+  EXPECT_EQ(all.train_loss, part.train_loss);
+  EXPECT_EQ(all.test_loss, sixty.test_loss);
+  EXPECT_EQ(all.test_loss, many.test_loss);
+  EXPECT_NE(all.test_loss, part.test_loss);
+  EXPECT_NEAR(part.test_loss, part_by_3.test_loss, 1e-6 * std::abs(part.test_loss));
+  // 20 images: an accuracy in twentieths.
+  EXPECT_NEAR(part.test_accuracy * 20, std::round(part.test_accuracy * 20), 1e-9);
+  std::ostringstream sink;
+  TrainConfig bad = small_config(data.dir.path());
+  bad.eval_limit = -1;
+  EXPECT_TRUE(throws_error([&] { cli::train(bad, sink); }, {"--eval-limit", "-1"}));
+}
+
+// --memory-budget (Note [Memory budget]): a budget under the plan's evaluation peak but above its
+// training step's makes graft choose a smaller evaluation batch, and the run holds to the budget (the
+// limit is set: its measured peak is at most the budget); a budget under the step's own peak is an
+// error before training that names the smallest budget that fits, which then runs.
+TEST(Train, MemoryBudgetChoosesWhatFitsAndTheRunHoldsToIt) {
+  Squares data;
+  TrainConfig c = small_config(data.dir.path());
+  c.model = "cnn";
+  c.epochs = 1;
+  c.workers = 0;
+  cli::PlanConfig pc;
+  pc.train = c;
+  pc.json = true;
+  std::ostringstream plan_out;
+  const cli::PlanResult p = cli::plan(pc, plan_out);
+  const auto j = nlohmann::json::parse(p.plan_json);
+  const int64_t step = j["step_peak_bytes"].get<int64_t>(), eval = j["eval_peak_bytes"].get<int64_t>();
+  ASSERT_GT(eval, step) << "60 held-out images at a time must cost more than a training batch of 16";
+  c.memory_budget = std::to_string((step + eval) / 2);
+  c.progress = "lines";  // the choice is a line of the run's output
+  std::ostringstream out;
+  const cli::TrainResult r = cli::train(c, out);
+  EXPECT_LE(r.peak_memory_bytes, (step + eval) / 2);
+  EXPECT_NE(out.str().find("chose --eval-batch-size"), std::string::npos) << out.str();
+  EXPECT_EQ(memory::stats().limit_bytes, 0) << "the budget's limit must end with the run";
+
+  c.memory_budget = std::to_string(step - 1);
+  c.progress = "none";
+  std::ostringstream sink;
+  std::string needed;
+  try {
+    cli::train(c, sink);
+    ADD_FAILURE() << "a budget under the training step's peak trained";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--memory-budget"), std::string::npos) << m;
+    const size_t at = m.find("--memory-budget ", m.find("Hint"));
+    ASSERT_NE(at, std::string::npos) << m;
+    needed = m.substr(at + 16, m.find(' ', at + 16) - at - 16);
+  }
+  c.memory_budget = needed;
+  EXPECT_NO_THROW(cli::train(c, sink)) << "the budget the error named must fit";
+}
+
 }  // namespace
 }  // namespace graft::test
