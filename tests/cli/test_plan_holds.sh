@@ -52,5 +52,8 @@ check --model gpt "${text[@]}"
 check --model gpt "${text[@]}" --heads 2 --depth 3 --batch-size 16 --checkpoint-attention --optimizer adam
 check --model lstm "${text[@]}"
 check --model lstm "${text[@]}" --depth 1 --batch-size 8 --optimizer sgd --workers 0
+check --model gpt "${text[@]}" --checkpoint-segments 2 --eval-batch-size 8 --eval-limit 40
+check --model mlp "${images[@]}" --batch-size 500 --checkpoint-segments 3 --eval-limit 2500
+check --model cnn "${images[@]}" --memory-budget 120MiB  # graft chooses a smaller evaluation batch
 rm -f /tmp/plan_holds_err.$$
 exit $fail
