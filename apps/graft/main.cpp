@@ -66,10 +66,14 @@ void add_workers_flag(CLI::App* cmd, int& workers) {
 void add_memory_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
   cmd->add_option("--memory-budget", cfg.memory_budget,
                   "the memory the run may use, such as 512MiB: choose from the plan what fits (a smaller evaluation "
-                  "batch, attention recomputation), say what was chosen, and hold the run to it")
+                  "batch, --chunked-loss, --checkpoint-attention, --checkpoint-segments), say what was chosen, and "
+                  "hold the run to it")
       ->check(kNonEmpty);
   cmd->add_option("--eval-limit", cfg.eval_limit, "evaluate on the first N held-out examples (0: all)")
       ->capture_default_str();
+  cmd->add_flag("--chunked-loss", cfg.chunked_loss,
+                "fuse the output layer and the loss, chunked over rows (F::linear_cross_entropy): the training step "
+                "never holds the logits whole");
   cmd->add_option("--checkpoint-segments", cfg.checkpoint_segments,
                   "recompute the forward in backward by this many segments (checkpoint_sequential; 0: none)")
       ->capture_default_str();

@@ -133,7 +133,7 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
     const Tensor in_flight =
         in_flight_per_example > 0 ? bytes_on(x.device(), in_flight_per_example * static_cast<double>(b)) : Tensor();
     const Tensor target = zeros(with_batch(b, form.target_sizes), x.options().dtype(form.target_dtype));
-    (void)TrainStep{model, nullptr, opt.get(), nullptr, nullptr, segments}(x, target);
+    (void)TrainStep{model, nullptr, opt.get(), nullptr, nullptr, segments, cfg.chunked_loss}(x, target);
   };
   Prediction r;
   {
@@ -162,9 +162,7 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
       const Tensor x = zeros(with_batch(r.eval_batch, form.data_sizes), on_meta.dtype(form.data_dtype));
       const Tensor target =
           zeros(with_batch(r.eval_batch, form.target_sizes), on_meta.dtype(form.target_dtype)).reshape({-1});
-      const Tensor logits = model->forward(x);
-      (void)F::cross_entropy(logits, target);
-      (void)eq(argmax(logits, 1), target).sum();
+      (void)eval_batch(model, x, target);  // as evaluate() runs it
       model->train();
     }
     const double build = form.build_peak_per_example * static_cast<double>(r.eval_batch);
@@ -181,9 +179,12 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
 // taken; the first configuration whose predicted run peak (Note [What graft plan counts]) fits is
 // the one that runs, and GRAFT_MEMORY_LIMIT's limit is set to the budget, so the plan is enforced:
 //   1. a smaller evaluation batch (halved until evaluation fits: no effect on the numbers);
-//   2. recomputing each attention core in backward (gpt: --checkpoint-attention, about 10% more
+//   2. the output layer and the loss fused and chunked (--chunked-loss, F::linear_cross_entropy:
+//      one more matrix product of the output layer; the same numbers to rounding), when it lowers
+//      the peak;
+//   3. recomputing each attention core in backward (gpt: --checkpoint-attention, about 10% more
 //      time, the same numbers bit for bit);
-//   3. recomputing the whole forward in backward, by segments (--checkpoint-segments: the fewest
+//   4. recomputing the whole forward in backward, by segments (--checkpoint-segments: the fewest
 //      that fit, or those with the lowest peak; about a third more time, the same numbers).
 // The batch size, the model and the optimiser stay the user's: when nothing fits, the error says
 // so before anything is trained, with the smallest budget that would fit (every saving taken).
@@ -203,17 +204,29 @@ BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const
     }
     c.choices.push_back("--eval-batch-size " + std::to_string(p.eval_batch));
   }
-  // 2. Attention recomputation.
+  // 2. The output layer and the loss fused and chunked: the logits are never held whole.
+  if (!fits() && !c.config.chunked_loss) {
+    TrainConfig with = c.config;
+    with.chunked_loss = true;
+    const Prediction q = predict(with, task, in);
+    if (q.run_peak < p.run_peak) {
+      c.config = with;
+      p = q;
+      c.choices.push_back("--chunked-loss");
+    }
+  }
+  // 3. Attention recomputation.
   if (!fits() && task.has_attention() && !c.config.checkpoint_attention) {
     c.config.checkpoint_attention = true;
     p = predict(c.config, task, in);
     c.choices.push_back("--checkpoint-attention");
   }
-  // 3. Recomputing the forward by segments (checkpoint_sequential): the fewest segments that fit.
+  // 4. Recomputing the forward by segments (checkpoint_sequential): the fewest segments that fit.
   if (!fits() && c.config.checkpoint_segments == 0) {
     const int64_t modules = [&] {
       DefaultDeviceGuard on_meta(kMeta);
-      return static_cast<int64_t>(task.build_model(c.config, in.d)->size());
+      // (With --chunked-loss the output layer runs outside the segments.)
+      return static_cast<int64_t>(task.build_model(c.config, in.d)->size()) - (c.config.chunked_loss ? 1 : 0);
     }();
     Prediction best = p;
     for (int64_t s = 2; s <= modules && best.run_peak > budget; ++s) {

@@ -59,34 +59,6 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-struct Evaluation {
-  double loss = 0, accuracy = 0;
-};
-
-// Mean loss and accuracy over every prediction of the first `n` examples of `set` (one per image, or
-// one per byte of each text window), `chunk` examples at a time.
-Evaluation evaluate(nn::Sequential& model, const data::Dataset& set, int64_t chunk, int64_t n) {
-  NoGradGuard no_grad;
-  model->eval();
-  double loss_sum = 0;
-  int64_t correct = 0, predictions = 0;
-  std::vector<int64_t> indices;
-  for (int64_t start = 0; start < n; start += chunk) {
-    indices.resize(static_cast<size_t>(std::min<int64_t>(chunk, n - start)));
-    std::iota(indices.begin(), indices.end(), start);
-    const data::Example<> batch = set.get_batch(indices);  // images are normalised as they are gathered
-    const Tensor logits = model->forward(batch.data);
-    const Tensor target = batch.target.reshape({-1});
-    const int64_t rows = target.size(0);
-    loss_sum += F::cross_entropy(logits, target).item<double>() * static_cast<double>(rows);
-    correct += eq(argmax(logits, 1), target).sum().item<int64_t>();
-    predictions += rows;
-  }
-  model->train();
-  return {loss_sum / static_cast<double>(std::max<int64_t>(predictions, 1)),
-          static_cast<double>(correct) / static_cast<double>(std::max<int64_t>(predictions, 1))};
-}
-
 int64_t parameter_count(nn::Sequential& model) {
   int64_t n = 0;
   for (const Tensor& p : model->parameters()) n += p.numel();
@@ -280,7 +252,7 @@ EpochSums Run::train_epoch(int64_t epoch) {
     // whose figures are then the global (averaged) gradients, as with DDP.
     // (Every rank gathers: only rank 0 has the monitor.)
     const bool gather = par_.monitored && par_.zero && cfg_.zero == 2 && step % std::max<int64_t>(1, cfg_.monitor_every) == 0;
-    TrainStep train_step{model_, par_.ddp.get(), &opt_, nullptr, nullptr, cfg_.checkpoint_segments};
+    TrainStep train_step{model_, par_.ddp.get(), &opt_, nullptr, nullptr, cfg_.checkpoint_segments, cfg_.chunked_loss};
     if (gather || monitor_)
       train_step.after_backward = [&] {
         if (gather) par_.zero->gather_gradients();
@@ -437,8 +409,9 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
   const TaskData d = task.load(cfg);
   nn::Sequential model = make_model(cfg, task, d);
   std::unique_ptr<optim::Optimizer> opt;
-  GRAFT_CHECK(par.world == 1 || cfg.checkpoint_segments == 0, "graft train --checkpoint-segments", "one process (DDP "
-              "runs the module's own forward)", std::to_string(par.world) + " ranks", "leave it out under mpirun");
+  GRAFT_CHECK(par.world == 1 || (cfg.checkpoint_segments == 0 && !cfg.chunked_loss), "graft train", "one process with "
+              "--checkpoint-segments or --chunked-loss (DDP runs the module's own forward)", std::to_string(par.world) +
+              " ranks", "leave them out under mpirun");
   if (par.world > 1 || cfg.zero > 0) {  // --zero in one process: one shard, the whole state
     par.ddp = std::make_unique<nn::parallel::DistributedDataParallel<nn::Sequential>>(model);
     if (cfg.zero > 0) {

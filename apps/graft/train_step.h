@@ -14,6 +14,12 @@
 // The logits live to the end of the step (the accuracy reads them after the update, as it always
 // has); the loss and the count come back as tensors, so that reading them (item()) is the caller's
 // business and a meta run reads nothing.
+//
+// With fused_output (--chunked-loss, the text models) the model's last module is its output layer
+// (a Linear's weight and bias) and never runs as such: the loss is F::linear_cross_entropy of the
+// last hidden state, chunked over rows, whose backward recomputes each chunk's logits, so the step
+// never holds the logits whole (Note [Linear cross-entropy in chunks]); the accuracy counts the
+// hidden state's predictions a chunk of rows at a time, before backward.
 #pragma once
 
 #include <graft/graft.h>
@@ -33,9 +39,21 @@ struct TrainStep {
   optim::Optimizer* optimizer = nullptr;
   std::function<void()> after_backward, after_step;  // optional
   int64_t checkpoint_segments = 0;  // > 0: the forward through checkpoint_sequential (one process)
+  bool fused_output = false;        // the output layer and the loss as F::linear_cross_entropy (one process)
 
   // data: (B, ...) inputs; target: (B) labels or (B, T) next bytes (flattened here).
   StepResult operator()(const Tensor& data, const Tensor& target);
 };
+
+// One held-out batch in evaluation mode, no gradient (the same ops as the step's forward and loss):
+// the batch's mean loss and its correct predictions, as tensors.
+StepResult eval_batch(nn::Sequential& model, const Tensor& data, const Tensor& target);
+
+struct Evaluation {
+  double loss = 0, accuracy = 0;
+};
+// Mean loss and accuracy over every prediction of the first `n` examples of `set` (one per image, or
+// one per byte of each text window), `chunk` examples at a time, by eval_batch.
+Evaluation evaluate(nn::Sequential& model, const data::Dataset& set, int64_t chunk, int64_t n);
 
 }  // namespace graft::cli

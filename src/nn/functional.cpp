@@ -8,6 +8,7 @@
 
 #include "graft/core/factory.h"
 #include "graft/ops/ops.h"
+#include "ops/linear_cross_entropy.h"
 
 namespace graft::nn::functional {
 
@@ -256,6 +257,11 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOption
 }
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options) {
   return graft::smooth_l1_loss(input, target, options.reduction(), options.beta());
+}
+Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& target,
+                            const LinearCrossEntropyFuncOptions& options) {
+  return graft::linear_cross_entropy(input, weight, bias, target, options.reduction(), options.ignore_index(),
+                                     options.label_smoothing(), options.chunk_size());
 }
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options) {
   return graft::binary_cross_entropy(input, target, options.weight(), options.reduction());

@@ -3,7 +3,10 @@
 
 #include <cmath>
 #include <algorithm>
+#include <atomic>
 #include <limits>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 #include <string>
 
@@ -136,14 +139,39 @@ double grad_norm_as_double(const Tensor& g, double p) {
   return static_cast<double>(grad_norm<float>(g, p));
 }
 
+// The parameters marked by detail::set_grad_consumed_in_backward, with their mark counts. The
+// marker (optim::StepInBackward) holds the parameters while they are marked, so an address is
+// never reused under a mark. `consumed_count` skips the lock when nothing is marked.
+std::mutex consumed_mutex;
+std::unordered_map<const TensorImpl*, int> consumed;
+std::atomic<size_t> consumed_count{0};
+
+bool is_consumed(const Tensor& p) {
+  if (consumed_count.load(std::memory_order_acquire) == 0) return false;
+  std::lock_guard<std::mutex> lock(consumed_mutex);
+  return consumed.count(p.unsafe_impl()) != 0;
+}
+
 // The gradients of `parameters` that exist, in order.
 std::vector<Tensor> grads_of(const std::vector<Tensor>& parameters, const char* op) {
   std::vector<Tensor> grads;
   grads.reserve(parameters.size());
-  for (const Tensor& p : parameters) {
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const Tensor& p = parameters[i];
     GRAFT_CHECK(p.defined(), op, "defined parameter tensors", "an undefined tensor",
                 "pass the parameters themselves, e.g. model->parameters()");
-    if (p.grad().defined()) grads.push_back(p.grad());
+    if (p.grad().defined()) {
+      grads.push_back(p.grad());
+      continue;
+    }
+    // Note [Optimizer step in backward]: its gradient was used and freed inside backward.
+    GRAFT_CHECK(!is_consumed(p), op, "every gradient of the list still there to clip",
+                "parameter " + std::to_string(i) + " of the list (shape " + shape_str(p.sizes()) +
+                    ") updated during backward by optim::StepInBackward, its gradient freed",
+                "with step-in-backward no moment holds every gradient, so global clipping is impossible; clip "
+                "each parameter's gradient in backward instead: StepInBackward(opt, StepInBackwardOptions()"
+                ".clip_grad_value(v)) or .max_grad_norm(m) (per-parameter norms, a different method), or train "
+                "with the plain loop (zero_grad, backward, clip, step)");
   }
   return grads;
 }
@@ -173,6 +201,20 @@ Tensor sum_over(const std::vector<Tensor>& parameters, const char* op, F&& per_p
 }
 
 }  // namespace
+
+void detail::set_grad_consumed_in_backward(const Tensor& param, bool on) {
+  std::lock_guard<std::mutex> lock(consumed_mutex);
+  const TensorImpl* key = param.unsafe_impl();
+  if (on) {
+    ++consumed[key];
+  } else {
+    auto it = consumed.find(key);
+    if (it != consumed.end() && --it->second == 0) consumed.erase(it);
+  }
+  consumed_count.store(consumed.size(), std::memory_order_release);
+}
+
+bool detail::grad_consumed_in_backward(const Tensor& param) { return is_consumed(param); }
 
 double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
                        bool error_if_nonfinite) {

@@ -1,6 +1,9 @@
 // Adam and AdamW: see include/graft/optim/adam.h, adamw.h and Note [Optimizer update loops].
 #include "graft/optim/adam.h"
 
+#include <algorithm>
+#include <type_traits>
+
 #include "graft/optim/adamw.h"
 #include "graft/runtime/parallel.h"
 #include "../core/dispatch.h"
@@ -119,6 +122,34 @@ void adam_update(const AdamUpdate<T>& u, int64_t n) {
   parallel_for(0, n, int64_t{1} << 16, [&](int64_t b, int64_t e) { adam_block(u, b, e); });
 }
 
+// The update with compact moments (Note [Compact optimizer state]): block by block, the moments are
+// read into float32, updated with the parameter by adam_block (the full-precision loop, so the same
+// float32 arithmetic) and written back compactly. Blocks are independent: the same bits at any
+// thread count.
+void adam_update_compact(const AdamUpdate<float>& u, int64_t n, const detail::CompactState& m,
+                         const detail::CompactState& v, const detail::CompactState* vmax) {
+  constexpr int64_t kBlock = kernels::kQuantBlock;
+  parallel_for(0, (n + kBlock - 1) / kBlock, 32, [&](int64_t b, int64_t e) {
+    float tm[kBlock], tv[kBlock], tx[kBlock];
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t s = k * kBlock, len = std::min(kBlock, n - s);
+      m.load(k, s, len, tm);
+      v.load(k, s, len, tv);
+      if (vmax) vmax->load(k, s, len, tx);
+      AdamUpdate<float> w = u;
+      w.p = u.p + s;
+      w.g = u.g + s;
+      w.m = tm;
+      w.v = tv;
+      w.vmax = vmax ? tx : nullptr;
+      adam_block(w, 0, len);
+      m.store(k, s, len, tm);
+      v.store(k, s, len, tv);
+      if (vmax) vmax->store(k, s, len, tx);
+    }
+  });
+}
+
 // One Adam/AdamW update of every parameter of the group with a gradient. `decoupled`: AdamW's
 // p *= 1 - lr * weight_decay instead of weight decay in the gradient.
 template <class O>
@@ -127,9 +158,12 @@ void adam_step(OptimizerParamGroup& group, bool decoupled, const char* op,
   const auto& o = static_cast<const O&>(group.options());
   detail::for_each_param_with_grad(group, op, [&](const Tensor& param, Tensor& p, const Tensor& g) {
     AdamParamState& st = state_of(param);
-    if (!st.exp_avg().defined()) st.exp_avg(detail::make_buffer(p));
-    if (!st.exp_avg_sq().defined()) st.exp_avg_sq(detail::make_buffer(p));
-    if (o.amsgrad() && !st.max_exp_avg_sq().defined()) st.max_exp_avg_sq(detail::make_buffer(p));
+    // The moments in the group's precision (made on the first step, converted when it changed);
+    // the first moment on the signed 8-bit map, the second moments on the unsigned one.
+    const StatePrecision form = detail::effective_precision(o.state_precision(), p);
+    detail::prepare_state(st.exp_avg(), st.exp_avg_absmax(), p, form, /*is_signed=*/true, op);
+    detail::prepare_state(st.exp_avg_sq(), st.exp_avg_sq_absmax(), p, form, /*is_signed=*/false, op);
+    if (o.amsgrad()) detail::prepare_state(st.max_exp_avg_sq(), st.max_exp_avg_sq_absmax(), p, form, false, op);
     st.step(st.step() + 1);
     const double lr = o.lr();
     // (no structured binding: clang 14 cannot capture one in the lambda below)
@@ -144,9 +178,10 @@ void adam_step(OptimizerParamGroup& group, bool decoupled, const char* op,
       AdamUpdate<T> u;
       u.p = p.data_ptr<T>();
       u.g = g.data_ptr<T>();
-      u.m = detail::contiguous_buffer(st.exp_avg()).template data_ptr<T>();
-      u.v = detail::contiguous_buffer(st.exp_avg_sq()).template data_ptr<T>();
-      u.vmax = o.amsgrad() ? detail::contiguous_buffer(st.max_exp_avg_sq()).template data_ptr<T>() : nullptr;
+      const bool compact = form != StatePrecision::Full;  // float32 parameters only
+      u.m = compact ? nullptr : st.exp_avg().template data_ptr<T>();
+      u.v = compact ? nullptr : st.exp_avg_sq().template data_ptr<T>();
+      u.vmax = o.amsgrad() && !compact ? st.max_exp_avg_sq().template data_ptr<T>() : nullptr;
       u.maximize = o.maximize();
       u.decoupled = decoupled;
       u.coupled_decay = !decoupled && o.weight_decay() != 0;
@@ -159,6 +194,16 @@ void adam_step(OptimizerParamGroup& group, bool decoupled, const char* op,
       u.bc2_sqrt = static_cast<T>(bias_correction2_sqrt);
       u.eps = static_cast<T>(o.eps());
       u.neg_step_size = static_cast<T>(-step_size);
+      if constexpr (std::is_same_v<T, float>) {
+        if (compact) {
+          const detail::CompactState m(st.exp_avg(), st.exp_avg_absmax(), true);
+          const detail::CompactState v(st.exp_avg_sq(), st.exp_avg_sq_absmax(), false);
+          const detail::CompactState vmax =
+              o.amsgrad() ? detail::CompactState(st.max_exp_avg_sq(), st.max_exp_avg_sq_absmax(), false)
+                          : detail::CompactState();
+          return adam_update_compact(u, p.numel(), m, v, o.amsgrad() ? &vmax : nullptr);
+        }
+      }
       adam_update(u, p.numel());
     });
   });

@@ -18,6 +18,16 @@ namespace {
 
 constexpr const char* kOp = "GradAccumulator";
 
+// Note [Optimizer step in backward]: with a StepInBackward attached every backward updates, so
+// micro-batches cannot be accumulated into one step.
+void check_no_step_in_backward(const Optimizer& optimizer, const char* op) {
+  GRAFT_CHECK(!optimizer.steps_in_backward(), op, "an optimiser without a StepInBackward",
+              std::string(optimizer.name()) + " with an optim::StepInBackward attached",
+              "step-in-backward updates the parameters in every backward, so gradients cannot accumulate over "
+              "micro-batches; use one of the two: GradAccumulator with the plain optimiser, or StepInBackward "
+              "with one backward per step");
+}
+
 }  // namespace
 
 GradAccumulator::GradAccumulator(Optimizer& optimizer, GradAccumulatorOptions options)
@@ -26,6 +36,7 @@ GradAccumulator::GradAccumulator(Optimizer& optimizer, GradAccumulatorOptions op
 GradAccumulator::GradAccumulator(Optimizer& optimizer, std::shared_ptr<nn::Module> model,
                                  GradAccumulatorOptions options)
     : optimizer_(optimizer), model_(std::move(model)), options_(std::move(options)) {
+  check_no_step_in_backward(optimizer_, kOp);
   GRAFT_CHECK(options_.steps >= 1, kOp, "steps >= 1 (micro-batches per optimiser step)",
               "steps = " + std::to_string(options_.steps), "use steps = 1 for no accumulation");
   GRAFT_CHECK(!options_.max_grad_norm || *options_.max_grad_norm >= 0, kOp, "max_grad_norm >= 0",
@@ -57,6 +68,7 @@ void GradAccumulator::check_batch_norm() {
 }
 
 bool GradAccumulator::backward(const Tensor& loss, int64_t count) {
+  check_no_step_in_backward(optimizer_, "GradAccumulator.backward");
   GRAFT_CHECK(loss.defined() && loss.numel() == 1, "GradAccumulator.backward", "a one-element loss",
               loss.defined() ? "a loss of shape " + shape_str(loss.sizes()) : std::string("an undefined tensor"),
               "reduce the micro-batch loss to its mean (reduction 'mean')");

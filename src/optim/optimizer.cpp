@@ -124,21 +124,29 @@ class StateLoader : public ParamStateVisitor {
                 shortest(d), "load a state dict saved by the same optimiser type");
     v = static_cast<int64_t>(d);
   }
-  void operator()(const char* name, Tensor& v, bool required) override {
+  void operator()(const char* name, Tensor& v, bool required) override { load(name, v, required, true, false); }
+  void compact(const char* name, Tensor& v, bool required, bool param_shaped) override {
+    load(name, v, required, param_shaped, true);
+  }
+
+ private:
+  // param_shaped: the tensor must have the parameter's shape; compact: a uint8 or bfloat16 tensor,
+  // or any tensor that is not param_shaped, keeps its dtype (Note [Compact optimizer state]).
+  void load(const char* name, Tensor& v, bool required, bool param_shaped, bool compact) {
     const Tensor* t = find(name, required);
     if (!t) return;
-    GRAFT_CHECK(t->sizes() == param_.sizes(), op_,
+    GRAFT_CHECK(!param_shaped || t->sizes() == param_.sizes(), op_,
                 prefix_ + name + " of shape " + shape_str(param_.sizes()) + " (the shape of its parameter)",
                 "shape " + shape_str(t->sizes()),
                 "the state dict belongs to a model with different parameter shapes (or another parameter order)");
     GRAFT_CHECK(t->dtype() != DType::Bool, op_, prefix_ + name + " to hold numbers", "a bool tensor",
                 "load a state dict saved by the same optimiser type");
+    const bool keep = compact && (!param_shaped || t->dtype() == DType::UInt8 || t->dtype() == DType::BFloat16);
     NoGradGuard no_grad;
-    v = t->detach().to(param_.dtype(), /*copy=*/true).contiguous();
+    v = t->detach().to(keep ? t->dtype() : param_.dtype(), /*copy=*/true).contiguous();
     memory::set_category(*v.impl().storage, memory::Category::OptimizerState);
   }
 
- private:
   const Tensor* find(const char* name, bool required) {
     auto it = entries_.find(name);
     if (it == entries_.end()) {
@@ -232,6 +240,8 @@ Optimizer::~Optimizer() = default;
 
 void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
   const std::string op = std::string(name()) + ".add_param_group";
+  GRAFT_CHECK(step_in_backward_ == nullptr, op, "no StepInBackward attached", "one attached",
+              "its hooks cover the parameters it found when constructed: destroy it, add the group, attach a new one");
   std::unique_ptr<OptimizerOptions> options =
       param_group.has_options() ? param_group.options().clone() : defaults_->clone();
   const OptimizerOptions& given = *options;  // typeid of a plain reference (clang warns on *ptr)
@@ -251,6 +261,8 @@ void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
 
 void Optimizer::add_parameters(const std::vector<Tensor>& parameters) {
   const std::string op = std::string(name()) + ".add_parameters";
+  GRAFT_CHECK(step_in_backward_ == nullptr, op, "no StepInBackward attached", "one attached",
+              "its hooks cover the parameters it found when constructed: destroy it, add them, attach a new one");
   GRAFT_CHECK(!param_groups_.empty(), op, "an optimiser with a group", "no groups",
               "construct the optimiser with parameters, or call add_param_group() first");
   check_new_params(param_groups_, parameters, op);
@@ -299,6 +311,11 @@ OptimizerParamState* Optimizer::state_of(const Tensor& param) const {
 }
 
 Tensor Optimizer::step(LossClosure closure) {
+  GRAFT_CHECK(step_in_backward_ == nullptr, std::string(name()) + ".step",
+              "no StepInBackward attached (it updates every parameter during backward)",
+              "a step() with one attached, which would update the parameters a second time",
+              "with step-in-backward the training loop is loss.backward() alone (Note [Optimizer step in "
+              "backward]); destroy the StepInBackward to go back to step()");
   Tensor loss;
   if (closure) {
     EnableGradGuard enable;
@@ -311,6 +328,34 @@ Tensor Optimizer::step(LossClosure closure) {
     step_group(group);
   }
   return loss;
+}
+
+void Optimizer::step_parameter(const Tensor& param) {
+  const std::string op = std::string(name()) + ".step_parameter";
+  GRAFT_CHECK(param.defined(), op, "a defined parameter", "an undefined tensor",
+              "pass one of the optimiser's parameters");
+  OptimizerParamGroup* found = nullptr;
+  for (auto& g : param_groups_) {
+    for (const Tensor& p : g.params())
+      if (p.unsafe_impl() == param.unsafe_impl()) found = &g;
+    if (found) break;
+  }
+  GRAFT_CHECK(found != nullptr, op, "a parameter of one of the optimiser's groups",
+              "a tensor of shape " + shape_str(param.sizes()) + " in no group",
+              "add it with add_param_group() (or add_parameters()) first");
+  if (!param.grad().defined()) return;
+  NoGradGuard no_grad;
+  found->options().validate();
+  // step_group() on the group restricted to {param}: the same options, state and update loop as
+  // step(), for every optimiser, without per-optimiser code (Note [Optimizer step in backward]).
+  std::vector<Tensor> only{param};
+  std::swap(only, found->params());
+  struct Restore {
+    OptimizerParamGroup& g;
+    std::vector<Tensor>& saved;
+    ~Restore() { std::swap(saved, g.params()); }
+  } restore{*found, only};
+  step_group(*found);
 }
 
 const Optimizer::UpdateStats* Optimizer::update_stats(const Tensor& param) const {

@@ -2,6 +2,7 @@
 #include "graft/optim/sgd.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 
 #include "graft/runtime/parallel.h"
@@ -140,6 +141,34 @@ void sgd_update(const SgdUpdate<T>& u) {
   });
 }
 
+// The update with a compact momentum buffer (Note [Compact optimizer state]): block by block, the
+// buffer is read into float32, updated with the parameter by the full-precision loop and written
+// back compactly. Blocks are independent (the same bits at any thread count); with statistics, one
+// thread, each block's sums added in order.
+void sgd_update_compact(const SgdUpdate<float>& u, const detail::CompactState& buf) {
+  constexpr int64_t kBlock = kernels::kQuantBlock;
+  const int64_t blocks = (u.n + kBlock - 1) / kBlock;
+  auto run = [&](int64_t b, int64_t e, std::pair<double, double>* sums) {
+    float tb[kBlock];
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t s = k * kBlock, len = std::min(kBlock, u.n - s);
+      buf.load(k, s, len, tb);
+      SgdUpdate<float> part = u;
+      part.p += s;
+      part.g += s;
+      part.buf = tb;
+      part.n = len;
+      std::pair<double, double> block_sums{0.0, 0.0};
+      part.stats = sums ? &block_sums : nullptr;
+      sgd_update_serial(part);
+      buf.store(k, s, len, tb);
+      if (sums) sums->first += block_sums.first, sums->second += block_sums.second;
+    }
+  };
+  if (u.stats) return run(0, blocks, u.stats);
+  parallel_for(0, blocks, 32, [&](int64_t b, int64_t e) { run(b, e, nullptr); });
+}
+
 }  // namespace
 
 void SGD::step_group(OptimizerParamGroup& group) {
@@ -148,12 +177,16 @@ void SGD::step_group(OptimizerParamGroup& group) {
     auto& st = param_state<SGDParamState>(param);
     const bool use_momentum = o.momentum() != 0;
     const bool first = !st.momentum_buffer().defined();
-    if (use_momentum && first) st.momentum_buffer(detail::make_buffer(p));
+    // The buffer in the group's precision (made on the first step, converted when it changed).
+    const StatePrecision form = detail::effective_precision(o.state_precision(), p);
+    if (use_momentum)
+      detail::prepare_state(st.momentum_buffer(), st.momentum_buffer_absmax(), p, form, /*is_signed=*/true, "SGD.step");
+    const bool compact = use_momentum && form != StatePrecision::Full;  // float32 parameters only
     if (!p.is_meta()) kernels::dispatch_floating(p.dtype(), "SGD.step", [&]<class T>() {
       SgdUpdate<T> u;
       u.p = p.data_ptr<T>();
       u.g = g.data_ptr<T>();
-      u.buf = use_momentum ? detail::contiguous_buffer(st.momentum_buffer()).template data_ptr<T>() : nullptr;
+      u.buf = use_momentum && !compact ? st.momentum_buffer().template data_ptr<T>() : nullptr;
       u.n = p.numel();
       u.maximize = o.maximize();
       u.nesterov = o.nesterov();
@@ -165,7 +198,14 @@ void SGD::step_group(OptimizerParamGroup& group) {
       u.neg_lr = static_cast<T>(-o.lr());
       std::pair<double, double> sums{0.0, 0.0};
       if (record_update_stats_) u.stats = &sums;
-      sgd_update(u);
+      bool done = false;
+      if constexpr (std::is_same_v<T, float>) {
+        if (compact) {
+          sgd_update_compact(u, detail::CompactState(st.momentum_buffer(), st.momentum_buffer_absmax(), true));
+          done = true;
+        }
+      }
+      if (!done) sgd_update(u);
       if (record_update_stats_) set_update_stats(param, sums.first, sums.second);
     });
   });

@@ -88,6 +88,14 @@ struct CrossEntropyFuncOptions {
   GRAFT_ARG(Reduction, reduction) = kMean;
   GRAFT_ARG(double, label_smoothing) = 0.0;
 };
+// linear_cross_entropy (below): cross_entropy's options without class weights, and the rows per
+// chunk (0: as many as keep one chunk's logits within 16 MiB; Note [Linear cross-entropy in chunks]).
+struct LinearCrossEntropyFuncOptions {
+  GRAFT_ARG(int64_t, ignore_index) = -100;
+  GRAFT_ARG(Reduction, reduction) = kMean;
+  GRAFT_ARG(double, label_smoothing) = 0.0;
+  GRAFT_ARG(int64_t, chunk_size) = 0;
+};
 struct NLLLossFuncOptions {
   GRAFT_ARG(Tensor, weight) = {};
   GRAFT_ARG(int64_t, ignore_index) = -100;
@@ -395,6 +403,12 @@ Tensor dropout2d(Tensor input, const Dropout2dFuncOptions& options = {});
 // input (N, C) or (N, C, d1, ...) or (C); target int64 class indices (N) / (N, d1, ...) / ().
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options = {});
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options = {});
+// cross_entropy(linear(input, weight, bias), target) without ever holding the (N, V) logits: input
+// (N, in) or (*, in), weight (V, in), bias (V) or undefined, target int64 (N) or (*); the rows go
+// through in chunks and backward recomputes each chunk's logits (Note [Linear cross-entropy in
+// chunks] in src/ops/linear_cross_entropy.cpp). kNone gives the target's shape.
+Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& target,
+                            const LinearCrossEntropyFuncOptions& options = {});
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options = {});
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options = {});
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options = {});

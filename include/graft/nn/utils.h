@@ -40,6 +40,16 @@ double clip_grad_norm_(const Tensor& parameter, double max_norm, double norm_typ
 void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value);
 void clip_grad_value_(const Tensor& parameter, double clip_value);
 
+namespace detail {
+// optim::StepInBackward (Note [Optimizer step in backward], graft/optim/step_in_backward.h) marks
+// the parameters whose gradients it consumes during backward (marks nest: one per call with true,
+// undone by one with false). clip_grad_norm_ and clip_grad_value_ refuse a list that holds a marked
+// parameter without a gradient (updated and freed in backward): skipping it would silently change
+// the result.
+void set_grad_consumed_in_backward(const Tensor& param, bool consumed);
+bool grad_consumed_in_backward(const Tensor& param);
+}  // namespace detail
+
 // Penalties to add to the loss; both are recorded by autograd (differentiable) and return a 0-dim
 // tensor (float32 0 for an empty list; the promoted dtype of the parameters otherwise).
 //   l1_penalty(ps) = sum_i sum_j |w_ij|          (gradient sign(w); 0 at w = 0, as abs's is)

@@ -1,6 +1,6 @@
 // AdamW: Adam with decoupled weight decay, exactly PyTorch 1.13's torch.optim.AdamW: the parameter
 // is first scaled by (1 - lr * weight_decay), then updated as by Adam without weight decay in the
-// gradient. weight_decay defaults to 1e-2.
+// gradient. weight_decay defaults to 1e-2. state_precision as for Adam (Note [Compact optimizer state]).
 #pragma once
 
 #include "graft/optim/adam.h"
@@ -15,6 +15,8 @@ class AdamWOptions : public OptimizerCloneableOptions<AdamWOptions> {
   GRAFT_OPTIM_ARG(double, weight_decay) = 1e-2;
   GRAFT_OPTIM_ARG(bool, amsgrad) = false;
   GRAFT_OPTIM_ARG(bool, maximize) = false;
+  // How m, v and v_max are held (Note [Compact optimizer state]); not a state-dict option.
+  GRAFT_OPTIM_ARG(StatePrecision, state_precision) = StatePrecision::Full;
 
  public:
   void visit(OptionsVisitor& v) override;

@@ -1,4 +1,5 @@
-// graft::optim: optimisers (SGD, Adam, AdamW, RMSprop, Adagrad) and learning-rate schedulers.
+// graft::optim: optimisers (SGD, Adam, AdamW, RMSprop, Adagrad), learning-rate schedulers and the
+// optimiser step inside backward (StepInBackward).
 #pragma once
 
 #include "graft/optim/adagrad.h"
@@ -8,3 +9,4 @@
 #include "graft/optim/optimizer.h"
 #include "graft/optim/rmsprop.h"
 #include "graft/optim/sgd.h"
+#include "graft/optim/step_in_backward.h"

@@ -19,7 +19,8 @@
 // State tensors are shared with the live state, as in PyTorch (clone them to keep a snapshot).
 // load_state_dict() checks everything before changing anything: the number of groups and of
 // parameters per group, every key, every option, and the shape of every state tensor; state
-// tensors are copied and cast to their parameter's dtype.
+// tensors are copied and cast to their parameter's dtype, except compact state (uint8 codes, bfloat16
+// values and the 8-bit blocks' scales, visited through ParamStateVisitor::compact), which keeps its own.
 #pragma once
 
 #include <charconv>
@@ -53,6 +54,8 @@
   T name##_
 
 namespace graft::optim {
+
+class StepInBackward;  // graft/optim/step_in_backward.h
 
 // Visits an options object's hyper-parameters by name (state dicts, comparison, schedulers that
 // cycle "momentum" or "betas").
@@ -118,6 +121,14 @@ class ParamStateVisitor {
   virtual ~ParamStateVisitor() = default;
   virtual void operator()(const char* name, int64_t& value, bool required) = 0;
   virtual void operator()(const char* name, Tensor& value, bool required) = 0;
+  // A state tensor that an optimiser may hold compactly (Note [Compact optimizer state] in
+  // graft/optim/state_precision.h): saved as any other, and loaded as any other except that a uint8
+  // or bfloat16 tensor keeps its dtype; with param_shaped false (8-bit block scales) the tensor keeps
+  // its dtype and its own shape, and the optimiser checks it at its next step. By default, as
+  // operator() (a saver needs nothing else).
+  virtual void compact(const char* name, Tensor& value, bool required, bool /*param_shaped*/) {
+    (*this)(name, value, required);
+  }
 };
 
 class OptimizerParamState {
@@ -176,8 +187,17 @@ class Optimizer {
   virtual ~Optimizer();
 
   // Runs `closure` (with grad mode on) when given, then one update of every parameter that has a
-  // gradient, under NoGradGuard. Returns the closure's loss (undefined without a closure).
+  // gradient, under NoGradGuard. Returns the closure's loss (undefined without a closure). An error
+  // while a StepInBackward is attached (the parameters were updated in backward already).
   virtual Tensor step(LossClosure closure = nullptr);
+  // One update of `param` alone, exactly as step() would update it: the options of its group, its
+  // state (Adam's per-parameter step count, momentum buffers), under NoGradGuard; nothing when it
+  // has no gradient. It runs step_group() on the group restricted to {param}, so every optimiser
+  // that implements step_group() supports it. steps_taken() does not change. `param` must be in a
+  // group. Used by StepInBackward (Note [Optimizer step in backward]).
+  void step_parameter(const Tensor& param);
+  // Whether a StepInBackward is attached (step(), add_param_group and add_parameters are errors then).
+  bool steps_in_backward() const noexcept { return step_in_backward_ != nullptr; }
 
   // Adds a group; without options it gets a copy of the defaults. Parameters must be floating-point
   // leaf tensors that are in no other group.
@@ -267,6 +287,12 @@ class Optimizer {
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<OptimizerParamGroup> param_groups_;
   std::unordered_map<std::string, std::unique_ptr<OptimizerParamState>> state_;
+
+ private:
+  // StepInBackward attaches itself here, counts steps_taken_ per backward pass and checks that the
+  // optimiser implements step_group().
+  friend class StepInBackward;
+  const StepInBackward* step_in_backward_ = nullptr;
 };
 
 }  // namespace graft::optim

@@ -4,9 +4,12 @@
 //   buf = g on the first step, else momentum * buf + (1 - dampening) * g
 //   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
 //   p -= lr * g
+// state_precision(StatePrecision::BFloat16 or Int8) keeps the momentum buffer compactly, the update
+// computed in float32 (Note [Compact optimizer state] in graft/optim/state_precision.h).
 #pragma once
 
 #include "graft/optim/optimizer.h"
+#include "graft/optim/state_precision.h"
 
 namespace graft::optim {
 
@@ -18,6 +21,8 @@ class SGDOptions : public OptimizerCloneableOptions<SGDOptions> {
   GRAFT_OPTIM_ARG(double, weight_decay) = 0;
   GRAFT_OPTIM_ARG(bool, nesterov) = false;
   GRAFT_OPTIM_ARG(bool, maximize) = false;
+  // How the momentum buffer is held (Note [Compact optimizer state]); not a state-dict option.
+  GRAFT_OPTIM_ARG(StatePrecision, state_precision) = StatePrecision::Full;
 
  public:
   void visit(OptionsVisitor& v) override;
@@ -25,11 +30,17 @@ class SGDOptions : public OptimizerCloneableOptions<SGDOptions> {
   const char* optimizer_name() const override { return "SGD"; }
 };
 
+// The momentum buffer in the parameter's dtype, or compact (Note [Compact optimizer state]):
+// bfloat16, or uint8 codes with the float32 scale of each block of 2048 in momentum_buffer_absmax.
 class SGDParamState : public OptimizerParamState {
   GRAFT_OPTIM_ARG(Tensor, momentum_buffer);  // undefined until the first step with momentum
+  GRAFT_OPTIM_ARG(Tensor, momentum_buffer_absmax);
 
  public:
-  void visit(ParamStateVisitor& v) override { v("momentum_buffer", momentum_buffer_, false); }
+  void visit(ParamStateVisitor& v) override {
+    detail::visit_compact(v, "momentum_buffer", momentum_buffer_, false);
+    detail::visit_compact(v, "momentum_buffer_absmax", momentum_buffer_absmax_, false, /*param_shaped=*/false);
+  }
 };
 
 class SGD : public Optimizer {
