@@ -148,6 +148,15 @@ void validate(const TrainConfig& config, const std::string& command) {
   task.check_flags(c, command);
   GRAFT_CHECK(!c.checkpoint_attention || task.has_attention(), command + " --checkpoint-attention", "--model gpt",
               "--model " + c.model, "only the Transformer has attention to recompute");
+  check_choice(command, "--optimizer-state", c.optimizer_state, {"float32", "bfloat16", "int8"});
+  GRAFT_CHECK(c.optimizer_state == "float32" || c.optimizer == "adam" || c.optimizer == "adamw" || c.optimizer == "sgd",
+              command + " --optimizer-state", "--optimizer adam, adamw or sgd (the optimisers with compact state)",
+              "--optimizer " + c.optimizer, "leave --optimizer-state out, or use adam, adamw or sgd");
+  // The gradient monitor reads every gradient after backward; with the step inside backward they are
+  // gone by then (Note [Optimizer step in backward]).
+  GRAFT_CHECK(!c.step_in_backward || (c.log.empty() && c.report.empty()), command + " --step-in-backward",
+              "no --log or --report (their gradient monitor reads every gradient after backward)",
+              c.log.empty() ? "--report" : "--log", "leave --step-in-backward out to monitor the gradients");
   check_choice(command, "--schedule", c.schedule, {"none", "step", "exponential", "cosine", "onecycle", "plateau"});
   check_choice(command, "--init", c.init,
                {"default", "kaiming_uniform", "kaiming_normal", "xavier_uniform", "xavier_normal", "orthogonal"});

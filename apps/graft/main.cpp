@@ -66,10 +66,17 @@ void add_workers_flag(CLI::App* cmd, int& workers) {
 void add_memory_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
   cmd->add_option("--memory-budget", cfg.memory_budget,
                   "the memory the run may use, such as 512MiB: choose from the plan what fits (a smaller evaluation "
-                  "batch, --chunked-loss, --checkpoint-attention, --checkpoint-segments), say what was chosen, and "
-                  "hold the run to it")
+                  "batch, --step-in-backward, --chunked-loss, --optimizer-state, --checkpoint-attention, "
+                  "--checkpoint-segments), say what was chosen, and hold the run to it")
       ->check(kNonEmpty);
   cmd->add_option("--eval-limit", cfg.eval_limit, "evaluate on the first N held-out examples (0: all)")
+      ->capture_default_str();
+  cmd->add_flag("--step-in-backward", cfg.step_in_backward,
+                "update each parameter as soon as its gradient is complete and free the gradient (gradient memory: "
+                "about the largest parameter's); not with --log or --report");
+  cmd->add_option("--optimizer-state", cfg.optimizer_state,
+                  "adam, adamw, sgd: keep the optimizer state in float32, bfloat16 or int8 (block-wise quantized)")
+      ->check(CLI::IsMember({"float32", "bfloat16", "int8"}))
       ->capture_default_str();
   cmd->add_flag("--chunked-loss", cfg.chunked_loss,
                 "fuse the output layer and the loss, chunked over rows (F::linear_cross_entropy): the training step "

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <ostream>
 #include <thread>
 #include <vector>
@@ -116,6 +118,8 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
     model = make_model(cfg, task, d);
   }
   auto opt = make_optimizer(cfg, model->parameters());
+  std::optional<optim::StepInBackward> in_backward;  // as graft train attaches it
+  if (cfg.step_in_backward) in_backward.emplace(*opt);
   // The loader's other batches while a step runs (train.cpp's make_loader: cfg.workers threads, each
   // with `prefetch` batches ready or being built), never more than the epoch has left after the
   // first step's.
@@ -133,7 +137,7 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
     const Tensor in_flight =
         in_flight_per_example > 0 ? bytes_on(x.device(), in_flight_per_example * static_cast<double>(b)) : Tensor();
     const Tensor target = zeros(with_batch(b, form.target_sizes), x.options().dtype(form.target_dtype));
-    (void)TrainStep{model, nullptr, opt.get(), nullptr, nullptr, segments, cfg.chunked_loss}(x, target);
+    (void)TrainStep{model, nullptr, opt.get(), nullptr, nullptr, segments, cfg.chunked_loss, cfg.step_in_backward}(x, target);
   };
   Prediction r;
   {
@@ -177,51 +181,71 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
 // --memory-budget SIZE (graft train and graft plan) turns the plan around: given the bytes, choose
 // how to run. Each saving is tried in the order of what it costs, cheapest first, and kept once
 // taken; the first configuration whose predicted run peak (Note [What graft plan counts]) fits is
-// the one that runs, and GRAFT_MEMORY_LIMIT's limit is set to the budget, so the plan is enforced:
-//   1. a smaller evaluation batch (halved until evaluation fits: no effect on the numbers);
-//   2. the output layer and the loss fused and chunked (--chunked-loss, F::linear_cross_entropy:
-//      one more matrix product of the output layer; the same numbers to rounding), when it lowers
-//      the peak;
-//   3. recomputing each attention core in backward (gpt: --checkpoint-attention, about 10% more
+// the one that runs (with 1% of the budget kept as headroom), and the memory limit is set to the
+// budget, so the plan is enforced:
+//   1. a smaller evaluation batch (halved until evaluation fits: no effect on the numbers), with
+//      every configuration below too;
+//   2. the optimizer step inside backward (--step-in-backward: the same updates, each gradient freed
+//      as soon as it is applied; not with --log or --report, whose monitor reads every gradient);
+//   3. the output layer and the loss fused and chunked (--chunked-loss, F::linear_cross_entropy:
+//      one more matrix product of the output layer; the same numbers to rounding);
+//   4. optimizer state in bfloat16 (--optimizer-state bfloat16: adam, adamw, sgd; the state rounded
+//      after each update);
+//   5. recomputing each attention core in backward (gpt: --checkpoint-attention, about 10% more
 //      time, the same numbers bit for bit);
-//   4. recomputing the whole forward in backward, by segments (--checkpoint-segments: the fewest
+//   6. optimizer state in 8 bits (--optimizer-state int8: block-wise quantization, a slower update);
+//   7. recomputing the whole forward in backward, by segments (--checkpoint-segments: the fewest
 //      that fit, or those with the lowest peak; about a third more time, the same numbers).
 // The batch size, the model and the optimiser stay the user's: when nothing fits, the error says
 // so before anything is trained, with the smallest budget that would fit (every saving taken).
 BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const PlanInputs& in,
                                const std::string& command) {
-  const int64_t budget = memory::parse_bytes(given.memory_budget);
+  const int64_t limit = memory::parse_bytes(given.memory_budget);
+  // 1% of the budget is headroom: the plan on shapes alone is exact to the byte on graft_plan_holds'
+  // runs, yet an op whose meta path allocates otherwise than its CPU path would end the run (one was
+  // found: 1.5 KiB with --step-in-backward on a 12 x 12-image cnn, under investigation).
+  const int64_t budget = limit - limit / 100;
   BudgetChoice c;
-  c.budget_bytes = budget;
+  c.budget_bytes = limit;
   c.config = given;
-  Prediction p = predict(c.config, task, in);
+  // Every configuration is planned with the largest evaluation batch (halving the model's) whose
+  // evaluation fits: a smaller one costs nothing but time.
+  auto plan_for = [&](TrainConfig& t) {
+    Prediction q = predict(t, task, in);
+    while (q.eval_peak > budget && q.eval_batch > 1) {
+      t.eval_batch_size = std::max<int64_t>(1, q.eval_batch / 2);
+      q = predict(t, task, in);
+    }
+    return q;
+  };
+  Prediction p = plan_for(c.config);
   auto fits = [&] { return p.run_peak <= budget; };
-  // 1. The evaluation batch.
-  if (!fits() && p.eval_peak > budget) {
-    while (p.eval_peak > budget && p.eval_batch > 1) {
-      c.config.eval_batch_size = std::max<int64_t>(1, p.eval_batch / 2);
-      p = predict(c.config, task, in);
-    }
-    c.choices.push_back("--eval-batch-size " + std::to_string(p.eval_batch));
-  }
-  // 2. The output layer and the loss fused and chunked: the logits are never held whole.
-  if (!fits() && !c.config.chunked_loss) {
+  // A saving, taken when it lowers the predicted peak.
+  auto take = [&](const std::string& flag, const std::function<void(TrainConfig&)>& set) {
+    if (fits()) return;
     TrainConfig with = c.config;
-    with.chunked_loss = true;
-    const Prediction q = predict(with, task, in);
-    if (q.run_peak < p.run_peak) {
-      c.config = with;
-      p = q;
-      c.choices.push_back("--chunked-loss");
-    }
+    set(with);
+    with.eval_batch_size = given.eval_batch_size;
+    const Prediction q = plan_for(with);
+    if (q.run_peak >= p.run_peak) return;
+    c.config = with;
+    p = q;
+    c.choices.push_back(flag);
+  };
+  const bool monitored = !given.log.empty() || !given.report.empty();  // the monitor reads every gradient
+  const bool compact = c.config.optimizer == "adam" || c.config.optimizer == "adamw" || c.config.optimizer == "sgd";
+  if (!c.config.step_in_backward && !monitored) take("--step-in-backward", [](TrainConfig& t) { t.step_in_backward = true; });
+  if (!c.config.chunked_loss) take("--chunked-loss", [](TrainConfig& t) { t.chunked_loss = true; });
+  if (compact && c.config.optimizer_state == "float32")
+    take("--optimizer-state bfloat16", [](TrainConfig& t) { t.optimizer_state = "bfloat16"; });
+  if (task.has_attention() && !c.config.checkpoint_attention)
+    take("--checkpoint-attention", [](TrainConfig& t) { t.checkpoint_attention = true; });
+  if (compact && c.config.optimizer_state != "int8") {
+    take("--optimizer-state int8", [](TrainConfig& t) { t.optimizer_state = "int8"; });
+    if (c.config.optimizer_state == "int8")  // int8 replaces bfloat16
+      std::erase(c.choices, std::string("--optimizer-state bfloat16"));
   }
-  // 3. Attention recomputation.
-  if (!fits() && task.has_attention() && !c.config.checkpoint_attention) {
-    c.config.checkpoint_attention = true;
-    p = predict(c.config, task, in);
-    c.choices.push_back("--checkpoint-attention");
-  }
-  // 4. Recomputing the forward by segments (checkpoint_sequential): the fewest segments that fit.
+  // 7. Recomputing the forward by segments (checkpoint_sequential): the fewest segments that fit.
   if (!fits() && c.config.checkpoint_segments == 0) {
     const int64_t modules = [&] {
       DefaultDeviceGuard on_meta(kMeta);
@@ -232,10 +256,11 @@ BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const
     for (int64_t s = 2; s <= modules && best.run_peak > budget; ++s) {
       TrainConfig with = c.config;
       with.checkpoint_segments = s;
-      const Prediction q = predict(with, task, in);
+      with.eval_batch_size = given.eval_batch_size;
+      const Prediction q = plan_for(with);
       if (q.run_peak < best.run_peak) {
         best = q;
-        c.config.checkpoint_segments = s;
+        c.config = with;
       }
     }
     if (c.config.checkpoint_segments > 0) {
@@ -243,6 +268,8 @@ BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const
       c.choices.push_back("--checkpoint-segments " + std::to_string(c.config.checkpoint_segments));
     }
   }
+  if (c.config.eval_batch_size != given.eval_batch_size)
+    c.choices.insert(c.choices.begin(), "--eval-batch-size " + std::to_string(p.eval_batch));
   c.predicted_peak_bytes = p.run_peak;
   auto category = [&](memory::Category k) {
     return std::string(memory::category_name(k)) + " " + memory::format_bytes(p.step.at_peak[static_cast<size_t>(k)]);
@@ -253,12 +280,13 @@ BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const
   GRAFT_CHECK(fits(), command + " --memory-budget",
               "a budget the run fits in (with every saving graft can choose: " +
                   (c.choices.empty() ? std::string("none applies") : joined_choices(c.choices)) + ")",
-              memory::format_bytes(budget) + ": the run needs at least " + memory::format_bytes(p.run_peak) + " (" +
+              memory::format_bytes(limit) + ": the run needs at least " + memory::format_bytes(p.run_peak) + " (" +
                   std::to_string(p.run_peak) + " bytes; training step " + memory::format_bytes(p.step.predicted_peak_bytes) +
                   ", evaluation " + memory::format_bytes(p.eval_peak) + ", loading " + memory::format_bytes(in.loading_peak) +
                   ")",
-              "--memory-budget " + std::to_string(p.run_peak) + " or more, or a smaller --batch-size or model");
-  c.summary = "memory budget " + memory::format_bytes(budget) + ": " +
+              "--memory-budget " + std::to_string(p.run_peak + p.run_peak / 99 + 1) +
+                  " or more (1% of it is headroom), or a smaller --batch-size or model");
+  c.summary = "memory budget " + memory::format_bytes(limit) + ": " +
               (c.choices.empty() ? std::string("fits as given") : "chose " + joined_choices(c.choices)) +
               "; predicted peak " + memory::format_bytes(p.run_peak) + " (training step at its peak: " + breakdown + ")\n";
   return c;

@@ -37,14 +37,20 @@ nn::Sequential make_model(const TrainConfig& cfg, const Task& task, const TaskDa
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {
   const double lr = cfg.lr.value_or(default_lr(cfg.optimizer));
+  const optim::StatePrecision state = optim::state_precision_from_name(cfg.optimizer_state);  // --optimizer-state
   if (cfg.optimizer == "sgd")
-    return std::make_unique<optim::SGD>(
-        params, optim::SGDOptions(lr).momentum(cfg.momentum).nesterov(cfg.nesterov).weight_decay(cfg.weight_decay));
+    return std::make_unique<optim::SGD>(params, optim::SGDOptions(lr)
+                                                    .momentum(cfg.momentum)
+                                                    .nesterov(cfg.nesterov)
+                                                    .weight_decay(cfg.weight_decay)
+                                                    .state_precision(state));
   if (cfg.optimizer == "adam")
-    return std::make_unique<optim::Adam>(params, optim::AdamOptions(lr).weight_decay(cfg.weight_decay));
+    return std::make_unique<optim::Adam>(params,
+                                         optim::AdamOptions(lr).weight_decay(cfg.weight_decay).state_precision(state));
   if (cfg.optimizer == "adamw")
     return std::make_unique<optim::AdamW>(
-        params, optim::AdamWOptions(lr).weight_decay(cfg.weight_decay > 0 ? cfg.weight_decay : 0.01));
+        params,
+        optim::AdamWOptions(lr).weight_decay(cfg.weight_decay > 0 ? cfg.weight_decay : 0.01).state_precision(state));
   if (cfg.optimizer == "rmsprop")
     return std::make_unique<optim::RMSprop>(
         params, optim::RMSpropOptions(lr).momentum(cfg.momentum).weight_decay(cfg.weight_decay));

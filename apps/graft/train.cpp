@@ -252,7 +252,8 @@ EpochSums Run::train_epoch(int64_t epoch) {
     // whose figures are then the global (averaged) gradients, as with DDP.
     // (Every rank gathers: only rank 0 has the monitor.)
     const bool gather = par_.monitored && par_.zero && cfg_.zero == 2 && step % std::max<int64_t>(1, cfg_.monitor_every) == 0;
-    TrainStep train_step{model_, par_.ddp.get(), &opt_, nullptr, nullptr, cfg_.checkpoint_segments, cfg_.chunked_loss};
+    TrainStep train_step{model_,  par_.ddp.get(),           &opt_,           nullptr,
+                         nullptr, cfg_.checkpoint_segments, cfg_.chunked_loss, cfg_.step_in_backward};
     if (gather || monitor_)
       train_step.after_backward = [&] {
         if (gather) par_.zero->gather_gradients();
@@ -409,9 +410,9 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
   const TaskData d = task.load(cfg);
   nn::Sequential model = make_model(cfg, task, d);
   std::unique_ptr<optim::Optimizer> opt;
-  GRAFT_CHECK(par.world == 1 || (cfg.checkpoint_segments == 0 && !cfg.chunked_loss), "graft train", "one process with "
-              "--checkpoint-segments or --chunked-loss (DDP runs the module's own forward)", std::to_string(par.world) +
-              " ranks", "leave them out under mpirun");
+  GRAFT_CHECK(par.world == 1 || (cfg.checkpoint_segments == 0 && !cfg.chunked_loss && !cfg.step_in_backward),
+              "graft train", "one process with --checkpoint-segments, --chunked-loss or --step-in-backward (DDP owns the "
+              "forward and the gradients)", std::to_string(par.world) + " ranks", "leave them out under mpirun");
   if (par.world > 1 || cfg.zero > 0) {  // --zero in one process: one shard, the whole state
     par.ddp = std::make_unique<nn::parallel::DistributedDataParallel<nn::Sequential>>(model);
     if (cfg.zero > 0) {
@@ -423,6 +424,8 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
     }
   }
   if (!opt) opt = make_optimizer(cfg, model->parameters());
+  std::optional<optim::StepInBackward> in_backward;  // --step-in-backward (Note [Optimizer step in backward])
+  if (cfg.step_in_backward) in_backward.emplace(*opt);
   data::DataLoader loader = make_loader(cfg, task, d, par);
   Schedule sched = make_schedule(cfg, *opt, loader.size());
   RunState state{model, *opt, par.zero, sched, par.world, par.rank};

@@ -46,7 +46,7 @@ StepResult TrainStep::operator()(const Tensor& data, const Tensor& batch_target)
     optimizer->zero_grad();
     r.loss.backward();
     if (after_backward) after_backward();
-    optimizer->step();
+    if (!step_in_backward) optimizer->step();
     if (after_step) after_step();
     return r;
   }
@@ -57,7 +57,7 @@ StepResult TrainStep::operator()(const Tensor& data, const Tensor& batch_target)
   optimizer->zero_grad();
   r.loss.backward();
   if (after_backward) after_backward();
-  optimizer->step();
+  if (!step_in_backward) optimizer->step();
   if (after_step) after_step();
   NoGradGuard no_grad;
   r.correct = eq(argmax(logits, 1), target).sum();

@@ -8,7 +8,7 @@
 //   loss   = cross_entropy(logits, target)
 //   zero_grad; loss.backward()
 //   after_backward()                    (the gradient monitor: train only)
-//   optimizer step
+//   optimizer step                      (none with step_in_backward: it ran during backward)
 //   after_step()                        (the monitor's step figures: train only)
 //   correct = (argmax(logits) == target).sum(), under no_grad
 // The logits live to the end of the step (the accuracy reads them after the update, as it always
@@ -40,6 +40,7 @@ struct TrainStep {
   std::function<void()> after_backward, after_step;  // optional
   int64_t checkpoint_segments = 0;  // > 0: the forward through checkpoint_sequential (one process)
   bool fused_output = false;        // the output layer and the loss as F::linear_cross_entropy (one process)
+  bool step_in_backward = false;    // an optim::StepInBackward steps (and frees) each gradient during backward
 
   // data: (B, ...) inputs; target: (B) labels or (B, T) next bytes (flattened here).
   StepResult operator()(const Tensor& data, const Tensor& target);

@@ -172,15 +172,25 @@ Plan plan(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* optimize
   // On meta the probes cost no memory: run them at the planned size (exact there) and twice it.
   const int64_t probe_a = meta ? input_shape[0] : options.probe_batch_a;
   const int64_t probe_b = meta ? 2 * input_shape[0] : options.probe_batch_b;
-  std::vector<Event> a, b;
+  // Two pairs of probes: the first step (the optimiser's state created inside it, as in a run's first
+  // step; the model and the optimiser are put back in between) and a steady step (after a warm-up
+  // step has created the state). Either may be the higher: state created lazily can add temporaries.
+  std::vector<Event> fa, fb, a, b;
   int64_t rounded_peak = 0;
+  // The restore copies' blocks come off, as their bytes come off every event.
+  auto rounded_now = [&] { return stats(device).peak_rounded_bytes - (with_copies.rounded_bytes - before.rounded_bytes); };
   try {
     model.train(true);
+    if (meta) detail::reset_meta_peak_stats();
+    fa = recorded_step(model, input_shape, optimizer, options, probe_a, true, device);
+    if (meta) rounded_peak = rounded_now();
+    restore_state(model, optimizer, saved);
+    fb = recorded_step(model, input_shape, optimizer, options, probe_b, true, device);
+    restore_state(model, optimizer, saved);
     recorded_step(model, input_shape, optimizer, options, probe_a, false, device);  // warm-up: optimiser state
     if (meta) detail::reset_meta_peak_stats();
     a = recorded_step(model, input_shape, optimizer, options, probe_a, true, device);
-    // The restore copies' blocks come off, as their bytes come off every event.
-    if (meta) rounded_peak = stats(device).peak_rounded_bytes - (with_copies.rounded_bytes - before.rounded_bytes);
+    if (meta) rounded_peak = std::max(rounded_peak, rounded_now());
     b = recorded_step(model, input_shape, optimizer, options, probe_b, true, device);
   } catch (...) {
     record_history(false);
@@ -202,12 +212,15 @@ Plan plan(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* optimize
     l.op = ea.op;
     return l;
   };
-  bool aligned = a.size() == b.size() && !a.empty();
-  for (size_t i = 0; aligned && i < a.size(); ++i)
-    aligned = a[i].action == b[i].action && a[i].category == b[i].category && a[i].op == b[i].op;
-  if (aligned) {
-    for (size_t i = 0; i < a.size(); ++i) p.lines.push_back(line_from(a[i], b[i]));
-  } else {
+  // Pairs the events of one step at the two batch sizes (Note [Memory planner]).
+  auto add_lines = [&](const std::vector<Event>& ea, const std::vector<Event>& eb) {
+    bool aligned = ea.size() == eb.size() && !ea.empty();
+    for (size_t i = 0; aligned && i < ea.size(); ++i)
+      aligned = ea[i].action == eb[i].action && ea[i].category == eb[i].category && ea[i].op == eb[i].op;
+    if (aligned) {
+      for (size_t i = 0; i < ea.size(); ++i) p.lines.push_back(line_from(ea[i], eb[i]));
+      return;
+    }
     // Data-dependent allocations: pair each probe's peak event instead (an extrapolation).
     p.exact = false;
     auto peak_of = [](const std::vector<Event>& ev) {
@@ -216,9 +229,11 @@ Plan plan(nn::Module& model, IntArrayRef input_shape, optim::Optimizer* optimize
         if (sum(ev[i].totals) > sum(ev[best].totals)) best = i;
       return best;
     };
-    GRAFT_CHECK(!a.empty() && !b.empty(), op, "allocation events in the planned step", "none", "");
-    p.lines.push_back(line_from(a[peak_of(a)], b[peak_of(b)]));
-  }
+    GRAFT_CHECK(!ea.empty() && !eb.empty(), op, "allocation events in the planned step", "none", "");
+    p.lines.push_back(line_from(ea[peak_of(ea)], eb[peak_of(eb)]));
+  };
+  add_lines(fa, fb);
+  add_lines(a, b);
   Plan at = p.at_batch_size(input_shape[0]);
   at.predicted_peak_rounded_bytes = std::max<int64_t>(rounded_peak, 0);
   return at;

@@ -55,5 +55,8 @@ check --model lstm "${text[@]}" --depth 1 --batch-size 8 --optimizer sgd --worke
 check --model gpt "${text[@]}" --checkpoint-segments 2 --eval-batch-size 8 --eval-limit 40
 check --model mlp "${images[@]}" --batch-size 500 --checkpoint-segments 3 --eval-limit 2500
 check --model cnn "${images[@]}" --memory-budget 120MiB  # graft chooses a smaller evaluation batch
+check --model gpt "${text[@]}" --optimizer adam --step-in-backward --optimizer-state int8 --chunked-loss
+check --model cnn "${images[@]}" --optimizer-state bfloat16 --step-in-backward --batch-size 100
+check --model gpt "${text[@]}" --memory-budget 20MiB  # every saving graft has, chosen from the plan
 rm -f /tmp/plan_holds_err.$$
 exit $fail

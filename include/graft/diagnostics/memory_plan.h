@@ -19,7 +19,8 @@
 // sequences differ in length the planner says so and falls back to extrapolating the peaks.
 // Tensors the step does not make (the dataset, a prefetched batch) count as they are when plan() is
 // called. The model, its gradients, the optimiser's state and the default generator are restored
-// afterwards; the warm-up step creates the optimiser's state first, so the plan is a steady-state step.
+// afterwards. Two steps are planned, the higher peak counting: the first (the optimiser's state
+// created inside it, as in a run's first step) and a steady one (after a warm-up step).
 // What it cannot see: memory outside graft's allocator (OpenBLAS's buffers, the program itself).
 //
 // Note [Planning on shapes alone]
