@@ -104,15 +104,6 @@ void expect_same_trajectory(const MakeOptimizer& make, int steps = 6) {
   for (size_t i = 0; i < plain.size(); ++i) EXPECT_GT(largest_difference({plain[i]}, {mlp.init[i]}), 1e-3) << i;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // An optimiser that updates in step() itself and has no step_group() (as ZeroRedundancyOptimizer).
@@ -231,8 +222,8 @@ TEST(StepInBackward, GlobalClippingAfterABackwardThatSteppedIsAnError) {
     StepInBackward step_in_backward(opt);
     mlp.loss(p, 0).backward();
     for (const std::string& msg :
-         {sib::error_of([&] { nn::utils::clip_grad_norm_(p, 1.0); }), sib::error_of([&] { opt.clip_grad_norm_(1.0); }),
-          sib::error_of([&] { nn::utils::clip_grad_value_(p, 1.0); })}) {
+         {sib::error_message([&] { nn::utils::clip_grad_norm_(p, 1.0); }), sib::error_message([&] { opt.clip_grad_norm_(1.0); }),
+          sib::error_message([&] { nn::utils::clip_grad_value_(p, 1.0); })}) {
       EXPECT_TRUE(sib::contains(msg, "StepInBackward")) << msg;
       EXPECT_TRUE(sib::contains(msg, "clip_grad_value")) << msg;
       EXPECT_TRUE(sib::contains(msg, "max_grad_norm")) << msg;
@@ -248,10 +239,10 @@ TEST(StepInBackward, GradAccumulatorWithAStepInBackwardIsAnError) {
   optim::SGD opt(p, optim::SGDOptions(0.1));
   optim::GradAccumulator made_before(opt, {.steps = 2});
   StepInBackward step_in_backward(opt);
-  const std::string at_construction = sib::error_of([&] { optim::GradAccumulator acc(opt, {.steps = 2}); });
+  const std::string at_construction = sib::error_message([&] { optim::GradAccumulator acc(opt, {.steps = 2}); });
   EXPECT_TRUE(sib::contains(at_construction, "GradAccumulator")) << at_construction;
   EXPECT_TRUE(sib::contains(at_construction, "StepInBackward")) << at_construction;
-  const std::string at_backward = sib::error_of([&] { made_before.backward(mlp.loss(p, 0)); });
+  const std::string at_backward = sib::error_message([&] { made_before.backward(mlp.loss(p, 0)); });
   EXPECT_TRUE(sib::contains(at_backward, "StepInBackward")) << at_backward;
   EXPECT_LE(sib::largest_difference(p, mlp.init), 0.0);  // nothing ran
 }
@@ -263,16 +254,16 @@ TEST(StepInBackward, StepWhileAttachedIsAnErrorAndTheLoopIsBackwardAlone) {
   {
     StepInBackward step_in_backward(opt);
     EXPECT_TRUE(opt.steps_in_backward());
-    const std::string msg = sib::error_of([&] { opt.step(); });
+    const std::string msg = sib::error_message([&] { opt.step(); });
     EXPECT_TRUE(sib::contains(msg, "SGD.step")) << msg;
     EXPECT_TRUE(sib::contains(msg, "StepInBackward")) << msg;
     EXPECT_LE(sib::largest_difference(p, mlp.init), 0.0);
     // One per optimiser; no new parameters while attached.
-    EXPECT_TRUE(sib::contains(sib::error_of([&] { StepInBackward second(opt); }), "attached already"));
+    EXPECT_TRUE(sib::contains(sib::error_message([&] { StepInBackward second(opt); }), "attached already"));
     Tensor extra = zeros({3}, kFloat64).requires_grad_();
-    EXPECT_TRUE(sib::contains(sib::error_of([&] { opt.add_param_group(optim::OptimizerParamGroup({extra})); }),
+    EXPECT_TRUE(sib::contains(sib::error_message([&] { opt.add_param_group(optim::OptimizerParamGroup({extra})); }),
                               "StepInBackward"));
-    EXPECT_TRUE(sib::contains(sib::error_of([&] { opt.add_parameters({extra}); }), "StepInBackward"));
+    EXPECT_TRUE(sib::contains(sib::error_message([&] { opt.add_parameters({extra}); }), "StepInBackward"));
   }
   // Detached: the hooks are gone, backward leaves the gradients and step() works.
   EXPECT_FALSE(opt.steps_in_backward());
@@ -286,7 +277,7 @@ TEST(StepInBackward, StepWhileAttachedIsAnErrorAndTheLoopIsBackwardAlone) {
 TEST(StepInBackward, UnsupportedOptimisersAndParametersAreRefused) {
   Tensor w = make({1.0, 2.0}, {2}).requires_grad_();
   sib::WholeStepOnly whole({w});
-  const std::string msg = sib::error_of([&] { StepInBackward s(whole); });
+  const std::string msg = sib::error_message([&] { StepInBackward s(whole); });
   EXPECT_TRUE(sib::contains(msg, "step_group")) << msg;
   EXPECT_FALSE(whole.steps_in_backward());
 
@@ -294,7 +285,7 @@ TEST(StepInBackward, UnsupportedOptimisersAndParametersAreRefused) {
   Tensor v = make({1.0, 2.0}, {2}).requires_grad_();
   auto handle = v.register_post_accumulate_grad_hook([](const Tensor&) {});
   optim::SGD opt({v}, optim::SGDOptions(0.1));
-  EXPECT_TRUE(sib::contains(sib::error_of([&] { StepInBackward s(opt); }), "post-accumulate-grad"));
+  EXPECT_TRUE(sib::contains(sib::error_message([&] { StepInBackward s(opt); }), "post-accumulate-grad"));
   handle.remove();
   StepInBackward s(opt);  // fine once it is gone
 
@@ -373,7 +364,7 @@ TEST(StepInBackward, AGradientWrittenTwiceInOnePassIsAnError) {
     const Tensor h = x + w;  // saves nothing: the second write, not a saved weight, is what fails
     return checkpoint([&](const Tensor& a) { return F::tanh(a) * w; }, h).square().mean();
   };
-  const std::string msg = sib::error_of([&] { forward().backward(); });
+  const std::string msg = sib::error_message([&] { forward().backward(); });
   EXPECT_TRUE(sib::contains(msg, "once per backward pass")) << msg;
   EXPECT_FALSE(w.grad().defined());  // the second part is dropped, not left for the next pass
   // The pass that threw has ended: the next passes update once each.
