@@ -222,8 +222,8 @@ TEST(StepInBackward, GlobalClippingAfterABackwardThatSteppedIsAnError) {
     StepInBackward step_in_backward(opt);
     mlp.loss(p, 0).backward();
     for (const std::string& msg :
-         {sib::error_message([&] { nn::utils::clip_grad_norm_(p, 1.0); }), sib::error_message([&] { opt.clip_grad_norm_(1.0); }),
-          sib::error_message([&] { nn::utils::clip_grad_value_(p, 1.0); })}) {
+         {error_message([&] { nn::utils::clip_grad_norm_(p, 1.0); }), error_message([&] { opt.clip_grad_norm_(1.0); }),
+          error_message([&] { nn::utils::clip_grad_value_(p, 1.0); })}) {
       EXPECT_TRUE(sib::contains(msg, "StepInBackward")) << msg;
       EXPECT_TRUE(sib::contains(msg, "clip_grad_value")) << msg;
       EXPECT_TRUE(sib::contains(msg, "max_grad_norm")) << msg;
@@ -239,10 +239,10 @@ TEST(StepInBackward, GradAccumulatorWithAStepInBackwardIsAnError) {
   optim::SGD opt(p, optim::SGDOptions(0.1));
   optim::GradAccumulator made_before(opt, {.steps = 2});
   StepInBackward step_in_backward(opt);
-  const std::string at_construction = sib::error_message([&] { optim::GradAccumulator acc(opt, {.steps = 2}); });
+  const std::string at_construction = error_message([&] { optim::GradAccumulator acc(opt, {.steps = 2}); });
   EXPECT_TRUE(sib::contains(at_construction, "GradAccumulator")) << at_construction;
   EXPECT_TRUE(sib::contains(at_construction, "StepInBackward")) << at_construction;
-  const std::string at_backward = sib::error_message([&] { made_before.backward(mlp.loss(p, 0)); });
+  const std::string at_backward = error_message([&] { made_before.backward(mlp.loss(p, 0)); });
   EXPECT_TRUE(sib::contains(at_backward, "StepInBackward")) << at_backward;
   EXPECT_LE(sib::largest_difference(p, mlp.init), 0.0);  // nothing ran
 }
@@ -254,16 +254,16 @@ TEST(StepInBackward, StepWhileAttachedIsAnErrorAndTheLoopIsBackwardAlone) {
   {
     StepInBackward step_in_backward(opt);
     EXPECT_TRUE(opt.steps_in_backward());
-    const std::string msg = sib::error_message([&] { opt.step(); });
+    const std::string msg = error_message([&] { opt.step(); });
     EXPECT_TRUE(sib::contains(msg, "SGD.step")) << msg;
     EXPECT_TRUE(sib::contains(msg, "StepInBackward")) << msg;
     EXPECT_LE(sib::largest_difference(p, mlp.init), 0.0);
     // One per optimiser; no new parameters while attached.
-    EXPECT_TRUE(sib::contains(sib::error_message([&] { StepInBackward second(opt); }), "attached already"));
+    EXPECT_TRUE(sib::contains(error_message([&] { StepInBackward second(opt); }), "attached already"));
     Tensor extra = zeros({3}, kFloat64).requires_grad_();
-    EXPECT_TRUE(sib::contains(sib::error_message([&] { opt.add_param_group(optim::OptimizerParamGroup({extra})); }),
+    EXPECT_TRUE(sib::contains(error_message([&] { opt.add_param_group(optim::OptimizerParamGroup({extra})); }),
                               "StepInBackward"));
-    EXPECT_TRUE(sib::contains(sib::error_message([&] { opt.add_parameters({extra}); }), "StepInBackward"));
+    EXPECT_TRUE(sib::contains(error_message([&] { opt.add_parameters({extra}); }), "StepInBackward"));
   }
   // Detached: the hooks are gone, backward leaves the gradients and step() works.
   EXPECT_FALSE(opt.steps_in_backward());
@@ -277,7 +277,7 @@ TEST(StepInBackward, StepWhileAttachedIsAnErrorAndTheLoopIsBackwardAlone) {
 TEST(StepInBackward, UnsupportedOptimisersAndParametersAreRefused) {
   Tensor w = make({1.0, 2.0}, {2}).requires_grad_();
   sib::WholeStepOnly whole({w});
-  const std::string msg = sib::error_message([&] { StepInBackward s(whole); });
+  const std::string msg = error_message([&] { StepInBackward s(whole); });
   EXPECT_TRUE(sib::contains(msg, "step_group")) << msg;
   EXPECT_FALSE(whole.steps_in_backward());
 
@@ -285,7 +285,7 @@ TEST(StepInBackward, UnsupportedOptimisersAndParametersAreRefused) {
   Tensor v = make({1.0, 2.0}, {2}).requires_grad_();
   auto handle = v.register_post_accumulate_grad_hook([](const Tensor&) {});
   optim::SGD opt({v}, optim::SGDOptions(0.1));
-  EXPECT_TRUE(sib::contains(sib::error_message([&] { StepInBackward s(opt); }), "post-accumulate-grad"));
+  EXPECT_TRUE(sib::contains(error_message([&] { StepInBackward s(opt); }), "post-accumulate-grad"));
   handle.remove();
   StepInBackward s(opt);  // fine once it is gone
 
@@ -364,7 +364,7 @@ TEST(StepInBackward, AGradientWrittenTwiceInOnePassIsAnError) {
     const Tensor h = x + w;  // saves nothing: the second write, not a saved weight, is what fails
     return checkpoint([&](const Tensor& a) { return F::tanh(a) * w; }, h).square().mean();
   };
-  const std::string msg = sib::error_message([&] { forward().backward(); });
+  const std::string msg = error_message([&] { forward().backward(); });
   EXPECT_TRUE(sib::contains(msg, "once per backward pass")) << msg;
   EXPECT_FALSE(w.grad().defined());  // the second part is dropped, not left for the next pass
   // The pass that threw has ended: the next passes update once each.
