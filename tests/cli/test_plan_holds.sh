@@ -34,8 +34,8 @@ for what, p, m in [("run", plan, run["peak_memory_bytes"]), ("training steps", s
 sys.exit(0 if ok else 1)
 PY
 }
-images=(--train-limit 1500 --threads 1)  # two epochs each: the second starts with the optimiser state live
-text=(--train-limit 6000 --context 64 --width 64 --threads 1)
+images=(--train-limit 1500 --threads 1 --eval-limit 2000)  # two epochs each: the second starts with the optimiser state live
+text=(--train-limit 6000 --context 64 --width 64 --threads 1 --eval-limit 256)
 if [ "$quick" = quick ]; then
   check --model mlp --train-limit 600 --threads 1 --batch-size 200
   check --model cnn --train-limit 300 --threads 1 --batch-size 100 --batch-norm
@@ -52,8 +52,8 @@ check --model gpt "${text[@]}"
 check --model gpt "${text[@]}" --heads 2 --depth 3 --batch-size 16 --checkpoint-attention --optimizer adam
 check --model lstm "${text[@]}"
 check --model lstm "${text[@]}" --depth 1 --batch-size 8 --optimizer sgd --workers 0
-check --model gpt "${text[@]}" --checkpoint-segments 2 --eval-batch-size 8 --eval-limit 40
-check --model mlp "${images[@]}" --batch-size 500 --checkpoint-segments 3 --eval-limit 2500
+check --model gpt "${text[@]}" --checkpoint-segments 2 --eval-batch-size 8
+check --model mlp "${images[@]}" --batch-size 500 --checkpoint-segments 3
 check --model cnn "${images[@]}" --memory-budget 120MiB  # graft chooses a smaller evaluation batch
 check --model gpt "${text[@]}" --optimizer adam --step-in-backward --optimizer-state int8 --chunked-loss
 check --model cnn "${images[@]}" --optimizer-state bfloat16 --step-in-backward --batch-size 100
