@@ -29,6 +29,13 @@ Tensor count_correct(const Tensor& h, const Tensor& weight, const Tensor& bias, 
 StepResult TrainStep::operator()(const Tensor& data, const Tensor& batch_target) {
   const Tensor target = batch_target.reshape({-1});  // text: one target per position (Note [Text task])
   StepResult r;
+  auto backward_and_step = [&] {
+    optimizer->zero_grad();
+    r.loss.backward();
+    if (after_backward) after_backward();
+    if (!step_in_backward) optimizer->step();
+    if (after_step) after_step();
+  };
   if (fused_output) {
     GRAFT_CHECK(ddp == nullptr && model->size() >= 2, "graft train --chunked-loss", "one process and a model ending in "
                 "its output layer", ddp ? "DistributedDataParallel" : "a model of one module", "leave --chunked-loss out");
@@ -43,22 +50,14 @@ StepResult TrainStep::operator()(const Tensor& data, const Tensor& batch_target)
     r.loss = F::linear_cross_entropy(h, head[0], head[1], target);
     r.correct = count_correct(h, head[0], head[1], target);
     h = Tensor();  // the loss's node keeps what backward needs
-    optimizer->zero_grad();
-    r.loss.backward();
-    if (after_backward) after_backward();
-    if (!step_in_backward) optimizer->step();
-    if (after_step) after_step();
+    backward_and_step();
     return r;
   }
   const Tensor logits = ddp                       ? (*ddp)(data)
                         : checkpoint_segments > 0 ? checkpoint_sequential(model, checkpoint_segments, data)
                                                   : model->forward(data);
   r.loss = F::cross_entropy(logits, target);
-  optimizer->zero_grad();
-  r.loss.backward();
-  if (after_backward) after_backward();
-  if (!step_in_backward) optimizer->step();
-  if (after_step) after_step();
+  backward_and_step();
   NoGradGuard no_grad;
   r.correct = eq(argmax(logits, 1), target).sum();
   return r;
