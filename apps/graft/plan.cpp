@@ -177,6 +177,13 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
   return r;
 }
 
+// The modules checkpoint_sequential may split the model into: its top-level modules (counted on a
+// meta model), less the output layer with --chunked-loss, which runs outside the segments.
+int64_t segmentable_modules(const TrainConfig& cfg, const Task& task, const TaskData& d) {
+  DefaultDeviceGuard on_meta(kMeta);
+  return static_cast<int64_t>(task.build_model(cfg, d)->size()) - (cfg.chunked_loss ? 1 : 0);
+}
+
 // Note [Memory budget]
 // --memory-budget SIZE (graft train and graft plan) turns the plan around: given the bytes, choose
 // how to run. Each saving is tried in the order of what it costs, cheapest first, and kept once
@@ -247,11 +254,7 @@ BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const
   }
   // 7. Recomputing the forward by segments (checkpoint_sequential): the fewest segments that fit.
   if (!fits() && c.config.checkpoint_segments == 0) {
-    const int64_t modules = [&] {
-      DefaultDeviceGuard on_meta(kMeta);
-      // (With --chunked-loss the output layer runs outside the segments.)
-      return static_cast<int64_t>(task.build_model(c.config, in.d)->size()) - (c.config.chunked_loss ? 1 : 0);
-    }();
+    const int64_t modules = segmentable_modules(c.config, task, in.d);
     Prediction best = p;
     for (int64_t s = 2; s <= modules && best.run_peak > budget; ++s) {
       TrainConfig with = c.config;
@@ -371,10 +374,7 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
     out << "\n";
     if (!fits && cfg.checkpoint_segments == 0) {
       // Fewest checkpoint segments with which the requested batch fits.
-      const int64_t modules = [&] {  // the model's top-level modules, counted on meta
-        DefaultDeviceGuard on_meta(kMeta);
-        return static_cast<int64_t>(task.build_model(cfg, d)->size());
-      }();
+      const int64_t modules = segmentable_modules(cfg, task, d);
       for (int64_t s = 2; s <= modules && r.segments_to_fit == 0; ++s)
         if (std::max({plan_with(s).predicted_peak_bytes, loading_peak, eval_peak}) <= r.budget_bytes) r.segments_to_fit = s;
       out << (r.segments_to_fit ? "with checkpoint_sequential, " + std::to_string(r.segments_to_fit) +
