@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import struct
+import zipfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 
@@ -52,6 +53,18 @@ def main():
     fixture = os.path.join(ROOT, "..", "..", "tests", "fixtures", "torch_written.safetensors")
     with open(fixture, "rb") as f:
         write("safetensors", "torch_written", f.read())
+
+    # pickle: the data.pkl of each checkpoint torch.save wrote for the tests (fuzz_pickle wraps a
+    # non-zip input as a checkpoint's data.pkl with one 64-byte storage, data/0), and two whole
+    # checkpoints.
+    fixtures = os.path.join(ROOT, "..", "..", "tests", "fixtures", "pickle")
+    for stem in ("state_dict", "dtypes", "edge", "nested"):
+        with zipfile.ZipFile(os.path.join(fixtures, stem + ".pt")) as z:
+            pkl = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
+            write("pickle", stem + ".pkl", z.read(pkl))
+    for stem in ("state_dict", "edge"):
+        with open(os.path.join(fixtures, stem + ".pt"), "rb") as f:
+            write("pickle", stem + ".pt", f.read())
 
     write("idx", "u8_labels", idx(0x08, "B", [5], [0, 1, 2, 9, 255]))
     write("idx", "u8_images", idx(0x08, "B", [2, 3, 3], list(range(18))))

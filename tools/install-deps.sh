@@ -4,8 +4,12 @@
 #   tools/install-deps.sh --bench  also LibTorch, for the side-by-side benchmarks
 set -euo pipefail
 pkgs=(cmake g++ make clang libclang-rt-14-dev lld libopenblas-dev libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
-      nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist fortunes chromium
-      python3 qemu-user)  # python3: tools/check-notes.py; qemu-user: tests/kernels/clone_bits/
+      nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev libzip-dev pkgconf libopenmpi-dev openmpi-bin
+      dataset-fashion-mnist fortunes chromium python3 python3-torch qemu-user)
+# libzip-dev: the zip archives of PyTorch checkpoints (src/io/zip_archive.cpp), found through pkgconf's
+# pkg-config; python3: tools/check-notes.py and tests/fixtures/zip/gen_zip_fixtures.py --check;
+# python3-torch: PyTorch 1.13 reads back what graft::pickle_save writes (graft_pickle_python_reads);
+# qemu-user: tests/kernels/clone_bits/
 if [[ "${1:-}" == "--bench" ]]; then pkgs+=(libtorch-dev); fi
 
 sudo_cmd=()

@@ -68,10 +68,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 stage "fuzzer build"
 CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_BUILD_FUZZ=ON \
       -DGRAFT_BUILD_TESTS=OFF -DGRAFT_BUILD_EXAMPLES=OFF -DGRAFT_BUILD_APPS=OFF
-cmake --build build-fuzz -j"$jobs" --target fuzz_safetensors fuzz_idx
+cmake --build build-fuzz -j"$jobs" --target fuzz_safetensors fuzz_idx fuzz_pickle
 stage "fuzzing"
 # The two targets fuzz side by side (one core each); each one's log is printed when both are done.
-fuzz_targets=(safetensors idx)
+fuzz_targets=(safetensors idx pickle)
 fuzz_pids=()
 for target in "${fuzz_targets[@]}"; do
   mkdir -p "build-fuzz/corpus/$target"

@@ -1,0 +1,944 @@
+// pickle_load / pickle_save: PyTorch's checkpoint format (Note [PyTorch's file format] and
+// Note [Safe unpickling] in graft/io/pickle.h).
+#include "graft/io/pickle.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "graft/core/error.h"
+#include "graft/core/factory.h"
+#include "graft/io/file.h"
+#include "io/file_util.h"
+#include "io/pickle_internal.h"
+#include "io/zip_archive.h"
+
+namespace graft {
+namespace io::detail {
+namespace {
+
+// ---- dtypes and storage types ------------------------------------------------------------------
+
+struct StorageName {
+  DType dtype;
+  const char* name;  // torch.<name>: the legacy typed-storage classes torch.save names
+};
+constexpr StorageName kStorageNames[] = {
+    {DType::Float32, "FloatStorage"}, {DType::Float64, "DoubleStorage"}, {DType::Float16, "HalfStorage"},
+    {DType::BFloat16, "BFloat16Storage"}, {DType::Int64, "LongStorage"}, {DType::Int32, "IntStorage"},
+    {DType::Int16, "ShortStorage"}, {DType::Int8, "CharStorage"}, {DType::UInt8, "ByteStorage"},
+    {DType::Bool, "BoolStorage"},
+};
+const char* storage_name(DType dtype) {
+  for (const auto& s : kStorageNames) {
+    if (s.dtype == dtype) return s.name;
+  }
+  throw Error("pickle_save", "a tensor of a dtype PyTorch's format stores", dtype_name(dtype), "convert it first");
+}
+
+// ---- opcodes (Python's pickletools names) -----------------------------------------------------
+
+enum Op : uint8_t {
+  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', BININT = 'J', BININT1 = 'K', BININT2 = 'M',
+  NONE = 'N', BINPERSID = 'Q', REDUCE = 'R', BINUNICODE = 'X', EMPTY_LIST = ']', APPEND = 'a', BUILD = 'b',
+  GLOBAL = 'c', DICT = 'd', APPENDS = 'e', BINGET = 'h', LONG_BINGET = 'j', LIST = 'l', BINPUT = 'q',
+  LONG_BINPUT = 'r', SETITEM = 's', TUPLE = 't', SETITEMS = 'u', EMPTY_DICT = '}', EMPTY_TUPLE = ')',
+  BINFLOAT = 'G', BINBYTES = 'B', SHORT_BINBYTES = 'C', PROTO = 0x80, NEWOBJ = 0x81, TUPLE1 = 0x85,
+  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
+  SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d, BINBYTES8 = 0x8e, STACK_GLOBAL = 0x93, MEMOIZE = 0x94,
+  FRAME = 0x95,
+};
+
+// ---- the unpickler ------------------------------------------------------------------------------
+
+// The callables of the allow-list (Note [Safe unpickling]).
+enum class Global {
+  OrderedDict,
+  RebuildTensorV2,        // torch._utils._rebuild_tensor_v2
+  RebuildTensor,          // torch._utils._rebuild_tensor (before 1.0)
+  RebuildParameter,       // torch._utils._rebuild_parameter
+  RebuildParameterState,  // torch._utils._rebuild_parameter_with_state (2.x)
+  StorageType,            // torch.FloatStorage, ...
+  ScriptClass,            // __torch__.* (LibTorch archives only)
+  PassThrough,            // torch.jit._pickle.build_*list / restore_type_tag: returns its first argument
+};
+
+// One entry of the unpickler's stack. Values are IValues; the other kinds only live between the
+// opcodes that make and consume them (a global before its REDUCE, a storage before its tensor, a
+// tuple holding either, as the persistent id ('storage', torch.FloatStorage, ...) does).
+struct Item {
+  enum class Kind { Value, Global, Storage, RawTuple };
+  Kind kind = Kind::Value;
+  IValue value;
+  Global global = Global::OrderedDict;
+  DType dtype = DType::Float32;  // StorageType, Storage
+  std::string name;              // ScriptClass: the qualified name
+  Tensor storage;                // Storage: a 1-d tensor over the whole storage
+  std::vector<Item> items;       // RawTuple
+  int depth = 0;                 // nesting of containers below and including this one
+};
+
+class Unpickler {
+ public:
+  Unpickler(const uint8_t* data, size_t size, const ZipReader* zip, std::string top, std::string op, bool script_objects,
+            std::string byteorder)
+      : p_(data),
+        n_(size),
+        zip_(zip),
+        top_(std::move(top)),
+        op_(std::move(op)),
+        script_objects_(script_objects),
+        big_endian_(byteorder == "big") {}
+
+  IValue run() {
+    while (true) {
+      const size_t at = pos_;
+      const uint8_t code = u8();
+      op_at_ = at;
+      switch (code) {
+        case PROTO: {
+          const uint8_t v = u8();
+          if (v > 5) fail("a pickle protocol of 2 to 5", "protocol " + std::to_string(v), "");
+          break;
+        }
+        case FRAME: (void)take(8); break;
+        case STOP: {
+          if (stack_.size() != 1) fail("one value on the stack at STOP", std::to_string(stack_.size()) + " values", "");
+          return to_value(pop());
+        }
+        case MARK: marks_.push_back(stack_.size()); break;
+        case POP: (void)pop(); break;
+        case POP_MARK: (void)pop_to_mark(); break;
+        case DUP: {
+          if (stack_.empty()) fail("a value to duplicate", "an empty stack", "");
+          stack_.push_back(stack_.back());
+          break;
+        }
+        case NONE: push(IValue()); break;
+        case NEWTRUE: push(IValue(true)); break;
+        case NEWFALSE: push(IValue(false)); break;
+        case BININT: push(IValue(static_cast<int64_t>(static_cast<int32_t>(le(4))))); break;
+        case BININT1: push(IValue(static_cast<int64_t>(u8()))); break;
+        case BININT2: push(IValue(static_cast<int64_t>(le(2)))); break;
+        case LONG1: push(IValue(long_int(u8()))); break;
+        case LONG4: push(IValue(long_int(le(4)))); break;
+        case BINFLOAT: {
+          const uint64_t bits = be64();
+          double d = 0;
+          std::memcpy(&d, &bits, sizeof d);
+          push(IValue(d));
+          break;
+        }
+        case SHORT_BINUNICODE:
+        case SHORT_BINBYTES: push(IValue(str(u8()))); break;
+        case BINUNICODE:
+        case BINBYTES: push(IValue(str(le(4)))); break;
+        case BINUNICODE8:
+        case BINBYTES8: push(IValue(str(le(8)))); break;
+        case EMPTY_TUPLE: push_tuple({}); break;
+        case TUPLE: push_tuple(pop_to_mark()); break;
+        case TUPLE1:
+        case TUPLE2:
+        case TUPLE3: {
+          const size_t k = code - TUPLE1 + 1;
+          if (stack_.size() < k) fail(std::to_string(k) + " values for a tuple", std::to_string(stack_.size()), "");
+          std::vector<Item> items(std::make_move_iterator(stack_.end() - static_cast<std::ptrdiff_t>(k)),
+                                  std::make_move_iterator(stack_.end()));
+          stack_.resize(stack_.size() - k);
+          push_tuple(std::move(items));
+          break;
+        }
+        case EMPTY_LIST: push_value(IValue(impl::GenericList(AnyType::get())), 1); break;
+        case LIST: {
+          impl::GenericList list(AnyType::get());
+          auto items = pop_to_mark();
+          int depth = 0;
+          for (auto& it : items) {
+            depth = std::max(depth, it.depth);
+            list.push_back(placed(to_value(std::move(it)), nullptr));
+          }
+          push_value(IValue(list), depth + 1);
+          break;
+        }
+        case APPEND:
+        case APPENDS: {
+          std::vector<Item> items;
+          if (code == APPEND) {
+            items.push_back(pop());
+          } else {
+            items = pop_to_mark();
+          }
+          Item& target = top("a list to append to");
+          if (target.kind != Item::Kind::Value || !target.value.isList() || target.value.isIntList() ||
+              target.value.isDoubleList() || target.value.isTensorList()) {
+            fail("a list below APPEND", describe(target), "");
+          }
+          auto list = target.value.toList();
+          check_open(list.impl().get());
+          for (auto& it : items) {
+            target.depth = std::max(target.depth, it.depth + 1);
+            check_depth(target.depth);
+            list.push_back(placed(to_value(std::move(it)), list.impl().get()));
+          }
+          break;
+        }
+        case EMPTY_DICT: push_value(IValue(impl::GenericDict(AnyType::get(), AnyType::get())), 1); break;
+        case DICT: {
+          auto items = pop_to_mark();
+          push_value(IValue(impl::GenericDict(AnyType::get(), AnyType::get())), 1);
+          set_items(std::move(items));
+          break;
+        }
+        case SETITEM: {
+          std::vector<Item> items(2);
+          items[1] = pop();
+          items[0] = pop();
+          set_items(std::move(items));
+          break;
+        }
+        case SETITEMS: set_items(pop_to_mark()); break;
+        case BINPUT: memo_[le(1)] = top("a value to memoize"); break;
+        case LONG_BINPUT: memo_[le(4)] = top("a value to memoize"); break;
+        case MEMOIZE: {
+          const uint64_t key = memo_.size();
+          memo_[key] = top("a value to memoize");
+          break;
+        }
+        case BINGET: get(le(1)); break;
+        case LONG_BINGET: get(le(4)); break;
+        case GLOBAL: {
+          std::string module = line();
+          std::string name = line();
+          push_global(module, name);
+          break;
+        }
+        case STACK_GLOBAL: {
+          Item name = pop();
+          Item module = pop();
+          if (!is_string(module) || !is_string(name)) fail("two strings for STACK_GLOBAL", describe(name), "");
+          push_global(module.value.toStringRef(), name.value.toStringRef());
+          break;
+        }
+        case BINPERSID: persistent_load(pop()); break;
+        case REDUCE: {
+          Item args = pop();
+          Item callable = pop();
+          reduce(std::move(callable), std::move(args));
+          break;
+        }
+        case NEWOBJ: {
+          Item args = pop();
+          Item cls = pop();
+          if (cls.kind != Item::Kind::Global || cls.global != Global::ScriptClass) {
+            fail("a TorchScript class for NEWOBJ", describe(cls), "");
+          }
+          reduce(std::move(cls), std::move(args));
+          break;
+        }
+        case BUILD: {
+          Item state = pop();
+          build(top("an object to BUILD"), std::move(state));
+          break;
+        }
+        default: {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "0x%02x", code);
+          fail("a pickle opcode torch.save writes", std::string("opcode ") + hex,
+               "the file is damaged, or was written by a pickler graft does not read");
+        }
+      }
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& expected, const std::string& got, std::string hint) const {
+    if (hint.empty()) hint = "the file is damaged or is no checkpoint torch.save wrote";
+    throw Error(op_, expected, got + " at byte " + std::to_string(op_at_) + " of " + top_ + "data.pkl", hint);
+  }
+
+  // -- reading bytes
+  uint8_t u8() {
+    need(1);
+    return p_[pos_++];
+  }
+  void need(uint64_t k) const {
+    if (k > n_ - pos_) {
+      throw Error(op_, std::to_string(k) + " more bytes of " + top_ + "data.pkl",
+                  "the pickle ending at byte " + std::to_string(n_) + " (an opcode at byte " + std::to_string(op_at_) + ")",
+                  "the file is truncated or damaged");
+    }
+  }
+  const uint8_t* take(uint64_t k) {
+    need(k);
+    const uint8_t* at = p_ + pos_;
+    pos_ += static_cast<size_t>(k);
+    return at;
+  }
+  uint64_t le(int k) {
+    const uint8_t* b = take(static_cast<uint64_t>(k));
+    uint64_t v = 0;
+    for (int i = k - 1; i >= 0; --i) v = (v << 8) | b[i];
+    return v;
+  }
+  uint64_t be64() {
+    const uint8_t* b = take(8);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | b[i];
+    return v;
+  }
+  std::string str(uint64_t k) {
+    const uint8_t* b = take(k);
+    return std::string(reinterpret_cast<const char*>(b), static_cast<size_t>(k));
+  }
+  std::string line() {
+    const size_t start = pos_;
+    while (true) {
+      if (u8() == '\n') break;
+    }
+    return std::string(reinterpret_cast<const char*>(p_ + start), pos_ - 1 - start);
+  }
+  // Python's LONG1/LONG4: k bytes of a little-endian two's-complement integer.
+  int64_t long_int(uint64_t k) {
+    if (k > 8) {
+      (void)take(k);
+      fail("an integer of at most 64 bits", "one of " + std::to_string(k) + " bytes",
+           "graft's integers are 64-bit: store larger numbers as floats or strings");
+    }
+    const uint8_t* b = take(k);
+    uint64_t v = 0;
+    for (uint64_t i = k; i-- > 0;) v = (v << 8) | b[i];
+    if (k > 0 && k < 8 && (b[k - 1] & 0x80)) v |= ~uint64_t{0} << (8 * k);  // sign-extend
+    return static_cast<int64_t>(v);
+  }
+
+  // -- the stack
+  void check_depth(int depth) const {
+    if (depth > kMaxPickleDepth) {
+      fail("containers nested at most " + std::to_string(kMaxPickleDepth) + " deep", "deeper nesting",
+           "the file is hostile or damaged");
+    }
+  }
+  void push(IValue v) { push_value(std::move(v), 0); }
+  void push_value(IValue v, int depth) {
+    check_depth(depth);
+    Item it;
+    it.value = std::move(v);
+    it.depth = depth;
+    stack_.push_back(std::move(it));
+  }
+  Item pop() {
+    if (stack_.empty() || (!marks_.empty() && marks_.back() == stack_.size())) fail("a value on the stack", "none", "");
+    Item it = std::move(stack_.back());
+    stack_.pop_back();
+    return it;
+  }
+  Item& top(const char* what) {
+    if (stack_.empty()) fail(what, "an empty stack", "");
+    return stack_.back();
+  }
+  std::vector<Item> pop_to_mark() {
+    if (marks_.empty()) fail("a MARK before this opcode", "none", "");
+    const size_t mark = marks_.back();
+    marks_.pop_back();
+    std::vector<Item> items(std::make_move_iterator(stack_.begin() + static_cast<std::ptrdiff_t>(mark)),
+                            std::make_move_iterator(stack_.end()));
+    stack_.resize(mark);
+    return items;
+  }
+  void get(uint64_t key) {
+    auto it = memo_.find(key);
+    if (it == memo_.end()) fail("a memo entry put before", "memo key " + std::to_string(key), "");
+    stack_.push_back(it->second);
+  }
+  void push_tuple(std::vector<Item> items) {
+    Item t;
+    t.kind = Item::Kind::RawTuple;
+    for (const auto& it : items) t.depth = std::max(t.depth, it.depth + 1);
+    t.depth = std::max(t.depth, 1);
+    check_depth(t.depth);
+    t.items = std::move(items);
+    stack_.push_back(std::move(t));
+  }
+  static bool is_string(const Item& it) { return it.kind == Item::Kind::Value && it.value.isString(); }
+  static std::string describe(const Item& it) {
+    switch (it.kind) {
+      case Item::Kind::Value: return "a " + it.value.tagKind();
+      case Item::Kind::Global: return "a global";
+      case Item::Kind::Storage: return "a storage";
+      case Item::Kind::RawTuple: return "a Tuple";
+    }
+    return "?";
+  }
+  // An item as a value: tuples become Tuples; a global or a storage cannot be one.
+  IValue to_value(Item it) {
+    if (it.kind == Item::Kind::Value) return std::move(it.value);
+    if (it.kind == Item::Kind::RawTuple) {
+      std::vector<IValue> elements;
+      elements.reserve(it.items.size());
+      for (auto& e : it.items) elements.push_back(placed(to_value(std::move(e)), nullptr));
+      return IValue(ivalue::Tuple::create(std::move(elements)));
+    }
+    fail("a value", describe(it) + " used as a value", "");
+  }
+  void set_items(std::vector<Item> items) {
+    if (items.size() % 2 != 0) fail("key-value pairs", std::to_string(items.size()) + " items", "");
+    Item& target = top("a dict to set items in");
+    if (target.kind != Item::Kind::Value || !target.value.isGenericDict()) fail("a dict below SETITEMS", describe(target), "");
+    auto dict = target.value.toGenericDict();
+    check_open(dict.impl().get());
+    for (size_t i = 0; i < items.size(); i += 2) {
+      target.depth = std::max({target.depth, items[i].depth + 1, items[i + 1].depth + 1});
+      check_depth(target.depth);
+      IValue key = to_value(std::move(items[i]));
+      if (!(key.isString() || key.isInt() || key.isDouble() || key.isBool())) {
+        fail("a dict key that is a str, int, float or bool", "a key holding " + key.tagKind(), "");
+      }
+      // A duplicate key keeps the last value, as Python's dict does.
+      dict.insert_or_assign(std::move(key), placed(to_value(std::move(items[i + 1])), dict.impl().get()));
+    }
+  }
+
+  // Note [No cycles]
+  // Python's pickle can build a container that holds itself (a list appended to itself, two dicts
+  // holding each other); torch.save never writes one, and an IValue cycle would never be freed nor
+  // finish printing. So a list or dict, once placed in another container (or a tuple), is sealed:
+  // filling it afterwards is an error, as is placing a container in itself. Every cycle needs one
+  // of the two. The sealed containers are kept alive here, so no new one reuses an address.
+  static std::shared_ptr<const void> container_of(const IValue& v) {
+    if (v.isGenericDict()) return v.toGenericDict().impl();
+    if (v.isList() && !v.isIntList() && !v.isDoubleList() && !v.isTensorList()) return v.toList().impl();
+    return nullptr;
+  }
+  void check_open(const void* target) const {
+    if (sealed_.count(target)) {
+      fail("a container filled before it is placed in another", "one filled after",
+           "the file holds a cycle, or was not written by torch.save");
+    }
+  }
+  // `v`, now placed in the container `into` (null for a new list or tuple): sealed.
+  IValue placed(IValue v, const void* into) {
+    if (auto c = container_of(v)) {
+      if (c.get() == into) fail("a container placed in another", "one placed in itself", "the file holds a cycle");
+      sealed_.emplace(c.get(), c);
+    }
+    return v;
+  }
+
+  // -- globals, calls and objects
+  void push_global(const std::string& module, const std::string& name) {
+    Item g;
+    g.kind = Item::Kind::Global;
+    if (module == "collections" && name == "OrderedDict") {
+      g.global = Global::OrderedDict;
+    } else if (module == "torch._utils" && name == "_rebuild_tensor_v2") {
+      g.global = Global::RebuildTensorV2;
+    } else if (module == "torch._utils" && name == "_rebuild_tensor") {
+      g.global = Global::RebuildTensor;
+    } else if (module == "torch._utils" && name == "_rebuild_parameter") {
+      g.global = Global::RebuildParameter;
+    } else if (module == "torch._utils" && name == "_rebuild_parameter_with_state") {
+      g.global = Global::RebuildParameterState;
+    } else if (module == "torch" && storage_dtype(name, g.dtype)) {
+      g.global = Global::StorageType;
+    } else if (script_objects_ && module.rfind("__torch__", 0) == 0) {
+      g.global = Global::ScriptClass;
+      g.name = module + "." + name;
+    } else if (script_objects_ && module == "torch.jit._pickle" &&
+               (name == "build_intlist" || name == "build_doublelist" || name == "build_boollist" ||
+                name == "build_tensorlist" || name == "restore_type_tag")) {
+      g.global = Global::PassThrough;
+    } else {
+      fail("a global of graft's allow-list (collections.OrderedDict, torch._utils._rebuild_tensor_v2, "
+           "torch._utils._rebuild_parameter, torch.<dtype>Storage)",
+           "the global " + module + "." + name,
+           "graft never runs code from a checkpoint: save plain data (a state_dict(), tensors, lists, "
+           "dicts, numbers, strings) rather than modules or other Python objects");
+    }
+    stack_.push_back(std::move(g));
+  }
+  static bool storage_dtype(const std::string& name, DType& dtype) {
+    for (const auto& s : kStorageNames) {
+      if (name == s.name) {
+        dtype = s.dtype;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // BINPERSID: ('storage', <storage type>, key, location, numel) -> the storage data/<key>, read
+  // once however many tensors name it.
+  void persistent_load(Item pid) {
+    if (pid.kind != Item::Kind::RawTuple || pid.items.size() != 5 || !is_string(pid.items[0]) ||
+        pid.items[0].value.toStringRef() != "storage" || pid.items[1].kind != Item::Kind::Global ||
+        pid.items[1].global != Global::StorageType || !is_string(pid.items[2]) || !is_string(pid.items[3]) ||
+        pid.items[4].kind != Item::Kind::Value || !pid.items[4].value.isInt()) {
+      fail("a persistent id ('storage', torch.<dtype>Storage, key, location, numel)", describe(pid), "");
+    }
+    if (!zip_) fail("no persistent id in a pickle without storages", "a storage reference", "");
+    const DType dtype = pid.items[1].dtype;
+    const std::string& key = pid.items[2].value.toStringRef();
+    const int64_t numel = pid.items[4].value.toInt();
+    Item s;
+    s.kind = Item::Kind::Storage;
+    s.dtype = dtype;
+    auto cached = storages_.find(key);
+    if (cached != storages_.end()) {
+      if (cached->second.dtype() != dtype) {
+        fail("one dtype for storage " + key, std::string(dtype_name(dtype)) + " and " + dtype_name(cached->second.dtype()), "");
+      }
+      s.storage = cached->second;
+    } else {
+      const std::string entry = top_ + "data/" + key;
+      if (!zip_->contains(entry)) fail("the entry " + entry + " that the pickle names", "no such entry", "");
+      const uint64_t bytes = zip_->entry_size(entry);
+      const uint64_t elem = element_size(dtype);
+      if (numel < 0 || static_cast<uint64_t>(numel) > bytes / elem) {
+        fail("a storage of at most " + std::to_string(bytes / elem) + " elements (" + entry + " holds " +
+                 std::to_string(bytes) + " bytes)",
+             "numel " + std::to_string(numel), "");
+      }
+      // The entry may hold more than numel elements (PyTorch never writes that; tolerate it).
+      Tensor t = graft::empty({static_cast<int64_t>(bytes / elem)}, TensorOptions(dtype));
+      if (bytes % elem != 0) fail("an entry of whole " + std::string(dtype_name(dtype)) + " elements", std::to_string(bytes) + " bytes", "");
+      if (bytes > 0) zip_->read_into(entry, t.data_ptr(), bytes);
+      if (big_endian_ && elem > 1) swap_bytes(static_cast<uint8_t*>(t.data_ptr()), bytes, elem);
+      storages_.emplace(key, t);
+      storage_impls_.insert(t.unsafeGetTensorImpl());
+      s.storage = t;
+    }
+    stack_.push_back(std::move(s));
+  }
+  static void swap_bytes(uint8_t* p, uint64_t bytes, uint64_t elem) {
+    for (uint64_t i = 0; i + elem <= bytes; i += elem) {
+      for (uint64_t a = 0, b = elem - 1; a < b; ++a, --b) std::swap(p[i + a], p[i + b]);
+    }
+  }
+
+  std::vector<int64_t> int_tuple(const Item& it, const char* what) const {
+    std::vector<int64_t> out;
+    if (it.kind != Item::Kind::RawTuple) fail(std::string("a tuple of ints for ") + what, describe(it), "");
+    for (const auto& e : it.items) {
+      if (e.kind != Item::Kind::Value || !e.value.isInt()) fail(std::string("ints in ") + what, describe(e), "");
+      out.push_back(e.value.toInt());
+    }
+    return out;
+  }
+
+  // _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
+  Tensor rebuild_tensor(const std::vector<Item>& args, bool v2) {
+    if (args.size() < 4 || (v2 && args.size() < 6)) {
+      fail(v2 ? "_rebuild_tensor_v2's 6 or 7 arguments" : "_rebuild_tensor's 4 arguments",
+           std::to_string(args.size()) + " arguments", "");
+    }
+    if (args[0].kind != Item::Kind::Storage || !storage_impls_.count(args[0].storage.unsafeGetTensorImpl())) {
+      fail("a storage as the first argument of _rebuild_tensor", describe(args[0]), "");
+    }
+    if (args[1].kind != Item::Kind::Value || !args[1].value.isInt()) fail("an int storage offset", describe(args[1]), "");
+    const Tensor& storage = args[0].storage;
+    const int64_t offset = args[1].value.toInt();
+    const auto sizes = int_tuple(args[2], "the size");
+    const auto strides = int_tuple(args[3], "the stride");
+    if (sizes.size() != strides.size()) {
+      fail("as many strides as sizes", std::to_string(strides.size()) + " strides for " + std::to_string(sizes.size()) + " sizes", "");
+    }
+    // The last element the tensor reaches must lie in the storage (checked without overflow).
+    const int64_t capacity = storage.numel();
+    if (offset < 0 || offset > capacity) fail("a storage offset within the storage of " + std::to_string(capacity), std::to_string(offset), "");
+    bool empty = false;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      if (sizes[d] < 0 || strides[d] < 0) fail("non-negative sizes and strides", "size " + std::to_string(sizes[d]) + ", stride " + std::to_string(strides[d]), "");
+      if (sizes[d] == 0) empty = true;
+    }
+    int64_t numel = 1;
+    if (!empty) {
+      int64_t last = offset;  // the furthest element reached
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        const int64_t room = capacity - 1 - last;
+        if (strides[d] != 0 && sizes[d] - 1 > room / strides[d]) {
+          fail("a tensor inside its storage of " + std::to_string(capacity) + " elements",
+               "sizes and strides reaching past it", "");
+        }
+        last += (sizes[d] - 1) * strides[d];
+        if (numel > std::numeric_limits<int64_t>::max() / sizes[d]) fail("a tensor of fewer than 2^63 elements", "more", "");
+        numel *= sizes[d];
+      }
+      if (last >= capacity) fail("a tensor inside its storage", "one reaching past it", "");
+    }
+    auto impl = std::make_shared<TensorImpl>(storage.impl().storage, offset, IntArrayRef(sizes), IntArrayRef(strides), storage.dtype());
+    Tensor t(std::move(impl));
+    if (v2 && args[4].kind == Item::Kind::Value && args[4].value.isBool() && args[4].value.toBool()) {
+      require_grad(t);
+    }
+    return t;
+  }
+  void require_grad(Tensor& t) const {
+    if (!t.is_floating_point()) fail("requires_grad only on a floating-point tensor", dtype_name(t.dtype()), "");
+    t.set_requires_grad(true);
+  }
+
+  void reduce(Item callable, Item args) {
+    if (callable.kind != Item::Kind::Global) fail("a global to call", describe(callable), "");
+    if (args.kind != Item::Kind::RawTuple) fail("a tuple of arguments", describe(args), "");
+    auto& a = args.items;
+    switch (callable.global) {
+      case Global::OrderedDict:
+        if (!a.empty()) fail("OrderedDict() without arguments", std::to_string(a.size()) + " arguments", "");
+        push_value(IValue(impl::GenericDict(AnyType::get(), AnyType::get())), 1);
+        return;
+      case Global::RebuildTensorV2:
+      case Global::RebuildTensor:
+        push(IValue(rebuild_tensor(a, callable.global == Global::RebuildTensorV2)));
+        return;
+      case Global::RebuildParameter:
+      case Global::RebuildParameterState: {
+        if (a.size() < 2 || a[0].kind != Item::Kind::Value || !a[0].value.isTensor() || a[1].kind != Item::Kind::Value ||
+            !a[1].value.isBool()) {
+          fail("_rebuild_parameter(tensor, requires_grad, hooks)", std::to_string(a.size()) + " arguments", "");
+        }
+        Tensor t = a[0].value.toTensor();
+        if (a[1].value.toBool()) require_grad(t);
+        push(IValue(t));
+        return;
+      }
+      case Global::ScriptClass: {
+        impl::GenericDict object(AnyType::get(), AnyType::get());
+        object.insert(kScriptClassKey, callable.name);
+        push_value(IValue(object), 1);
+        return;
+      }
+      case Global::PassThrough: {
+        if (a.empty()) fail("an argument", "none", "");
+        stack_.push_back(std::move(a[0]));
+        return;
+      }
+      case Global::StorageType: break;
+    }
+    fail("a callable global", "a storage type called", "");
+  }
+
+  // BUILD: an OrderedDict's attributes are dropped; a TorchScript object takes its attributes
+  // (a dict of them, or the single value __setstate__ receives, stored under "__state__").
+  void build(Item& target, Item state) {
+    if (target.kind != Item::Kind::Value || !target.value.isGenericDict()) fail("an object below BUILD", describe(target), "");
+    auto dict = target.value.toGenericDict();
+    const bool object = !dict.empty() && dict.begin()->key().isString() && dict.begin()->key().toStringRef() == kScriptClassKey;
+    if (!object) return;  // an OrderedDict's __dict__ (a state dict's _metadata)
+    check_open(dict.impl().get());
+    target.depth = std::max(target.depth, state.depth + 1);
+    check_depth(target.depth);
+    IValue s = placed(to_value(std::move(state)), dict.impl().get());
+    if (s.isGenericDict()) {
+      for (const auto& e : s.toGenericDict()) dict.insert_or_assign(e.key(), e.value());
+    } else {
+      dict.insert_or_assign("__state__", s);
+    }
+  }
+
+  const uint8_t* p_;
+  size_t n_;
+  size_t pos_ = 0;
+  size_t op_at_ = 0;
+  const ZipReader* zip_;
+  std::string top_;
+  std::string op_;
+  bool script_objects_;
+  bool big_endian_;
+  std::vector<Item> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, Item> memo_;
+  std::map<std::string, Tensor> storages_;
+  std::set<const TensorImpl*> storage_impls_;
+  std::map<const void*, std::shared_ptr<const void>> sealed_;  // Note [No cycles]
+};
+
+// ---- the pickler ------------------------------------------------------------------------------
+
+class Pickler {
+ public:
+  std::string run(const IValue& root) {
+    out_.push_back(static_cast<char>(PROTO));
+    out_.push_back(2);
+    write(root, 0);
+    out_.push_back(static_cast<char>(STOP));
+    return std::move(out_);
+  }
+  // The storages to write as data/<key>, in key order.
+  std::vector<std::pair<std::string, Tensor>> storages;
+
+ private:
+  void op(Op code) { out_.push_back(static_cast<char>(code)); }
+  void le(uint64_t v, int k) {
+    for (int i = 0; i < k; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  void write_int(int64_t v) {
+    if (v >= 0 && v < 256) {
+      op(BININT1);
+      le(static_cast<uint64_t>(v), 1);
+    } else if (v >= 0 && v < 65536) {
+      op(BININT2);
+      le(static_cast<uint64_t>(v), 2);
+    } else if (v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max()) {
+      op(BININT);
+      le(static_cast<uint64_t>(static_cast<uint32_t>(static_cast<int32_t>(v))), 4);
+    } else {
+      op(LONG1);
+      out_.push_back(8);
+      le(static_cast<uint64_t>(v), 8);
+    }
+  }
+  void write_string(const std::string& s) {
+    op(BINUNICODE);
+    if (s.size() > std::numeric_limits<uint32_t>::max()) {
+      throw Error("pickle_save", "a string under 4 GiB", std::to_string(s.size()) + " bytes", "split it");
+    }
+    le(s.size(), 4);
+    out_ += s;
+  }
+  void write_global(const char* module, const char* name) {
+    op(GLOBAL);
+    out_ += module;
+    out_ += '\n';
+    out_ += name;
+    out_ += '\n';
+  }
+  // Memoizes the container just opened at identity `id`; false when it was written before (a
+  // BINGET of it is written instead). A container met again while it is being written holds
+  // itself: an error, as pickle_load refuses cycles (Note [No cycles]).
+  bool first_time(const void* id) {
+    if (open_.count(id)) {
+      throw Error("pickle_save", "containers without cycles", "a list, dict or tuple that holds itself",
+                  "break the cycle: pickle_load, like graft's IValues, has no cyclic containers");
+    }
+    auto it = memo_.find(id);
+    if (it != memo_.end()) {
+      op(LONG_BINGET);
+      le(it->second, 4);
+      return false;
+    }
+    return true;
+  }
+  void put(const void* id) {
+    const uint32_t key = static_cast<uint32_t>(memo_.size());
+    memo_.emplace(id, key);
+    op(LONG_BINPUT);
+    le(key, 4);
+  }
+  template <class Seq>
+  void write_list(const Seq& seq, int depth) {
+    op(EMPTY_LIST);
+    if (seq.empty()) return;
+    op(MARK);
+    for (const auto& e : seq) write(IValue(e), depth + 1);
+    op(APPENDS);
+  }
+  void write_tensor(const Tensor& t) {
+    if (!t.defined()) throw Error("pickle_save", "defined tensors", "an undefined tensor", "store None instead");
+    if (t.is_meta()) throw Error("pickle_save", "tensors with data", "a meta tensor", "materialize it on the CPU first");
+    const auto& storage = t.impl().storage;
+    auto it = storage_keys_.find(storage.get());
+    std::string key;
+    int64_t numel = 0;
+    if (it == storage_keys_.end()) {
+      key = std::to_string(storages.size());
+      storage_keys_.emplace(storage.get(), std::make_pair(key, t.dtype()));
+      numel = static_cast<int64_t>(storage->nbytes / t.element_size());
+      // A 1-d tensor over the whole storage, written as data/<key>.
+      auto whole = std::make_shared<TensorImpl>(storage, 0, IntArrayRef({numel}), IntArrayRef({1}), t.dtype());
+      storages.emplace_back(key, Tensor(std::move(whole)));
+    } else {
+      if (it->second.second != t.dtype()) {
+        throw Error("pickle_save", "tensors that share a storage to share its dtype",
+                    std::string(dtype_name(t.dtype())) + " and " + dtype_name(it->second.second),
+                    "save a copy (tensor.clone()) of one of them");
+      }
+      key = it->second.first;
+      numel = static_cast<int64_t>(storage->nbytes / t.element_size());
+    }
+    write_global("torch._utils", "_rebuild_tensor_v2");
+    op(MARK);
+    // The persistent id ('storage', torch.<dtype>Storage, key, 'cpu', numel)
+    op(MARK);
+    write_string("storage");
+    write_global("torch", storage_name(t.dtype()));
+    write_string(key);
+    write_string("cpu");
+    write_int(numel);
+    op(TUPLE);
+    op(BINPERSID);
+    write_int(t.storage_offset());
+    op(MARK);
+    for (int64_t s : t.sizes()) write_int(s);
+    op(TUPLE);
+    op(MARK);
+    for (int64_t s : t.strides()) write_int(s);
+    op(TUPLE);
+    op(t.requires_grad() ? NEWTRUE : NEWFALSE);
+    write_global("collections", "OrderedDict");
+    op(EMPTY_TUPLE);
+    op(REDUCE);
+    op(TUPLE);
+    op(REDUCE);
+  }
+  void write(const IValue& v, int depth) {
+    if (depth > kMaxPickleDepth) {
+      throw Error("pickle_save", "containers nested at most " + std::to_string(kMaxPickleDepth) + " deep", "deeper nesting",
+                  "a container that holds itself nests without end: break the cycle");
+    }
+    if (v.isNone()) {
+      op(NONE);
+    } else if (v.isBool()) {
+      op(v.toBool() ? NEWTRUE : NEWFALSE);
+    } else if (v.isInt()) {
+      write_int(v.toInt());
+    } else if (v.isDouble()) {
+      op(BINFLOAT);
+      uint64_t bits = 0;
+      const double d = v.toDouble();
+      std::memcpy(&bits, &d, sizeof bits);
+      for (int i = 7; i >= 0; --i) out_.push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
+    } else if (v.isString()) {
+      write_string(v.toStringRef());
+    } else if (v.isTensor()) {
+      write_tensor(v.toTensor());
+    } else if (v.isIntList()) {
+      write_list(v.toIntVector(), depth);
+    } else if (v.isDoubleList()) {
+      write_list(v.toDoubleVector(), depth);
+    } else if (v.isTensorList()) {
+      write_list(v.toTensorVector(), depth);
+    } else if (v.isTuple()) {
+      const auto& t = v.toTupleRef();
+      if (!first_time(&t)) return;
+      open_.insert(&t);
+      op(MARK);
+      for (const auto& e : t.elements()) write(e, depth + 1);
+      op(TUPLE);
+      open_.erase(&t);
+      put(&t);
+    } else if (v.isList()) {
+      auto list = v.toList();
+      if (!first_time(list.impl().get())) return;
+      op(EMPTY_LIST);
+      put(list.impl().get());
+      open_.insert(list.impl().get());
+      if (!list.empty()) {
+        op(MARK);
+        for (const auto& e : list) write(e, depth + 1);
+        op(APPENDS);
+      }
+      open_.erase(list.impl().get());
+    } else if (v.isGenericDict()) {
+      auto dict = v.toGenericDict();
+      if (!first_time(dict.impl().get())) return;
+      op(EMPTY_DICT);
+      put(dict.impl().get());
+      open_.insert(dict.impl().get());
+      if (!dict.empty()) {
+        op(MARK);
+        for (const auto& e : dict) {
+          if (e.key().isTensor()) {
+            throw Error("pickle_save", "dict keys that are str, int, float or bool", "a tensor key",
+                        "key the dict by name");
+          }
+          write(e.key(), depth + 1);
+          write(e.value(), depth + 1);
+        }
+        op(SETITEMS);
+      }
+      open_.erase(dict.impl().get());
+    }
+  }
+
+  std::string out_;
+  std::unordered_map<const void*, uint32_t> memo_;
+  std::set<const void*> open_;  // the containers being written, outermost first
+  std::unordered_map<const Storage*, std::pair<std::string, DType>> storage_keys_;
+};
+
+// The top folder of a zip checkpoint: the part of the first entry's name before its first '/'
+// (PyTorch's reader does the same), with the '/'.
+std::string top_folder(const ZipReader& zip, const std::string& op, const std::string& source) {
+  if (zip.names().empty()) throw Error(op, "a checkpoint with a data.pkl entry", "an empty zip archive", "is " + source + " a checkpoint?");
+  const std::string& first = zip.names().front();
+  const auto slash = first.find('/');
+  if (slash == std::string::npos) {
+    throw Error(op, "entries under one top folder (archive/data.pkl)", "the entry '" + first + "'",
+                "is " + source + " a checkpoint torch.save wrote?");
+  }
+  return first.substr(0, slash + 1);
+}
+
+}  // namespace
+
+IValue read_torch_zip(const char* data, size_t size, const std::string& source, const std::string& op, bool script_objects) {
+  if (!looks_like_zip(data, size)) {
+    std::string hint = "torch.save writes a zip archive (PyTorch 1.6 and later); is " + source + " one?";
+    if (size >= 2 && static_cast<uint8_t>(data[0]) == 0x80 && static_cast<uint8_t>(data[1]) <= 5) {
+      hint = "this looks like PyTorch's legacy format (torch.save with _use_new_zipfile_serialization=False): "
+             "load it in Python and save it again with torch.save's default";
+    }
+    throw Error(op, "a zip archive, as torch.save writes", "a file not starting with a zip header", hint);
+  }
+  ZipReader zip(data, size, source, op);
+  const std::string top = top_folder(zip, op, source);
+  const std::string pkl = top + "data.pkl";
+  if (!zip.contains(pkl)) {
+    throw Error(op, "the entry " + pkl, "an archive without it", "is " + source + " a checkpoint torch.save wrote?");
+  }
+  std::string byteorder = "little";
+  if (zip.contains(top + "byteorder")) {
+    byteorder = zip.read(top + "byteorder");
+    if (byteorder != "little" && byteorder != "big") {
+      throw Error(op, "byteorder 'little' or 'big'", "'" + byteorder.substr(0, 16) + "'", "the file is damaged");
+    }
+  }
+  const std::string pickle = zip.read(pkl);
+  Unpickler u(reinterpret_cast<const uint8_t*>(pickle.data()), pickle.size(), &zip, top, op, script_objects, byteorder);
+  return u.run();
+}
+
+}  // namespace io::detail
+
+IValue pickle_load(const std::vector<char>& data) {
+  return io::detail::read_torch_zip(data.data(), data.size(), "<memory>", "pickle_load", false);
+}
+
+IValue pickle_load(const std::string& path) {
+  const std::string op = io::detail::file_op("pickle_load", path);
+  io::detail::InputFile file(path, op);
+  const auto bytes = file.read_all();
+  return io::detail::read_torch_zip(reinterpret_cast<const char*>(bytes.data()), bytes.size(), path, op, false);
+}
+
+namespace {
+std::string pickle_bytes(const IValue& ivalue) {
+  io::detail::Pickler pickler;
+  std::string pkl = pickler.run(ivalue);
+  io::detail::ZipWriter zip("pickle_save");
+  zip.add("archive/data.pkl", std::move(pkl));
+  zip.add("archive/byteorder", "little");
+  for (const auto& [key, t] : pickler.storages) {
+    const auto* p = static_cast<const char*>(t.impl().storage->data);
+    zip.add("archive/data/" + key, std::string(p, p + t.impl().storage->nbytes));
+  }
+  zip.add("archive/version", "3\n");
+  return zip.finish();
+}
+}  // namespace
+
+std::vector<char> pickle_save(const IValue& ivalue) {
+  std::string bytes = pickle_bytes(ivalue);
+  return std::vector<char>(bytes.begin(), bytes.end());
+}
+
+void pickle_save(const IValue& ivalue, const std::string& path) {
+  io::write_file_atomically(path, pickle_bytes(ivalue), "pickle_save");
+}
+
+}  // namespace graft
