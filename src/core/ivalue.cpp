@@ -395,6 +395,12 @@ size_t Dict<IValue, IValue>::erase(const IValue& key) const {
   impl_->rebuild_index();
   return 1;
 }
+void Dict<IValue, IValue>::erase(iterator it) const {
+  if (it < begin() || it >= end()) {
+    throw Error("Dict::erase", "an iterator to an entry of this dict", "another iterator", "erase(find(key)) erases one key");
+  }
+  (void)erase(it->key());
+}
 void Dict<IValue, IValue>::clear() const {
   impl_->entries.clear();
   impl_->index.clear();

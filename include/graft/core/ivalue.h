@@ -232,7 +232,24 @@ class List<IValue> {
   size_t size() const { return impl_->elements.size(); }
   bool empty() const { return impl_->elements.empty(); }
   IValue get(size_t pos) const;  // bounds-checked
-  IValue operator[](size_t pos) const { return get(pos); }
+  // list[i] reads element i (it converts to IValue) and `list[i] = v` sets it, as LibTorch's
+  // ListElementReference does.
+  class ElementReference {
+   public:
+    ElementReference(const List& list, size_t pos) : list_(list), pos_(pos) {}
+    operator IValue() const { return list_.get(pos_); }  // NOLINT: implicit, as in LibTorch
+    const ElementReference& operator=(IValue value) const {
+      list_.set(pos_, std::move(value));
+      return *this;
+    }
+    const ElementReference& operator=(const ElementReference& other) const { return *this = IValue(other); }
+    ElementReference(const ElementReference&) = default;
+
+   private:
+    const List& list_;
+    size_t pos_;
+  };
+  ElementReference operator[](size_t pos) const { return ElementReference(*this, pos); }
   void set(size_t pos, IValue value) const;
   void push_back(IValue value) const;
   template <class... Args>
@@ -300,6 +317,7 @@ class Dict<IValue, IValue> {
   iterator find(const IValue& key) const;  // end() when absent
   bool contains(const IValue& key) const;
   size_t erase(const IValue& key) const;  // how many were erased (0 or 1)
+  void erase(iterator it) const;          // the entry at `it` (an iterator of this dict)
   void clear() const;
   void reserve(size_t n) const;
   Dict copy() const;
