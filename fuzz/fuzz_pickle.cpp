@@ -1,9 +1,10 @@
 // Fuzzes graft::pickle_load (Note [Safe unpickling] in graft/io/pickle.h). An input that starts like
-// a zip archive is read as a whole checkpoint; any other input is taken as the pickle data.pkl of
+// a zip archive or like PyTorch's legacy format is read as a whole checkpoint; any other input is taken as the pickle data.pkl of
 // a checkpoint that also holds one 64-byte storage, archive/data/0, so the mutations reach the
 // unpickler rather than dying in the zip layer. Every input must load or throw graft::Error;
 // anything else (a crash, a sanitizer report, another exception) is a bug. What loads must survive
-// a round trip: pickle_save it, load that, and get the same structure and bytes.
+// a round trip: pickle_save it, load that, and get the same structure and bytes. Each input is also
+// read as a LibTorch archive, whose unpickler accepts TorchScript objects.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "graft/core/error.h"
 #include "graft/io/pickle.h"
+#include "../src/io/libtorch_archive.h"
 #include "../src/io/zip_archive.h"
 
 namespace {
@@ -60,7 +62,9 @@ bool same(const graft::IValue& a, const graft::IValue& b) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<char> file;
-  if (graft::io::detail::looks_like_zip(reinterpret_cast<const char*>(data), size)) {
+  static const char kLegacy[] = "\x80\x02\x8a\x0a";  // PyTorch's legacy format starts with its magic number
+  if (graft::io::detail::looks_like_zip(reinterpret_cast<const char*>(data), size) ||
+      (size >= 4 && std::memcmp(data, kLegacy, 4) == 0)) {
     file.assign(data, data + size);
   } else {
     graft::io::detail::ZipWriter zip("fuzz");
@@ -68,6 +72,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     zip.add("archive/data/0", std::string(64, '\x3f'));
     const std::string bytes = zip.finish();
     file.assign(bytes.begin(), bytes.end());
+  }
+  // The same bytes as a LibTorch archive (TorchScript objects allowed, Note [LibTorch archives]).
+  try {
+    (void)graft::io::detail::read_libtorch_archive(file.data(), file.size(), "fuzz", "fuzz");
+  } catch (const graft::Error&) {
   }
   graft::IValue v;
   try {

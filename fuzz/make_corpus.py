@@ -62,9 +62,17 @@ def main():
         with zipfile.ZipFile(os.path.join(fixtures, stem + ".pt")) as z:
             pkl = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
             write("pickle", stem + ".pkl", z.read(pkl))
-    for stem in ("state_dict", "edge"):
+    for stem in ("state_dict", "edge", "legacy"):
         with open(os.path.join(fixtures, stem + ".pt"), "rb") as f:
             write("pickle", stem + ".pt", f.read())
+    # LibTorch's archives (TorchScript objects), whole and as their data.pkl.
+    libtorch = os.path.join(ROOT, "..", "..", "tests", "fixtures", "libtorch")
+    for stem in ("module", "adam"):
+        with open(os.path.join(libtorch, stem + ".pt"), "rb") as f:
+            write("pickle", "libtorch_" + stem + ".pt", f.read())
+        with zipfile.ZipFile(os.path.join(libtorch, stem + ".pt")) as z:
+            pkl = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
+            write("pickle", "libtorch_" + stem + ".pkl", z.read(pkl))
 
     write("idx", "u8_labels", idx(0x08, "B", [5], [0, 1, 2, 9, 255]))
     write("idx", "u8_images", idx(0x08, "B", [2, 3, 3], list(range(18))))

@@ -53,6 +53,7 @@
 #include "graft/distributed/sync_batch_norm.h"
 #include "graft/distributed/zero.h"
 #include "graft/io/file.h"
+#include "graft/io/pickle.h"
 #include "graft/io/safetensors.h"
 #include "graft/io/serialize.h"
 #include "graft/nn/functional.h"

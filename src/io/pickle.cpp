@@ -65,7 +65,8 @@ enum class Global {
   RebuildParameterState,  // torch._utils._rebuild_parameter_with_state (2.x)
   StorageType,            // torch.FloatStorage, ...
   ScriptClass,            // __torch__.* (LibTorch archives only)
-  PassThrough,            // torch.jit._pickle.build_*list / restore_type_tag: returns its first argument
+  PassThrough,            // torch.jit._pickle.build_*list / restore_type_tag (LibTorch's pickler writes
+                          // them for typed lists and dicts): returns its first argument
 };
 
 // One entry of the unpickler's stack. Values are IValues; the other kinds only live between the
@@ -83,17 +84,32 @@ struct Item {
   int depth = 0;                 // nesting of containers below and including this one
 };
 
+// Where a persistent id's storage comes from: a zip entry data/<key>, or (the legacy format) the
+// bytes after the pickles. load() returns a 1-d tensor of at least `numel` elements of `dtype`, or
+// throws graft::Error.
+class StorageSource {
+ public:
+  virtual ~StorageSource() = default;
+  virtual Tensor load(const std::string& key, DType dtype, int64_t numel) = 0;
+};
+
 class Unpickler {
  public:
-  Unpickler(const uint8_t* data, size_t size, const ZipReader* zip, std::string top, std::string op, bool script_objects,
-            std::string byteorder)
+  // Reads the pickle starting at data[start] (the whole buffer is data[0, size)); `where` names it
+  // in errors ("archive/data.pkl").
+  Unpickler(const uint8_t* data, size_t size, size_t start, StorageSource* storages, std::string where, std::string op,
+            bool script_objects)
       : p_(data),
         n_(size),
-        zip_(zip),
-        top_(std::move(top)),
+        pos_(start),
+        op_at_(start),
+        source_(storages),
+        where_(std::move(where)),
         op_(std::move(op)),
-        script_objects_(script_objects),
-        big_endian_(byteorder == "big") {}
+        script_objects_(script_objects) {}
+
+  // After run(): the offset just past the pickle's STOP.
+  size_t end() const { return pos_; }
 
   IValue run() {
     while (true) {
@@ -258,7 +274,7 @@ class Unpickler {
  private:
   [[noreturn]] void fail(const std::string& expected, const std::string& got, std::string hint) const {
     if (hint.empty()) hint = "the file is damaged or is no checkpoint torch.save wrote";
-    throw Error(op_, expected, got + " at byte " + std::to_string(op_at_) + " of " + top_ + "data.pkl", hint);
+    throw Error(op_, expected, got + " at byte " + std::to_string(op_at_) + " of " + where_, hint);
   }
 
   // -- reading bytes
@@ -268,7 +284,7 @@ class Unpickler {
   }
   void need(uint64_t k) const {
     if (k > n_ - pos_) {
-      throw Error(op_, std::to_string(k) + " more bytes of " + top_ + "data.pkl",
+      throw Error(op_, std::to_string(k) + " more bytes of " + where_,
                   "the pickle ending at byte " + std::to_string(n_) + " (an opcode at byte " + std::to_string(op_at_) + ")",
                   "the file is truncated or damaged");
     }
@@ -448,13 +464,13 @@ class Unpickler {
     } else if (script_objects_ && module.rfind("__torch__", 0) == 0) {
       g.global = Global::ScriptClass;
       g.name = module + "." + name;
-    } else if (script_objects_ && module == "torch.jit._pickle" &&
+    } else if (module == "torch.jit._pickle" &&
                (name == "build_intlist" || name == "build_doublelist" || name == "build_boollist" ||
                 name == "build_tensorlist" || name == "restore_type_tag")) {
       g.global = Global::PassThrough;
     } else {
       fail("a global of graft's allow-list (collections.OrderedDict, torch._utils._rebuild_tensor_v2, "
-           "torch._utils._rebuild_parameter, torch.<dtype>Storage)",
+           "torch._utils._rebuild_parameter, torch.<dtype>Storage, torch.jit._pickle's type tags)",
            "the global " + module + "." + name,
            "graft never runs code from a checkpoint: save plain data (a state_dict(), tensors, lists, "
            "dicts, numbers, strings) rather than modules or other Python objects");
@@ -471,16 +487,19 @@ class Unpickler {
     return false;
   }
 
-  // BINPERSID: ('storage', <storage type>, key, location, numel) -> the storage data/<key>, read
-  // once however many tensors name it.
+  // BINPERSID: ('storage', <storage type>, key, location, numel), and in the legacy format a sixth
+  // item, the view metadata (None) -> the storage named `key`, read once however many tensors
+  // name it.
   void persistent_load(Item pid) {
-    if (pid.kind != Item::Kind::RawTuple || pid.items.size() != 5 || !is_string(pid.items[0]) ||
+    const size_t n = pid.items.size();
+    if (pid.kind != Item::Kind::RawTuple || (n != 5 && n != 6) || !is_string(pid.items[0]) ||
         pid.items[0].value.toStringRef() != "storage" || pid.items[1].kind != Item::Kind::Global ||
         pid.items[1].global != Global::StorageType || !is_string(pid.items[2]) || !is_string(pid.items[3]) ||
-        pid.items[4].kind != Item::Kind::Value || !pid.items[4].value.isInt()) {
+        pid.items[4].kind != Item::Kind::Value || !pid.items[4].value.isInt() ||
+        (n == 6 && (pid.items[5].kind != Item::Kind::Value || !pid.items[5].value.isNone()))) {
       fail("a persistent id ('storage', torch.<dtype>Storage, key, location, numel)", describe(pid), "");
     }
-    if (!zip_) fail("no persistent id in a pickle without storages", "a storage reference", "");
+    if (!source_) fail("no persistent id in a pickle without storages", "a storage reference", "");
     const DType dtype = pid.items[1].dtype;
     const std::string& key = pid.items[2].value.toStringRef();
     const int64_t numel = pid.items[4].value.toInt();
@@ -494,32 +513,14 @@ class Unpickler {
       }
       s.storage = cached->second;
     } else {
-      const std::string entry = top_ + "data/" + key;
-      if (!zip_->contains(entry)) fail("the entry " + entry + " that the pickle names", "no such entry", "");
-      const uint64_t bytes = zip_->entry_size(entry);
-      const uint64_t elem = element_size(dtype);
-      if (numel < 0 || static_cast<uint64_t>(numel) > bytes / elem) {
-        fail("a storage of at most " + std::to_string(bytes / elem) + " elements (" + entry + " holds " +
-                 std::to_string(bytes) + " bytes)",
-             "numel " + std::to_string(numel), "");
-      }
-      // The entry may hold more than numel elements (PyTorch never writes that; tolerate it).
-      Tensor t = graft::empty({static_cast<int64_t>(bytes / elem)}, TensorOptions(dtype));
-      if (bytes % elem != 0) fail("an entry of whole " + std::string(dtype_name(dtype)) + " elements", std::to_string(bytes) + " bytes", "");
-      if (bytes > 0) zip_->read_into(entry, t.data_ptr(), bytes);
-      if (big_endian_ && elem > 1) swap_bytes(static_cast<uint8_t*>(t.data_ptr()), bytes, elem);
+      if (numel < 0) fail("a storage of 0 or more elements", "numel " + std::to_string(numel), "");
+      Tensor t = source_->load(key, dtype, numel);
       storages_.emplace(key, t);
       storage_impls_.insert(t.unsafeGetTensorImpl());
       s.storage = t;
     }
     stack_.push_back(std::move(s));
   }
-  static void swap_bytes(uint8_t* p, uint64_t bytes, uint64_t elem) {
-    for (uint64_t i = 0; i + elem <= bytes; i += elem) {
-      for (uint64_t a = 0, b = elem - 1; a < b; ++a, --b) std::swap(p[i + a], p[i + b]);
-    }
-  }
-
   std::vector<int64_t> int_tuple(const Item& it, const char* what) const {
     std::vector<int64_t> out;
     if (it.kind != Item::Kind::RawTuple) fail(std::string("a tuple of ints for ") + what, describe(it), "");
@@ -642,13 +643,12 @@ class Unpickler {
 
   const uint8_t* p_;
   size_t n_;
-  size_t pos_ = 0;
-  size_t op_at_ = 0;
-  const ZipReader* zip_;
-  std::string top_;
+  size_t pos_;
+  size_t op_at_;
+  StorageSource* source_;
+  std::string where_;
   std::string op_;
   bool script_objects_;
-  bool big_endian_;
   std::vector<Item> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, Item> memo_;
@@ -861,6 +861,139 @@ class Pickler {
   std::unordered_map<const Storage*, std::pair<std::string, DType>> storage_keys_;
 };
 
+void swap_bytes(uint8_t* p, uint64_t bytes, uint64_t elem) {
+  for (uint64_t i = 0; i + elem <= bytes; i += elem) {
+    for (uint64_t a = 0, b = elem - 1; a < b; ++a, --b) std::swap(p[i + a], p[i + b]);
+  }
+}
+
+// The storages of a zip checkpoint: entry <top>data/<key>, its size checked against numel before
+// anything is allocated.
+class ZipStorages : public StorageSource {
+ public:
+  ZipStorages(const ZipReader& zip, std::string top, std::string op, bool big_endian)
+      : zip_(zip), top_(std::move(top)), op_(std::move(op)), big_endian_(big_endian) {}
+  Tensor load(const std::string& key, DType dtype, int64_t numel) override {
+    const std::string entry = top_ + "data/" + key;
+    if (!zip_.contains(entry)) throw Error(op_, "the entry " + entry + " that data.pkl names", "no such entry", kDamaged);
+    const uint64_t bytes = zip_.entry_size(entry);
+    const uint64_t elem = element_size(dtype);
+    if (bytes % elem != 0) {
+      throw Error(op_, "an entry of whole " + std::string(dtype_name(dtype)) + " elements", entry + " of " + std::to_string(bytes) + " bytes",
+                  kDamaged);
+    }
+    if (static_cast<uint64_t>(numel) > bytes / elem) {
+      throw Error(op_, "a storage of at most " + std::to_string(bytes / elem) + " elements (" + entry + " holds " + std::to_string(bytes) + " bytes)",
+                  "numel " + std::to_string(numel), kDamaged);
+    }
+    // The entry may hold more than numel elements (PyTorch never writes that; tolerate it).
+    Tensor t = graft::empty({static_cast<int64_t>(bytes / elem)}, TensorOptions(dtype));
+    if (bytes > 0) zip_.read_into(entry, t.data_ptr(), bytes);
+    if (big_endian_ && elem > 1) swap_bytes(static_cast<uint8_t*>(t.data_ptr()), bytes, elem);
+    return t;
+  }
+  static constexpr const char* kDamaged = "the file is damaged or is no checkpoint torch.save wrote";
+
+ private:
+  const ZipReader& zip_;
+  std::string top_;
+  std::string op_;
+  bool big_endian_;
+};
+
+// Note [PyTorch's legacy format]
+// Before PyTorch 1.6 (and with _use_new_zipfile_serialization=False since), torch.save wrote five
+// pickles one after the other, then the storages:
+//   the magic number 0x1950a86a20f9469cfc6c, the protocol version 1001, a dict of sys_info
+//   (little_endian, type_sizes), the saved object (persistent ids with a sixth item, the view
+//   metadata, None), the list of storage keys in the order their data follows; then per key an
+//   int64 numel and numel x element-size raw bytes.
+// The object is read before the data exists, so each storage is allocated when a persistent id
+// first names it, its numel bounded by the bytes the file has left, and filled afterwards.
+class LegacyStorages : public StorageSource {
+ public:
+  LegacyStorages(uint64_t budget, std::string op) : budget_(budget), op_(std::move(op)) {}
+  Tensor load(const std::string& key, DType dtype, int64_t numel) override {
+    const uint64_t elem = element_size(dtype);
+    if (static_cast<uint64_t>(numel) > budget_ / elem) {
+      throw Error(op_, "storages that fit in the file (" + std::to_string(budget_) + " bytes left)",
+                  "storage " + key + " of " + std::to_string(numel) + " " + dtype_name(dtype) + " elements",
+                  "the file is damaged or truncated");
+    }
+    budget_ -= static_cast<uint64_t>(numel) * elem;
+    Tensor t = graft::empty({numel}, TensorOptions(dtype));
+    pending.emplace(key, t);
+    return t;
+  }
+  std::map<std::string, Tensor> pending;  // key -> storage, until its data is read
+
+ private:
+  uint64_t budget_;
+  std::string op_;
+};
+
+constexpr uint8_t kLegacyMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
+                                    0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, '.'};
+
+bool looks_like_legacy(const char* data, size_t size) {
+  return size >= sizeof kLegacyMagic && std::memcmp(data, kLegacyMagic, sizeof kLegacyMagic) == 0;
+}
+
+IValue read_legacy(const char* data, size_t size, const std::string& source, const std::string& op) {
+  const auto* p = reinterpret_cast<const uint8_t*>(data);
+  const std::string where = source + " (PyTorch's legacy format)";
+  Unpickler version(p, size, sizeof kLegacyMagic, nullptr, where, op, false);
+  const IValue v = version.run();
+  if (!v.isInt() || v.toInt() != 1001) {
+    throw Error(op, "protocol version 1001 after the legacy format's magic number", "another value", "the file is damaged");
+  }
+  Unpickler sys_info(p, size, version.end(), nullptr, where, op, false);
+  const IValue info = sys_info.run();
+  if (!info.isGenericDict() || !info.toGenericDict().contains("little_endian") ||
+      !info.toGenericDict().at("little_endian").isBool()) {
+    throw Error(op, "the legacy format's sys_info dict with little_endian", "a " + info.tagKind(), "the file is damaged");
+  }
+  if (!info.toGenericDict().at("little_endian").toBool()) {
+    throw Error(op, "a file from a little-endian machine", "a big-endian one",
+                "load it in Python and save it again with torch.save's default (zip) format");
+  }
+  LegacyStorages storages(size - sys_info.end(), op);
+  Unpickler object(p, size, sys_info.end(), &storages, where, op, false);
+  IValue root = object.run();
+  Unpickler keys_pickle(p, size, object.end(), nullptr, where, op, false);
+  const IValue keys = keys_pickle.run();
+  if (!keys.isList()) throw Error(op, "the list of storage keys", "a " + keys.tagKind(), "the file is damaged");
+  uint64_t pos = keys_pickle.end();
+  for (const IValue& k : keys.toListRef()) {
+    if (!k.isString()) throw Error(op, "storage keys that are strings", "a " + k.tagKind(), "the file is damaged");
+    auto it = storages.pending.find(k.toStringRef());
+    if (it == storages.pending.end()) {
+      throw Error(op, "data for storages the object names", "data for storage " + k.toStringRef() + ", named by none or twice",
+                  "the file is damaged");
+    }
+    Tensor t = it->second;
+    storages.pending.erase(it);
+    const uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
+    if (size - pos < 8 || size - pos - 8 < bytes) {
+      throw Error(op, std::to_string(8 + bytes) + " bytes for storage " + k.toStringRef() + " at byte " + std::to_string(pos),
+                  std::to_string(size - pos) + " bytes left", "the file is truncated");
+    }
+    int64_t numel = 0;
+    std::memcpy(&numel, p + pos, 8);
+    if (numel != t.numel()) {
+      throw Error(op, "storage " + k.toStringRef() + " of " + std::to_string(t.numel()) + " elements, as the object says",
+                  std::to_string(numel) + " in its data", "the file is damaged");
+    }
+    if (bytes > 0) std::memcpy(t.data_ptr(), p + pos + 8, bytes);
+    pos += 8 + bytes;
+  }
+  if (!storages.pending.empty()) {
+    throw Error(op, "data for every storage the object names", "none for storage " + storages.pending.begin()->first,
+                "the file is truncated or damaged");
+  }
+  return root;
+}
+
 // The top folder of a zip checkpoint: the part of the first entry's name before its first '/'
 // (PyTorch's reader does the same), with the '/'.
 std::string top_folder(const ZipReader& zip, const std::string& op, const std::string& source) {
@@ -876,16 +1009,19 @@ std::string top_folder(const ZipReader& zip, const std::string& op, const std::s
 
 }  // namespace
 
-IValue read_torch_zip(const char* data, size_t size, const std::string& source, const std::string& op, bool script_objects) {
+IValue read_torch_file(const char* data, size_t size, const std::string& source, const std::string& op_name) {
+  if (looks_like_legacy(data, size)) return read_legacy(data, size, source, file_op(op_name.c_str(), source));
+  return read_torch_zip(data, size, source, op_name, false);
+}
+
+IValue read_torch_zip(const char* data, size_t size, const std::string& source, const std::string& op_name,
+                      bool script_objects) {
+  const std::string op = file_op(op_name.c_str(), source);
   if (!looks_like_zip(data, size)) {
-    std::string hint = "torch.save writes a zip archive (PyTorch 1.6 and later); is " + source + " one?";
-    if (size >= 2 && static_cast<uint8_t>(data[0]) == 0x80 && static_cast<uint8_t>(data[1]) <= 5) {
-      hint = "this looks like PyTorch's legacy format (torch.save with _use_new_zipfile_serialization=False): "
-             "load it in Python and save it again with torch.save's default";
-    }
-    throw Error(op, "a zip archive, as torch.save writes", "a file not starting with a zip header", hint);
+    throw Error(op, script_objects ? "a zip archive, as torch::save writes" : "a zip archive or PyTorch's legacy format, as torch.save writes",
+                "a file starting with neither", "is " + source + " a checkpoint?");
   }
-  ZipReader zip(data, size, source, op);
+  ZipReader zip(data, size, source, op_name);
   const std::string top = top_folder(zip, op, source);
   const std::string pkl = top + "data.pkl";
   if (!zip.contains(pkl)) {
@@ -899,21 +1035,21 @@ IValue read_torch_zip(const char* data, size_t size, const std::string& source, 
     }
   }
   const std::string pickle = zip.read(pkl);
-  Unpickler u(reinterpret_cast<const uint8_t*>(pickle.data()), pickle.size(), &zip, top, op, script_objects, byteorder);
+  ZipStorages storages(zip, top, op, byteorder == "big");
+  Unpickler u(reinterpret_cast<const uint8_t*>(pickle.data()), pickle.size(), 0, &storages, pkl, op, script_objects);
   return u.run();
 }
 
 }  // namespace io::detail
 
 IValue pickle_load(const std::vector<char>& data) {
-  return io::detail::read_torch_zip(data.data(), data.size(), "<memory>", "pickle_load", false);
+  return io::detail::read_torch_file(data.data(), data.size(), "<memory>", "pickle_load");
 }
 
 IValue pickle_load(const std::string& path) {
-  const std::string op = io::detail::file_op("pickle_load", path);
-  io::detail::InputFile file(path, op);
+  io::detail::InputFile file(path, io::detail::file_op("pickle_load", path));
   const auto bytes = file.read_all();
-  return io::detail::read_torch_zip(reinterpret_cast<const char*>(bytes.data()), bytes.size(), path, op, false);
+  return io::detail::read_torch_file(reinterpret_cast<const char*>(bytes.data()), bytes.size(), path, "pickle_load");
 }
 
 namespace {

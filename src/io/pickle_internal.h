@@ -16,8 +16,12 @@ namespace graft::io::detail {
 inline const std::string kScriptClassKey = std::string("\x01") + "class";
 
 // The root of a zip checkpoint (Note [PyTorch's file format]) held in data[0, size). `source`
-// names the file in errors ("model.pt", "<memory>"), `op` the operation ("pickle_load").
+// names the file in errors ("model.pt", "<memory>"), `op` the operation ("pickle_load"): errors
+// say pickle_load("model.pt").
 IValue read_torch_zip(const char* data, size_t size, const std::string& source, const std::string& op,
                       bool script_objects);
+// The same for a file in either of torch.save's formats: the zip, or the legacy one
+// (Note [PyTorch's legacy format] in pickle.cpp). This is pickle_load.
+IValue read_torch_file(const char* data, size_t size, const std::string& source, const std::string& op);
 
 }  // namespace graft::io::detail

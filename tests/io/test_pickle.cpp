@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -20,6 +22,7 @@
 #include "../support/test_util.h"
 #include "graft/graft.h"
 #include "graft/io/pickle.h"
+#include "manifest.h"
 #include "temp_dir.h"
 
 namespace graft::test {
@@ -29,132 +32,12 @@ std::string fixture(const std::string& name) {
   return (std::filesystem::path(__FILE__).parent_path() / ".." / "fixtures" / "pickle" / name).string();
 }
 
-// ---- the manifest (the format is in gen_pickle_fixtures.py's docstring) -----------------------
-
-std::string hex(const std::string& s) {
-  if (s.empty()) return "-";
-  std::string out;
-  char b[3];
-  for (unsigned char c : s) {
-    std::snprintf(b, sizeof b, "%02x", c);
-    out += b;
-  }
-  return out;
-}
-std::string path_key(const std::string& key) {
-  std::string out;
-  char b[4];
-  for (unsigned char c : key) {
-    if (std::isalnum(c) || c == '_' || c == '.' || c == '-') {
-      out += static_cast<char>(c);
-    } else {
-      std::snprintf(b, sizeof b, "%%%02X", c);
-      out += b;
-    }
-  }
-  return out;
-}
-std::string join(IntArrayRef v) {
-  if (v.empty()) return "-";
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
-  return out;
-}
-
-// Writes what graft loaded in the manifest's format, for comparison line by line with the one
-// Python wrote. Values are read element by element through the tensor's strides.
-class ManifestWriter {
- public:
-  explicit ManifestWriter(bool sums) : sums_(sums) {}
-  std::vector<std::string> lines;
-
-  void walk(const IValue& v, const std::string& path) {
-    if (v.isGenericDict()) {
-      auto d = v.toGenericDict();
-      std::string line = "dict " + path + " " + std::to_string(d.size());
-      for (const auto& e : d) line += " " + hex(e.key().toStringRef());
-      lines.push_back(line);
-      for (const auto& e : d) walk(e.value(), path + "/" + path_key(e.key().toStringRef()));
-    } else if (v.isTuple() || v.isList()) {
-      const auto& items = v.isTuple() ? v.toTupleRef().elements() : v.toListRef();
-      lines.push_back(std::string(v.isTuple() ? "tuple " : "list ") + path + " " + std::to_string(items.size()));
-      for (size_t i = 0; i < items.size(); ++i) walk(items[i], path + "/" + std::to_string(i));
-    } else if (v.isInt()) {
-      lines.push_back("int " + path + " " + std::to_string(v.toInt()));
-    } else if (v.isDouble()) {
-      char b[64];
-      std::snprintf(b, sizeof b, "%.17g", v.toDouble());
-      lines.push_back("float " + path + " " + b);
-    } else if (v.isBool()) {
-      lines.push_back("bool " + path + " " + (v.toBool() ? "1" : "0"));
-    } else if (v.isString()) {
-      lines.push_back("str " + path + " " + hex(v.toStringRef()));
-    } else if (v.isNone()) {
-      lines.push_back("none " + path);
-    } else if (v.isTensor()) {
-      tensor(v.toTensor(), path);
-    } else {
-      lines.push_back("unexpected " + v.tagKind() + " " + path);
-    }
-  }
-
- private:
-  void tensor(const Tensor& t, const std::string& path) {
-    const void* storage = t.unsafeGetTensorImpl()->storage.get();
-    auto [it, added] = storage_ids_.emplace(storage, storage_ids_.size());
-    std::string line = "tensor " + path + " " + dtype_name(t.dtype()) + " " + join(t.sizes()) + " " + join(t.strides()) +
-                       " " + std::to_string(t.storage_offset()) + " " + std::to_string(it->second) + " " +
-                       (t.requires_grad() ? "1" : "0");
-    const Tensor c = t.detach().contiguous();
-    const auto* bytes = static_cast<const uint8_t*>(c.data_ptr());
-    const size_t elem = c.element_size();
-    uint64_t sum = 0;
-    for (int64_t i = 0; i < c.numel(); ++i) {
-      const uint8_t* p = bytes + static_cast<size_t>(i) * elem;
-      uint64_t bits = 0;
-      std::memcpy(&bits, p, elem);  // little-endian: the low bytes
-      if (sums_) {
-        sum += bits;
-        continue;
-      }
-      char b[32];
-      switch (c.dtype()) {
-        case kFloat32: std::snprintf(b, sizeof b, " %08" PRIx64, bits); break;
-        case kFloat64: std::snprintf(b, sizeof b, " %016" PRIx64, bits); break;
-        case kFloat16:
-        case kBFloat16: std::snprintf(b, sizeof b, " %04" PRIx64, bits); break;
-        case kInt64: std::snprintf(b, sizeof b, " %" PRId64, static_cast<int64_t>(bits)); break;
-        case kInt32: std::snprintf(b, sizeof b, " %d", static_cast<int32_t>(bits)); break;
-        case kInt16: std::snprintf(b, sizeof b, " %d", static_cast<int16_t>(bits)); break;
-        case kInt8: std::snprintf(b, sizeof b, " %d", static_cast<int8_t>(bits)); break;
-        default: std::snprintf(b, sizeof b, " %" PRIu64, bits); break;  // uint8, bool
-      }
-      line += b;
-    }
-    lines.push_back(line);
-    if (sums_) lines.push_back("sum64 " + path + " " + std::to_string(sum));
-  }
-  bool sums_;
-  std::map<const void*, size_t> storage_ids_;
-};
-
-std::vector<std::string> expected_lines(const std::string& name) {
-  std::ifstream in(fixture(name));
-  EXPECT_TRUE(in.good()) << fixture(name);
-  std::vector<std::string> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line[0] != '#') out.push_back(line);
-  }
-  return out;
-}
-
 void expect_matches_manifest(const std::string& stem, bool sums = false) {
   SCOPED_TRACE(stem);
   const IValue v = pickle_load(fixture(stem + ".pt"));
   ManifestWriter w(sums);
   w.walk(v, "root");
-  const auto want = expected_lines(stem + ".expected");
+  const auto want = expected_lines(fixture(stem + ".expected"));
   ASSERT_EQ(w.lines.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(w.lines[i], want[i]) << "line " << i;
 }
@@ -164,6 +47,14 @@ TEST(PickleLoad, ReadsEveryDtype) { expect_matches_manifest("dtypes"); }
 TEST(PickleLoad, ReadsViewsSharedStoragesAndEdgeTensors) { expect_matches_manifest("edge"); }
 TEST(PickleLoad, ReadsNestedContainersAndScalars) { expect_matches_manifest("nested"); }
 TEST(PickleLoad, ReadsALargerTensor) { expect_matches_manifest("large", true); }
+
+TEST(PickleLoad, ReadsWhatLibTorchPickleSaveWrote) {
+  // tests/fixtures/libtorch/make_libtorch_archives.cpp wrote it with torch::pickle_save.
+  const std::string dir = (std::filesystem::path(__FILE__).parent_path() / ".." / "fixtures" / "libtorch").string();
+  ManifestWriter w(false);
+  w.walk(pickle_load(dir + "/pickle_save.pt"), "root");
+  EXPECT_EQ(w.lines, expected_lines(dir + "/pickle_save.expected"));
+}
 
 TEST(PickleLoad, ViewsOfOneStorageShareItInGraft) {
   const IValue v = pickle_load(fixture("edge.pt"));
@@ -186,16 +77,32 @@ TEST(PickleLoad, FromBytesEqualsFromPath) {
   EXPECT_EQ(a.lines, b.lines);
 }
 
-TEST(PickleLoad, TheLegacyFormatIsRefusedWithAHint) {
-  const std::string msg = error_message([] { pickle_load(fixture("legacy.pt")); });
-  EXPECT_NE(msg.find("legacy"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("legacy.pt"), std::string::npos) << msg;
+TEST(PickleLoad, ReadsTheLegacyFormat) { expect_matches_manifest("legacy"); }
+
+TEST(PickleLoad, ADamagedLegacyFileIsAnErrorAtEveryLength) {
+  std::ifstream in(fixture("legacy.pt"), std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t cut = 15; cut < bytes.size(); ++cut) {
+    SCOPED_TRACE(cut);
+    EXPECT_THROW(pickle_load(std::vector<char>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut))), Error);
+  }
+  // A storage's numel claimed far beyond the file: refused before anything is allocated.
+  std::vector<char> big = bytes;
+  const std::string pid_numel = "K\x06N";  // BININT1 6 then NONE (the view metadata): w_row's storage
+  auto at = std::search(big.begin(), big.end(), pid_numel.begin(), pid_numel.end());
+  ASSERT_NE(at, big.end());
+  const std::string huge = "J\xff\xff\xff\x7f";  // BININT 2^31 - 1, one byte longer: rebuild the file
+  std::vector<char> edited(big.begin(), at);
+  edited.insert(edited.end(), huge.begin(), huge.end());
+  edited.insert(edited.end(), at + 2, big.end());
+  const std::string msg = error_message([&] { pickle_load(edited); });
+  EXPECT_NE(msg.find("fit in the file"), std::string::npos) << msg;
 }
 
 // ---- round trips -----------------------------------------------------------------------------
 
 TEST(PickleSave, RoundTripsWhatPythonWrote) {
-  for (const char* stem : {"state_dict", "dtypes", "edge", "nested"}) {
+  for (const char* stem : {"state_dict", "dtypes", "edge", "nested", "legacy"}) {
     SCOPED_TRACE(stem);
     const IValue v = pickle_load(fixture(std::string(stem) + ".pt"));
     ManifestWriter a(false);

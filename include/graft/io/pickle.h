@@ -13,6 +13,8 @@
 //   <top>/data/<key>   one entry per storage: its raw bytes, little-endian, numel x element size
 //   <top>/version      the format version ("3\n" from PyTorch 1.13)
 //   <top>/byteorder    "little" or "big" (PyTorch 2.1 and later; absent means little)
+// pickle_load also reads the format torch.save wrote before 1.6 (and with
+// _use_new_zipfile_serialization=False): Note [PyTorch's legacy format] in src/io/pickle.cpp.
 // A tensor in data.pkl is a call of torch._utils._rebuild_tensor_v2(storage, storage_offset,
 // size, stride, requires_grad, backward_hooks), its storage a persistent id
 // ('storage', torch.FloatStorage, key, location, numel) naming data/<key>; tensors naming one key
@@ -23,7 +25,9 @@
 // A checkpoint is untrusted input. A pickle can call any Python function; graft's unpickler is a
 // stack machine that executes nothing and knows a short allow-list of globals, as PyTorch's
 // torch.load(weights_only=True) does: collections.OrderedDict, the tensor and parameter rebuild
-// functions of torch._utils, and the torch.*Storage types of graft's dtypes. Any other global
+// functions of torch._utils, the torch.*Storage types of graft's dtypes, and the type tags
+// LibTorch's torch::pickle_save writes (torch.jit._pickle.restore_type_tag, build_intlist, ...:
+// each returns its first argument). Any other global
 // (a pickled nn.Module, numpy arrays, arbitrary classes) is a graft::Error naming the global, the
 // file and the byte offset in data.pkl. Everything is bounded by the file: strings and
 // containers by the bytes left, a storage by its entry's size (a tensor reaching past its storage
