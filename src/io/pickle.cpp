@@ -82,6 +82,7 @@ struct Item {
   Tensor storage;                // Storage: a 1-d tensor over the whole storage
   std::vector<Item> items;       // RawTuple
   int depth = 0;                 // nesting of containers below and including this one
+  uint64_t cost = 1;             // what copying it costs: a string's bytes, a tuple's items' costs
 };
 
 // Where a persistent id's storage comes from: a zip entry data/<key>, or (the legacy format) the
@@ -132,6 +133,7 @@ class Unpickler {
         case POP_MARK: (void)pop_to_mark(); break;
         case DUP: {
           if (stack_.empty()) fail("a value to duplicate", "an empty stack", "");
+          charge(stack_.back().cost);
           stack_.push_back(stack_.back());
           break;
         }
@@ -151,11 +153,11 @@ class Unpickler {
           break;
         }
         case SHORT_BINUNICODE:
-        case SHORT_BINBYTES: push(IValue(str(u8()))); break;
+        case SHORT_BINBYTES: push_string(str(u8())); break;
         case BINUNICODE:
-        case BINBYTES: push(IValue(str(le(4)))); break;
+        case BINBYTES: push_string(str(le(4))); break;
         case BINUNICODE8:
-        case BINBYTES8: push(IValue(str(le(8)))); break;
+        case BINBYTES8: push_string(str(le(8))); break;
         case EMPTY_TUPLE: push_tuple({}); break;
         case TUPLE: push_tuple(pop_to_mark()); break;
         case TUPLE1:
@@ -218,11 +220,10 @@ class Unpickler {
           break;
         }
         case SETITEMS: set_items(pop_to_mark()); break;
-        case BINPUT: memo_[le(1)] = top("a value to memoize"); break;
-        case LONG_BINPUT: memo_[le(4)] = top("a value to memoize"); break;
+        case BINPUT: memoize(le(1)); break;
+        case LONG_BINPUT: memoize(le(4)); break;
         case MEMOIZE: {
-          const uint64_t key = memo_.size();
-          memo_[key] = top("a value to memoize");
+          memoize(memo_.size());
           break;
         }
         case BINGET: get(le(1)); break;
@@ -340,6 +341,29 @@ class Unpickler {
     }
   }
   void push(IValue v) { push_value(std::move(v), 0); }
+  void push_string(std::string v) {
+    const uint64_t cost = 1 + v.size();
+    push(IValue(std::move(v)));
+    stack_.back().cost = cost;
+  }
+  void memoize(uint64_t key) {
+    const Item& it = top("a value to memoize");
+    charge(it.cost);
+    memo_[key] = it;
+  }
+  // Note [Pickle bombs]
+  // A memo get copies a value in a few bytes: a megabyte string fetched a million times, or a tuple
+  // of tuples of them, would take terabytes, and a dict hashing a memoized megabyte key a million
+  // times would never finish. Every copy and every key hashed is charged its size, and a pickle
+  // may do at most kWorkPerByte units of work per byte of the file (torch.save's pickles do a few).
+  static constexpr uint64_t kWorkPerByte = 64;
+  void charge(uint64_t units) {
+    work_ += units;
+    if (work_ > kWorkPerByte * n_ + (uint64_t{1} << 20)) {
+      fail("work in proportion to the pickle's " + std::to_string(n_) + " bytes (Note [Pickle bombs])",
+           "far more: a value copied from the memo over and over", "the file is hostile or damaged");
+    }
+  }
   void push_value(IValue v, int depth) {
     check_depth(depth);
     Item it;
@@ -369,6 +393,7 @@ class Unpickler {
   void get(uint64_t key) {
     auto it = memo_.find(key);
     if (it == memo_.end()) fail("a memo entry put before", "memo key " + std::to_string(key), "");
+    charge(it->second.cost);
     stack_.push_back(it->second);
   }
   void push_tuple(std::vector<Item> items) {
@@ -377,6 +402,7 @@ class Unpickler {
     for (const auto& it : items) t.depth = std::max(t.depth, it.depth + 1);
     t.depth = std::max(t.depth, 1);
     check_depth(t.depth);
+    for (const auto& it : items) t.cost += it.cost;
     t.items = std::move(items);
     stack_.push_back(std::move(t));
   }
@@ -395,6 +421,7 @@ class Unpickler {
     if (it.kind == Item::Kind::Value) return std::move(it.value);
     if (it.kind == Item::Kind::RawTuple) {
       std::vector<IValue> elements;
+      charge(it.items.size());
       elements.reserve(it.items.size());
       for (auto& e : it.items) elements.push_back(placed(to_value(std::move(e)), nullptr));
       return IValue(ivalue::Tuple::create(std::move(elements)));
@@ -409,6 +436,7 @@ class Unpickler {
     check_open(dict.impl().get());
     for (size_t i = 0; i < items.size(); i += 2) {
       target.depth = std::max({target.depth, items[i].depth + 1, items[i + 1].depth + 1});
+      charge(items[i].cost);  // the key is hashed
       check_depth(target.depth);
       IValue key = to_value(std::move(items[i]));
       if (!(key.isString() || key.isInt() || key.isDouble() || key.isBool())) {
@@ -651,6 +679,7 @@ class Unpickler {
   bool script_objects_;
   std::vector<Item> stack_;
   std::vector<size_t> marks_;
+  uint64_t work_ = 0;  // Note [Pickle bombs]
   std::unordered_map<uint64_t, Item> memo_;
   std::map<std::string, Tensor> storages_;
   std::set<const TensorImpl*> storage_impls_;

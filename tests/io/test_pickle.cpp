@@ -306,6 +306,22 @@ TEST(PickleHostile, DeepNestingIsRefused) {
   EXPECT_NE(load_error(checkpoint(tuples + ".")).find("nested"), std::string::npos);
 }
 
+TEST(PickleHostile, AMemoBombIsRefused) {
+  // A 1000-byte string fetched from the memo 100,000 times: 100 MB from a 200 KB file.
+  std::string bomb = kProto + "](" + unicode(std::string(1000, 'x')) + "q\x01";
+  bomb += std::string("h\x01", 2) ;
+  std::string gets;
+  for (int i = 0; i < 100000; ++i) gets += std::string("h\x01", 2);
+  bomb += gets + "e.";
+  const std::string msg = load_error(checkpoint(bomb));
+  EXPECT_NE(msg.find("Pickle bombs"), std::string::npos) << msg;
+  // The same fetches of a short string are fine: the limit is in proportion to the file.
+  std::string fine = kProto + "](" + unicode("x") + "q\x01";
+  for (int i = 0; i < 1000; ++i) fine += std::string("h\x01", 2);
+  fine += "e.";
+  EXPECT_EQ(pickle_load(checkpoint(fine)).toListRef().size(), 1001u);
+}
+
 TEST(PickleHostile, DuplicateKeysKeepTheLastValueAsPythonDoes) {
   const IValue v = pickle_load(checkpoint(kProto + "}(" + unicode("k") + binint1(1) + unicode("k") + binint1(2) + "u."));
   ASSERT_EQ(v.toGenericDict().size(), 1u);
