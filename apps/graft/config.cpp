@@ -177,6 +177,13 @@ void validate(const TrainConfig& config, const std::string& command) {
   GRAFT_CHECK(c.classes >= 0 && c.classes <= 256, command + " --classes",
               "0 (10 for Fashion-MNIST, the largest training label + 1 for --data) or 1 .. 256",
               std::to_string(c.classes), "IDX label files hold uint8 labels, 0 .. 255");
+  // --init-from starts a new run from a state dict; --resume continues a run, weights, optimiser and
+  // schedule (Note [Starting from a state dict] in run_setup.h).
+  GRAFT_CHECK(c.init_from.empty() || c.resume.empty(), command + " --init-from", "either --init-from or --resume",
+              "both (--init-from " + c.init_from + ", --resume " + c.resume + ")",
+              "--resume continues the run its checkpoint holds; --init-from starts a new run from a state dict's "
+              "weights: pick one");
+  check_input_file(command, "--init-from", c.init_from);
   // Output paths, before any work (issue 14, items 4 and 5). --resume may name --save's file (a
   // run continues its own checkpoint), but not the log's or the report's.
   check_output_directory(command, "--save", c.save);
@@ -188,6 +195,7 @@ void validate(const TrainConfig& config, const std::string& command) {
   check_output_file(command, "--report", c.report);
   check_distinct_paths(command, {{"--save", c.save}, {"--log", c.log}, {"--report", c.report}});
   check_distinct_paths(command, {{"--resume", c.resume}, {"--log", c.log}, {"--report", c.report}});
+  check_distinct_paths(command, {{"--init-from", c.init_from}, {"--log", c.log}, {"--report", c.report}});
 }
 
 }  // namespace graft::cli

@@ -41,6 +41,7 @@ struct TrainConfig {
                             // the largest training label + 1 (any other label is an error naming its file)
   std::string save;         // checkpoint written after every epoch
   std::string resume;       // checkpoint to continue from
+  std::string init_from;    // a state dict (torch.save's format or safetensors) the new run starts from
   int64_t stop_after = 0;   // stop (after saving) once this many epochs are done; 0: run to --epochs
   bool json = false;
   std::string log;          // JSON Lines run log (Note [Run log] in report.h)

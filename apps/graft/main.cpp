@@ -174,6 +174,10 @@ int main(int argc, char** argv) {
       ->check(kNonEmpty);
   train->add_option("--resume", cfg.resume, "continue the run saved in this checkpoint (same flags)")
       ->check(kNonEmpty);
+  train->add_option("--init-from", cfg.init_from,
+                    "start from the weights of this state dict: a file of PyTorch's torch.save(model.state_dict()) "
+                    "or safetensors with the model's keys, loaded strictly (not with --resume)")
+      ->check(kNonEmpty);
   train->add_option("--stop-after", cfg.stop_after,
                     "stop after this many epochs of this process (needs --save; continue with --resume)")
       ->capture_default_str();

@@ -55,6 +55,18 @@ void check_output_file(const std::string& op, const std::string& flag, const std
               "graft replaces only regular files, never a device, FIFO, socket or directory; pass a file path");
 }
 
+void check_input_file(const std::string& op, const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);  // follows symlinks
+  if (!ec && st.type() == fs::file_type::regular) return;
+  const std::string what = ec || st.type() == fs::file_type::not_found ? "does not exist (or cannot be reached)"
+                           : st.type() == fs::file_type::directory     ? "is a directory"
+                                                                       : "is not a regular file";
+  throw Error(op + " " + flag, "an existing file to read", path + " " + what,
+              "check the path; relative paths start at the current directory");
+}
+
 void check_distinct_paths(const std::string& op, const std::vector<std::pair<std::string, std::string>>& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     for (size_t j = i + 1; j < outputs.size(); ++j) {

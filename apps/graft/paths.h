@@ -20,6 +20,10 @@ void check_output_directory(const std::string& op, const std::string& flag, cons
 // it, or block on it. A new file, or a symlink to a regular or a new file, passes.
 void check_output_file(const std::string& op, const std::string& flag, const std::string& path);
 
+// Throws a graft::Error naming `flag` when `path` (unless empty) is not an existing regular file after
+// following its symlinks, so that a typo in an input's name fails before the data set is loaded.
+void check_input_file(const std::string& op, const std::string& flag, const std::string& path);
+
 // Throws a graft::Error when two of the (flag, path) pairs name the same file (empty paths are
 // skipped): writing both would destroy one of them.
 void check_distinct_paths(const std::string& op, const std::vector<std::pair<std::string, std::string>>& outputs);

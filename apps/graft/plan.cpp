@@ -34,8 +34,10 @@ namespace F = graft::nn::functional;
 //    more waiting and W being built (a build's own peak, measured on a real batch, counts);
 //  - evaluation: a chunk of task.eval_chunk() held-out examples, built and run forward with the
 //    last step's gradients and the optimiser state live.
-// What it leaves out: a checkpoint's save (--save writes from the tensors' memory) and the
-// gradient monitor's figures (--log, --report: a few scalars per parameter).
+// What it leaves out: a checkpoint's save (--save writes from the tensors' memory), the
+// gradient monitor's figures (--log, --report: a few scalars per parameter), and --init-from's
+// state dict (read before the first step and freed before it: the weights once more, beside the
+// data set, while the model is built).
 struct BatchForm {
   std::vector<int64_t> data_sizes, target_sizes;  // one example's (the batch size in front)
   DType data_dtype = kFloat32, target_dtype = kInt64;

@@ -129,6 +129,7 @@ std::vector<std::pair<std::string, std::string>> rank_flags(const TrainConfig& c
           {"--classes", std::to_string(c.classes)},
           {"--save", c.save},
           {"--resume", c.resume},
+          {"--init-from", c.init_from},
           {"--stop-after", std::to_string(c.stop_after)},
           {"--zero", std::to_string(c.zero)},
           {"--eval-limit", std::to_string(c.eval_limit)},
@@ -184,15 +185,18 @@ uint64_t weights_checksum(const nn::Module& module) {
   return h;
 }
 
-int64_t resume_on_every_rank(const std::string& path, const nn::Module& model, int world,
-                             const std::function<int64_t()>& resume) {
-  if (world <= 1) return resume();
+int64_t load_on_every_rank(const std::string& flag, const std::string& path, const nn::Module& model, int world,
+                           const std::function<int64_t()>& load) {
+  if (world <= 1) return load();
+  const bool resume = flag == "--resume";
+  const std::string op = "graft train " + flag;
   int64_t done = 0;
   std::exception_ptr failure;
   std::string mine;
   try {
-    done = resume();
-    mine = "epochs " + std::to_string(done) + " and weights " + hex(weights_checksum(model));
+    done = load();
+    mine = (resume ? "epochs " + std::to_string(done) + " and " : std::string()) + "weights " +
+           hex(weights_checksum(model));
   } catch (const std::exception& e) {
     failure = std::current_exception();
     mine = std::string("error: ") + e.what();
@@ -202,16 +206,16 @@ int64_t resume_on_every_rank(const std::string& path, const nn::Module& model, i
   if (failure) std::rethrow_exception(failure);
   for (size_t r = 0; r < all.size(); ++r)
     if (all[r].rfind("error: ", 0) == 0)
-      throw Error("graft train --resume", "rank " + std::to_string(r) + " could not resume from " + path +
-                                              " (this is rank " + std::to_string(dist::get_rank()) + "): " +
-                                              all[r].substr(7));
+      throw Error(op, "rank " + std::to_string(r) + " could not " + (resume ? "resume from " : "load ") + path +
+                          " (this is rank " + std::to_string(dist::get_rank()) + "): " + all[r].substr(7));
   bool same = true;
   for (const std::string& s : all) same = same && s == all[0];
-  GRAFT_CHECK(same, "graft train --resume",
-              "the same checkpoint on every rank: the same epochs and weights in " + path,
+  GRAFT_CHECK(same, op,
+              "the same " + std::string(resume ? "checkpoint" : "state dict") + " on every rank: the same " +
+                  (resume ? "epochs and weights" : "weights") + " in " + path,
               who_has_what(all),
-              "each rank reads --resume itself: give every rank (every node) the same file, e.g. a copy of the one "
-              "rank 0 wrote");
+              "each rank reads " + flag + " itself: give every rank (every node) the same file" +
+                  (resume ? ", e.g. a copy of the one rank 0 wrote" : ""));
   return done;
 }
 

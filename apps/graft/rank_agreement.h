@@ -15,7 +15,9 @@
 // and DDP's broadcast of rank 0's weights happened at its construction, before the resume. Each
 // rank loads --resume, then the ranks compare the epochs it had finished and a 64-bit FNV-1a hash
 // of the model's parameters and buffers (weights_checksum); a rank that cannot load its file
-// makes every rank stop with that rank's error.
+// makes every rank stop with that rank's error. --init-from's state dict is loaded and compared the
+// same way (Note [Starting from a state dict] in run_setup.h): its path is one of the flags above, and
+// the files behind it must hold the same weights (DDP's broadcast would hide a difference).
 #pragma once
 
 #include <graft/graft.h>
@@ -42,11 +44,12 @@ void check_ranks_agree(const TrainConfig& cfg);
 // 64-bit FNV-1a over the bytes of the module's parameters, then its buffers, in registration order.
 uint64_t weights_checksum(const nn::Module& module);
 
-// Runs `resume` (which loads --resume into `model` and returns the epochs it had finished) on every
-// rank, then checks that all ranks resumed the same epochs and weights (weights_checksum). A rank
-// whose `resume` throws makes every rank throw (its own error there, "rank r: ..." elsewhere). A
-// collective under more than one rank.
-int64_t resume_on_every_rank(const std::string& path, const nn::Module& model, int world,
-                             const std::function<int64_t()>& resume);
+// Runs `load` on every rank: it loads the file of `flag` (--resume or --init-from) at `path` into
+// `model` and returns the epochs the run had finished (0 for --init-from). Then checks that all
+// ranks loaded the same epochs and weights (weights_checksum). A rank whose `load` throws makes
+// every rank throw (its own error there, "rank r could not ..." elsewhere). A collective under more
+// than one rank.
+int64_t load_on_every_rank(const std::string& flag, const std::string& path, const nn::Module& model, int world,
+                           const std::function<int64_t()>& load);
 
 }  // namespace graft::cli

@@ -1,6 +1,8 @@
 // The model, optimiser and schedule of a run (run_setup.h).
 #include "run_setup.h"
 
+#include <graft/io/state_dict.h>
+
 #include <algorithm>
 
 namespace graft::cli {
@@ -33,6 +35,16 @@ nn::Sequential make_model(const TrainConfig& cfg, const Task& task, const TaskDa
   initialise(model, cfg.init);
   if (cfg.checkpoint_attention) checkpoint_attention(*model.ptr());
   return model;
+}
+
+void load_init_from(const TrainConfig& cfg, nn::Module& model) {
+  try {
+    graft::load_state_dict(model, cfg.init_from);  // strict: Note [Starting from a state dict]
+  } catch (const Error& e) {
+    throw Error("graft train --init-from", std::string(e.what()) +
+                                               "\n(--init-from needs the state dict of this model: --model " + cfg.model +
+                                               " with the same shape flags)");
+  }
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params) {

@@ -18,6 +18,19 @@ namespace graft::cli {
 // recomputing its attention cores in backward.
 nn::Sequential make_model(const TrainConfig& cfg, const Task& task, const TaskData& data);
 
+// Note [Starting from a state dict]
+// graft train --init-from FILE loads a state dict (Python's torch.save(model.state_dict(), FILE), a
+// safetensors file, graft::save_state_dict's or graft::save's file) into the model right after
+// make_model, before DDP broadcasts rank 0's weights and before the optimiser exists: a new run
+// whose weights are the file's (--init and the seed's initialisation are replaced; the seed still
+// fixes the shuffle and dropout). The load is graft::load_state_dict's strict one: the file must
+// hold the model's keys (graft train's models are Sequentials: "1.weight", "1.bias", ...) with
+// their shapes and dtypes, and nothing else; any other file is an error naming --init-from before
+// training starts. A run saved with --save continues with --resume alone (its checkpoint holds the
+// weights), so the flag is not part of the checkpoint's flags; --init-from with --resume is refused.
+// Under mpirun every rank loads the file itself (Note [Ranks that agree]).
+void load_init_from(const TrainConfig& cfg, nn::Module& model);
+
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& cfg, const std::vector<Tensor>& params);
 
 // The schedule steps after every batch (cosine, onecycle) or after every epoch (step, exponential,

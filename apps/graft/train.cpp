@@ -120,7 +120,7 @@ int64_t resume_or_announce(const TrainConfig& cfg, const Task& task, const TaskD
                            int64_t batches_per_epoch, Progress& progress) {
   if (!cfg.resume.empty()) {
     // Under mpirun every rank loads the file, then all compare what they loaded (Note [Ranks that agree]).
-    const int64_t first_epoch = resume_on_every_rank(cfg.resume, *state.model.ptr(), state.world, [&] {
+    const int64_t first_epoch = load_on_every_rank("--resume", cfg.resume, *state.model.ptr(), state.world, [&] {
       return resume_run(cfg, task, state, batches_per_epoch);
     });
     progress.message("resumed from " + cfg.resume + " after epoch " + std::to_string(first_epoch));
@@ -132,6 +132,7 @@ int64_t resume_or_announce(const TrainConfig& cfg, const Task& task, const TaskD
                                           std::to_string(state.world * batch_size(cfg)) + ")" +
                                           (state.zero ? ", ZeRO stage " + std::to_string(cfg.zero) : "")
                                     : std::string()));
+  if (!cfg.init_from.empty()) progress.message("weights from " + cfg.init_from + " (--init-from)");
   const LastBatch lb = last_batch(cfg, task, d.train->size(), state.world);
   if (lb.drop && state.world == 1)
     progress.message("batch norm cannot train on a last batch of 1 example: each epoch leaves one example out");
@@ -409,6 +410,11 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
   memory::reset_peak_stats();
   const TaskData d = task.load(cfg);
   nn::Sequential model = make_model(cfg, task, d);
+  if (!cfg.init_from.empty())  // before DDP's broadcast and the optimiser (Note [Starting from a state dict])
+    load_on_every_rank("--init-from", cfg.init_from, *model.ptr(), par.world, [&] {
+      load_init_from(cfg, *model.ptr());
+      return int64_t{0};
+    });
   std::unique_ptr<optim::Optimizer> opt;
   GRAFT_CHECK(par.world == 1 || (cfg.checkpoint_segments == 0 && !cfg.chunked_loss && !cfg.step_in_backward),
               "graft train", "one process with --checkpoint-segments, --chunked-loss or --step-in-backward (DDP owns the "

@@ -56,6 +56,7 @@
 #include "graft/io/pickle.h"
 #include "graft/io/safetensors.h"
 #include "graft/io/serialize.h"
+#include "graft/io/state_dict.h"
 #include "graft/nn/functional.h"
 #include "graft/nn/init.h"
 #include "graft/nn/module.h"

@@ -13,6 +13,9 @@
 
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/shape.h"
+#include "io/file_util.h"
+#include "io/libtorch_archive.h"
+#include "io/state_dict_check.h"
 
 namespace graft::serialize {
 
@@ -33,16 +36,8 @@ std::string quoted_list(const std::vector<std::string>& keys, size_t limit = 20)
   return s;
 }
 
-// PyTorch's torch.save and LibTorch's torch::save write zip archives; name them instead of
-// reporting a nonsensical safetensors header length.
+// LibTorch's torch::save writes zip archives (Note [LibTorch archives]); graft's are safetensors.
 bool looks_like_zip(const uint8_t* p, size_t n) { return n >= 4 && std::memcmp(p, "PK\x03\x04", 4) == 0; }
-
-[[noreturn]] void throw_zip(const std::string& source) {
-  throw Error("InputArchive::load_from(" + quoted(source) + ")", "a graft archive (a safetensors file)",
-              "a zip archive, as PyTorch's torch.save and LibTorch's torch::save write",
-              "graft cannot read TorchScript/pickle files; in Python, save the state dict with "
-              "safetensors.torch.save_file and read it with graft::io::load_safetensors");
-}
 
 void check_cpu(const std::optional<Device>& device, const std::string& source) {
   GRAFT_CHECK(!device || device->is_cpu(), "InputArchive::load_from(" + quoted(source) + ")",
@@ -128,18 +123,33 @@ void InputArchive::set_contents(io::SafetensorsContents contents, std::string so
   prefix_.clear();
 }
 
+void InputArchive::set_libtorch_contents(const char* data, size_t size, std::string source) {
+  io::detail::LibTorchArchive a =
+      io::detail::read_libtorch_archive(data, size, source, "InputArchive::load_from");
+  auto c = std::make_shared<Contents>();
+  c->tensors = std::move(a.tensors);
+  c->values = std::move(a.values);
+  c->kind = std::move(a.kind);
+  c->source = std::move(source);
+  c->libtorch = true;
+  contents_ = std::move(c);
+  prefix_.clear();
+}
+
 void InputArchive::load_from(const std::string& filename, std::optional<Device> device) {
   check_cpu(device, filename);
-  io::SafetensorsContents contents;
-  try {
-    contents = io::load_safetensors(filename);
-  } catch (const Error&) {
+  uint8_t magic[4] = {};
+  {
     std::ifstream in(filename, std::ios::binary);
-    uint8_t magic[4] = {};
-    if (in.read(reinterpret_cast<char*>(magic), 4) && looks_like_zip(magic, 4)) throw_zip(filename);
-    throw;
+    in.read(reinterpret_cast<char*>(magic), 4);
   }
-  set_contents(std::move(contents), filename);
+  if (looks_like_zip(magic, 4)) {  // LibTorch's archive (Note [LibTorch archives])
+    io::detail::InputFile file(filename, "InputArchive::load_from(" + quoted(filename) + ")");
+    const std::vector<uint8_t> bytes = file.read_all();
+    set_libtorch_contents(reinterpret_cast<const char*>(bytes.data()), bytes.size(), filename);
+    return;
+  }
+  set_contents(io::load_safetensors(filename), filename);
 }
 
 void InputArchive::load_from(const char* data, size_t size, std::optional<Device> device) {
@@ -147,7 +157,7 @@ void InputArchive::load_from(const char* data, size_t size, std::optional<Device
   GRAFT_CHECK(data != nullptr || size == 0, "InputArchive::load_from(data, size)", "a buffer",
               "a null pointer with size " + std::to_string(size), "pass the archive's bytes");
   const auto* bytes = reinterpret_cast<const uint8_t*>(data);
-  if (looks_like_zip(bytes, size)) throw_zip("<memory>");
+  if (looks_like_zip(bytes, size)) return set_libtorch_contents(data, size, "<memory>");
   set_contents(io::parse_safetensors(std::span<const uint8_t>(bytes, size), "<memory>"), "<memory>");
 }
 
@@ -157,7 +167,7 @@ void InputArchive::load_from(std::istream& stream, std::optional<Device> device)
   GRAFT_CHECK(!stream.bad(), "InputArchive::load_from(<stream>)", "a readable stream", "a stream error",
               "check the stream");
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-  if (looks_like_zip(p, bytes.size())) throw_zip("<stream>");
+  if (looks_like_zip(p, bytes.size())) return set_libtorch_contents(bytes.data(), bytes.size(), "<stream>");
   set_contents(io::parse_safetensors(std::span<const uint8_t>(p, bytes.size()), "<stream>"), "<stream>");
 }
 
@@ -176,7 +186,9 @@ void InputArchive::load_from(const std::function<size_t(uint64_t pos, void* buf,
                 std::to_string(got) + " bytes", "size_func() must return the size read_func can deliver");
     pos += got;
   }
-  if (looks_like_zip(bytes.data(), bytes.size())) throw_zip("<function>");
+  if (looks_like_zip(bytes.data(), bytes.size())) {
+    return set_libtorch_contents(reinterpret_cast<const char*>(bytes.data()), bytes.size(), "<function>");
+  }
   set_contents(io::parse_safetensors(bytes, "<function>"), "<function>");
 }
 
@@ -215,13 +227,41 @@ void InputArchive::read(const std::string& key, Tensor& tensor, bool is_buffer) 
 bool InputArchive::try_read(const std::string& key, InputArchive& archive) {
   const Contents& c = contents("InputArchive::read");
   const std::string prefix = prefix_ + key + ".";
+  const auto it = c.values.lower_bound(prefix);
   const bool any = std::any_of(c.tensors.begin(), c.tensors.end(),
-                               [&](const auto& item) { return item.key().compare(0, prefix.size(), prefix) == 0; });
+                               [&](const auto& item) { return item.key().compare(0, prefix.size(), prefix) == 0; }) ||
+                   (it != c.values.end() && it->first.compare(0, prefix.size(), prefix) == 0);
   if (!any) return false;
   archive.contents_ = contents_;
   archive.prefix_ = prefix;
   return true;
 }
+
+bool InputArchive::try_read(const std::string& key, IValue& ivalue) {
+  const Contents& c = contents("InputArchive::read");
+  auto it = c.values.find(prefix_ + key);
+  if (it == c.values.end()) return false;
+  ivalue = it->second;
+  return true;
+}
+
+void InputArchive::read(const std::string& key, IValue& ivalue) {
+  if (try_read(key, ivalue)) return;
+  throw Error("InputArchive::read(" + quoted(key) + ")", "a value " + quoted(prefix_ + key) + " in " + quoted(source()),
+              "no such value (keys here: " + quoted_list(keys()) + ")",
+              contents("InputArchive::read").libtorch ? "read the keys the archive was written with"
+                                                      : "graft's own archives hold tensors only");
+}
+
+std::map<std::string, IValue> InputArchive::values() const {
+  std::map<std::string, IValue> out;
+  for (const auto& [k, v] : contents("InputArchive::values").values) {
+    if (k.compare(0, prefix_.size(), prefix_) == 0) out.emplace(k.substr(prefix_.size()), v);
+  }
+  return out;
+}
+
+bool InputArchive::from_libtorch() const { return contents("InputArchive::from_libtorch").libtorch; }
 
 void InputArchive::read(const std::string& key, InputArchive& archive) {
   if (try_read(key, archive)) return;
@@ -232,12 +272,14 @@ void InputArchive::read(const std::string& key, InputArchive& archive) {
 
 std::vector<std::string> InputArchive::keys() const {
   std::set<std::string> names;
-  for (const auto& item : contents("InputArchive::keys").tensors) {
-    const std::string& k = item.key();
-    if (k.compare(0, prefix_.size(), prefix_) != 0) continue;
+  const Contents& c = contents("InputArchive::keys");
+  auto add = [&](const std::string& k) {
+    if (k.compare(0, prefix_.size(), prefix_) != 0) return;
     const std::string rel = k.substr(prefix_.size());
     names.insert(rel.substr(0, rel.find('.')));
-  }
+  };
+  for (const auto& item : c.tensors) add(item.key());
+  for (const auto& item : c.values) add(item.first);
   return {names.begin(), names.end()};
 }
 
@@ -294,26 +336,18 @@ serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const Mo
 serialize::InputArchive& operator>>(serialize::InputArchive& archive, Module& module) {
   const std::string op = serialize::op_load(module.name(), archive.source());
   check_kind(archive, op, {"module"});
-  const OrderedDict<std::string, Tensor> own = module.state_dict();
   const io::TensorDict file = archive.tensors();
+  // The comparison graft::load_state_dict makes too (src/io/state_dict_check.h), worded here.
+  const io::detail::StateDictFit fit = io::detail::fit_state_dict(module.state_dict(), file);
   std::vector<std::string> missing, unexpected, mismatches;
-  for (const auto& item : own) {
-    const Tensor* src = file.find(item.key());
-    if (!src) {
-      missing.push_back(archive.full_key(item.key()));
-      continue;
-    }
-    const Tensor& dst = item.value();
-    if (!src->sizes().equals(dst.sizes())) {
-      mismatches.push_back("shape mismatch for \"" + archive.full_key(item.key()) + "\": the file has " +
-                           shape_str(src->sizes()) + ", the module has " + shape_str(dst.sizes()));
-    } else if (src->dtype() != dst.dtype()) {
-      mismatches.push_back("dtype mismatch for \"" + archive.full_key(item.key()) + "\": the file has " +
-                           dtype_name(src->dtype()) + ", the module has " + dtype_name(dst.dtype()));
-    }
+  for (const std::string& k : fit.missing) missing.push_back(archive.full_key(k));
+  for (const std::string& k : fit.unexpected) unexpected.push_back(archive.full_key(k));
+  for (const auto& m : fit.mismatches) {
+    mismatches.push_back(m.shape ? "shape mismatch for \"" + archive.full_key(m.key) + "\": the file has " +
+                                       shape_str(m.file.sizes()) + ", the module has " + shape_str(m.module.sizes())
+                                 : "dtype mismatch for \"" + archive.full_key(m.key) + "\": the file has " +
+                                       dtype_name(m.file.dtype()) + ", the module has " + dtype_name(m.module.dtype()));
   }
-  for (const auto& item : file)
-    if (!own.contains(item.key())) unexpected.push_back(archive.full_key(item.key()));
   if (!missing.empty() || !unexpected.empty() || !mismatches.empty()) {
     std::string msg = "the parameters and buffers of " + module.name() + " in \"" + archive.source() +
                       "\", with the module's names, shapes and dtypes and nothing else; got:";
@@ -353,6 +387,15 @@ serialize::InputArchive& operator>>(serialize::InputArchive& archive, Optimizer&
   const std::string op = serialize::op_load(optimizer.name(), archive.source());
   check_kind(archive, op, {"optimizer"});
   try {
+    if (archive.from_libtorch()) {
+      // LibTorch's layout, in graft's terms; options LibTorch 1.13 lacks (maximize) keep their values.
+      io::TensorDict state = io::detail::libtorch_optimizer_state(archive.tensors(), archive.values(), "", op);
+      for (const auto& item : optimizer.state_dict()) {
+        if (item.key().rfind("param_groups.", 0) == 0 && !state.contains(item.key())) state.insert(item.key(), item.value());
+      }
+      optimizer.load_state_dict(state);
+      return archive;
+    }
     optimizer.load_state_dict(archive.tensors());
   } catch (const Error& e) {
     throw Error(op, std::string(e.what()));

@@ -112,6 +112,37 @@ expect_error resume_seed "rank 1 could not resume from ck.safetensors" "--seed 2
 export GRAFT_DIST_TIMEOUT=60
 (( SECONDS - start < 120 )) || fail "resume_seed: took $((SECONDS - start)) s (a rank waited for the timeout)"
 
+# --- item 1 for --init-from (Note [Starting from a state dict] in apps/graft/run_setup.h) ----------
+# init.safetensors in A and C: the "model." part of their checkpoints as a plain state dict (the
+# prefix dropped), so the ranks' weights hash as A.fnv and C.fnv; in S a file that is no state dict.
+python3 - <<'PY'
+import json, struct
+def state_dict(src, dst):
+    b = open(src, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    header = json.loads(b[8:8 + n])
+    out, data = {}, b""
+    for key, e in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0] if kv[0] != "__metadata__" else -1):
+        if not key.startswith("model."):
+            continue
+        lo, hi = e["data_offsets"]
+        out[key[6:]] = {"dtype": e["dtype"], "shape": e["shape"], "data_offsets": [len(data), len(data) + hi - lo]}
+        data += b[8 + n + lo:8 + n + hi]
+    h = json.dumps(out).encode()
+    h += b" " * (-(8 + len(h)) % 8)
+    open(dst, "wb").write(struct.pack("<Q", len(h)) + h + data)
+for d in "AC":
+    state_dict(f"{d}/ck.safetensors", f"{d}/init.safetensors")
+open("S/init.safetensors", "w").write("not a state dict\n")
+PY
+init=(train --train-limit 200 --epochs 1 --threads 1 --progress none --init-from init.safetensors)
+expect_error init_from_weights "graft train --init-from" "rank 0 has weights $(cat A.fnv), rank 1 has weights $(cat C.fnv)" -- \
+  -np 1 -wdir A "$graft" "${init[@]}" : -np 1 -wdir C "$graft" "${init[@]}"
+expect_error init_from_unreadable "rank 1 could not load init.safetensors" "neither torch.save's format nor a safetensors header" -- \
+  -np 1 -wdir A "$graft" "${init[@]}" : -np 1 -wdir S "$graft" "${init[@]}"
+"$mpiexec" --oversubscribe -np 2 -wdir A "$graft" "${init[@]}" >init_from.out 2>&1 ||
+  fail "init_from: 2 ranks from the same state dict did not train:$(echo; cat init_from.out)"
+
 # --- items 1 and 12: flags that may differ train; --json has the world size and the global batch ---
 "$mpiexec" --oversubscribe -np 1 "$graft" "${short[@]}" --batch-size 32 --json : \
   -np 1 "$graft" train --train-limit 200 --epochs 1 --threads 2 --workers 2 --progress lines --batch-size 32 --json \

@@ -29,8 +29,16 @@
 // "bn.running_mean"); an optimiser as its state_dict() (Note [Optimizer state dict]: per-parameter
 // state and every param group's options); a tensor under "0"; a vector of tensors under "0", "1",
 // ...; "archive" is an archive a program wrote key by key (or several values in one archive).
-// Every graft dtype round-trips with its shape. LibTorch's own .pt files (TorchScript zip
-// archives) cannot be read; load_from says so when it sees one.
+// Every graft dtype round-trips with its shape.
+//
+// load_from also reads the archives LibTorch's torch::save and OutputArchive::save_to write
+// (TorchScript zip archives, Note [LibTorch archives] in src/io/libtorch_archive.cpp), telling the
+// two formats apart by their first bytes: a module saved by LibTorch loads into the same graft
+// module, tensors and vectors of tensors load, an optimizer loads its state and options (options
+// LibTorch 1.13 does not have, such as maximize, keep the optimizer's values), and the other
+// attributes read as IValues (read(key, ivalue)). graft writes only its own format: LibTorch's
+// torch::load compiles the TorchScript code a LibTorch archive carries, and graft has none
+// (docs/porting.md, "Bringing checkpoints over").
 //
 // Loading a module is PyTorch's strict load_state_dict: every parameter and buffer must be in the
 // file with the same shape and dtype, and the file may hold nothing else; otherwise graft::Error
@@ -44,12 +52,14 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "graft/core/dtype.h"
+#include "graft/core/ivalue.h"
 #include "graft/core/tensor.h"
 #include "graft/io/safetensors.h"
 #include "graft/nn/module.h"
@@ -116,6 +126,11 @@ class InputArchive {
   // and the key when it is missing; try_read() returns false instead.
   void read(const std::string& key, Tensor& tensor, bool is_buffer = false);
   bool try_read(const std::string& key, Tensor& tensor, bool is_buffer = false);
+  // Reads a value that is not a tensor (a LibTorch archive's "pytorch_version", an optimizer's
+  // options); graft's own archives hold tensors only. read() throws naming the key when it is
+  // missing; try_read() returns false.
+  void read(const std::string& key, IValue& ivalue);
+  bool try_read(const std::string& key, IValue& ivalue);
   // Makes `archive` the entries under "key." (LibTorch's nested archives).
   void read(const std::string& key, InputArchive& archive);
   bool try_read(const std::string& key, InputArchive& archive);
@@ -140,7 +155,12 @@ class InputArchive {
 
   // graft: every tensor of this archive, keys relative to it ("fc1.weight"), in name order.
   io::TensorDict tensors() const;
-  // graft: the "graft.kind" of the file (nested archives report their file's kind).
+  // graft: the values that are not tensors, keys relative to this archive (LibTorch archives only).
+  std::map<std::string, IValue> values() const;
+  // graft: whether the file is one LibTorch wrote (rather than graft).
+  bool from_libtorch() const;
+  // graft: the "graft.kind" of the file (nested archives report their file's kind; a LibTorch
+  // archive is "optimizer" when it holds one, else "archive").
   const std::string& kind() const;
   // graft: what errors call the source: the file name, "<stream>", "<memory>".
   const std::string& source() const;
@@ -150,10 +170,13 @@ class InputArchive {
  private:
   struct Contents {
     io::TensorDict tensors;
+    std::map<std::string, IValue> values;  // LibTorch archives' other attributes, full keys
     std::string kind;
     std::string source;
+    bool libtorch = false;
   };
   void set_contents(io::SafetensorsContents contents, std::string source);
+  void set_libtorch_contents(const char* data, size_t size, std::string source);
   const Contents& contents(const char* op) const;
   std::shared_ptr<const Contents> contents_;
   std::string prefix_;  // "" or "inner."
