@@ -2,6 +2,8 @@
 #include "graft/io/serialize.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
@@ -11,8 +13,11 @@
 #include <set>
 #include <span>
 
+#include <nlohmann/json.hpp>
+
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/shape.h"
+#include "graft/io/pickle.h"
 #include "io/file_util.h"
 #include "io/libtorch_archive.h"
 #include "io/state_dict_check.h"
@@ -24,14 +29,15 @@ namespace {
 constexpr const char* kFormatKey = "graft.format";
 constexpr const char* kFormat = "archive/1";
 constexpr const char* kKindKey = "graft.kind";
+constexpr const char* kValuesKey = "graft.values";
 constexpr const char* kKinds[] = {"module", "optimizer", "tensor", "tensors", "archive"};
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string in_quotes(const std::string& s) { return "\"" + s + "\""; }
 
 std::string quoted_list(const std::vector<std::string>& keys, size_t limit = 20) {
   if (keys.empty()) return "(none)";
   std::string s;
-  for (size_t i = 0; i < keys.size() && i < limit; ++i) s += (i ? ", " : "") + quoted(keys[i]);
+  for (size_t i = 0; i < keys.size() && i < limit; ++i) s += (i ? ", " : "") + in_quotes(keys[i]);
   if (keys.size() > limit) s += ", ... (" + std::to_string(keys.size()) + " in all)";
   return s;
 }
@@ -40,12 +46,113 @@ std::string quoted_list(const std::vector<std::string>& keys, size_t limit = 20)
 bool looks_like_zip(const uint8_t* p, size_t n) { return n >= 4 && std::memcmp(p, "PK\x03\x04", 4) == 0; }
 
 void check_cpu(const std::optional<Device>& device, const std::string& source) {
-  GRAFT_CHECK(!device || device->is_cpu(), "InputArchive::load_from(" + quoted(source) + ")",
+  GRAFT_CHECK(!device || device->is_cpu(), "InputArchive::load_from(" + in_quotes(source) + ")",
               "device CPU (or none)", "device " + device->str(), "graft tensors live on the CPU");
 }
 
 std::string op_load(const std::string& what, const std::string& source) {
-  return "graft::load(" + what + ", " + quoted(source) + ")";
+  return "graft::load(" + what + ", " + in_quotes(source) + ")";
+}
+
+// Values in the metadata (Note [Archive format]: "graft.values").
+nlohmann::json encode_value(const IValue& v, const std::string& op, int depth) {
+  GRAFT_CHECK(depth <= kMaxPickleDepth, op, "values nested at most " + std::to_string(kMaxPickleDepth) + " deep",
+              "deeper nesting", "a container that holds itself nests without end");
+  using J = nlohmann::json;
+  auto seq = [&](const std::vector<IValue>& items) {
+    J out = J::array();
+    for (const auto& e : items) out.push_back(encode_value(e, op, depth + 1));
+    return out;
+  };
+  auto number = [](double d) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", d);
+    return std::string(buf);
+  };
+  if (v.isNone()) return J::array({"n"});
+  if (v.isBool()) return J::array({"b", v.toBool()});
+  if (v.isInt()) return J::array({"i", v.toInt()});
+  if (v.isDouble()) return J::array({"d", number(v.toDouble())});
+  if (v.isString()) return J::array({"s", v.toStringRef()});
+  if (v.isIntList()) return J::array({"il", v.toIntVector()});
+  if (v.isDoubleList()) {
+    J out = J::array();
+    for (double d : v.toDoubleVector()) out.push_back(number(d));
+    return J::array({"dl", out});
+  }
+  if (v.isTuple()) return J::array({"t", seq(v.toTupleRef().elements())});
+  if (v.isList() && !v.isTensorList()) return J::array({"l", seq(v.toListRef())});
+  if (v.isGenericDict()) {
+    J out = J::array();
+    for (const auto& e : v.toGenericDict()) {
+      out.push_back(J::array({encode_value(e.key(), op, depth + 1), encode_value(e.value(), op, depth + 1)}));
+    }
+    return J::array({"D", out});
+  }
+  throw Error(op, "a value of numbers, strings, None, lists, tuples and dicts", "one holding a " + v.tagKind(),
+              "write tensors with write(key, tensor)");
+}
+
+IValue decode_value(const nlohmann::json& j, const std::string& op, int depth) {
+  auto bad = [&](const std::string& what) -> void {
+    throw Error(op, "a value as graft::save writes it (Note [Archive format], \"graft.values\")", what,
+                "the file was edited or damaged");
+  };
+  if (depth > kMaxPickleDepth) bad("values nested deeper than " + std::to_string(kMaxPickleDepth));
+  if (!j.is_array() || j.empty() || !j[0].is_string()) bad("an entry that is no [tag, payload]");
+  const std::string tag = j[0].get<std::string>();
+  if (tag == "n") return IValue();
+  if (j.size() != 2) bad("tag \"" + tag + "\" without one payload");
+  const auto& p = j[1];
+  auto to_double = [&](const nlohmann::json& x) {
+    if (!x.is_string()) bad("a double that is no string");
+    const std::string& s = x.get_ref<const std::string&>();
+    char* end = nullptr;
+    const double d = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size()) bad("the double \"" + s.substr(0, 40) + "\"");
+    return d;
+  };
+  auto items = [&]() {
+    if (!p.is_array()) bad("tag \"" + tag + "\" without an array");
+    std::vector<IValue> out;
+    for (const auto& e : p) out.push_back(decode_value(e, op, depth + 1));
+    return out;
+  };
+  if (tag == "b" && p.is_boolean()) return IValue(p.get<bool>());
+  if (tag == "i" && p.is_number_integer()) return IValue(p.get<int64_t>());
+  if (tag == "d") return IValue(to_double(p));
+  if (tag == "s" && p.is_string()) return IValue(p.get<std::string>());
+  if (tag == "t") return IValue(ivalue::Tuple::create(items()));
+  if (tag == "l") {
+    impl::GenericList l(AnyType::get());
+    for (auto& e : items()) l.push_back(std::move(e));
+    return IValue(l);
+  }
+  if (tag == "il" && p.is_array()) {
+    std::vector<int64_t> v;
+    for (const auto& e : p) {
+      if (!e.is_number_integer()) bad("an int list holding another kind");
+      v.push_back(e.get<int64_t>());
+    }
+    return IValue(v);
+  }
+  if (tag == "dl" && p.is_array()) {
+    std::vector<double> v;
+    for (const auto& e : p) v.push_back(to_double(e));
+    return IValue(v);
+  }
+  if (tag == "D" && p.is_array()) {
+    impl::GenericDict d(AnyType::get(), AnyType::get());
+    for (const auto& e : p) {
+      if (!e.is_array() || e.size() != 2) bad("a dict entry that is no [key, value]");
+      IValue k = decode_value(e[0], op, depth + 1);
+      if (!(k.isString() || k.isInt() || k.isDouble() || k.isBool())) bad("a dict key holding " + k.tagKind());
+      d.insert_or_assign(std::move(k), decode_value(e[1], op, depth + 1));
+    }
+    return IValue(d);
+  }
+  bad("tag \"" + tag + "\" with a payload of the wrong kind");
+  return IValue();
 }
 
 }  // namespace
@@ -55,19 +162,28 @@ std::string op_load(const std::string& what, const std::string& source) {
 void OutputArchive::write(const std::string& key, const Tensor& tensor, bool /*is_buffer*/) {
   GRAFT_CHECK(!key.empty(), "OutputArchive::write", "a non-empty key", "an empty key",
               "name every tensor, as a state dict does");
-  GRAFT_CHECK(tensor.defined(), "OutputArchive::write(" + quoted(key) + ")", "a defined tensor",
+  GRAFT_CHECK(tensor.defined(), "OutputArchive::write(" + in_quotes(key) + ")", "a defined tensor",
               "an undefined tensor", "skip undefined tensors (Linear without bias has none to save)");
-  GRAFT_CHECK(!tensors_.contains(key), "OutputArchive::write(" + quoted(key) + ")", "a key not yet written",
-              "a second tensor under " + quoted(key), "each key holds one tensor");
+  GRAFT_CHECK(!tensors_.contains(key), "OutputArchive::write(" + in_quotes(key) + ")", "a key not yet written",
+              "a second tensor under " + in_quotes(key), "each key holds one tensor");
   tensors_.insert(key, tensor.detach());
 }
 
 void OutputArchive::write(const std::string& key, OutputArchive& nested_archive) {
   GRAFT_CHECK(!key.empty(), "OutputArchive::write", "a non-empty key for the nested archive", "an empty key",
               "name the nested archive");
-  GRAFT_CHECK(&nested_archive != this, "OutputArchive::write(" + quoted(key) + ")", "another archive",
+  GRAFT_CHECK(&nested_archive != this, "OutputArchive::write(" + in_quotes(key) + ")", "another archive",
               "the archive itself", "write a nested archive into its parent");
   for (const auto& item : nested_archive.tensors_) write(key + "." + item.key(), item.value());
+  for (const auto& [k, v] : nested_archive.values_) write(key + "." + k, v);
+}
+
+void OutputArchive::write(const std::string& key, const IValue& ivalue) {
+  GRAFT_CHECK(!key.empty(), "OutputArchive::write", "a non-empty key", "an empty key", "name every value");
+  GRAFT_CHECK(!tensors_.contains(key) && !values_.count(key), "OutputArchive::write(" + in_quotes(key) + ")",
+              "a key not yet written", "a second entry under " + in_quotes(key), "each key holds one value");
+  (void)encode_value(ivalue, "OutputArchive::write(" + in_quotes(key) + ")", 0);  // refuses what the file cannot hold
+  values_.emplace(key, ivalue);
 }
 
 void OutputArchive::set_kind(const std::string& kind) {
@@ -75,7 +191,13 @@ void OutputArchive::set_kind(const std::string& kind) {
 }
 
 io::Metadata OutputArchive::metadata() const {
-  return {{kFormatKey, kFormat}, {kKindKey, kind_.empty() ? std::string("archive") : kind_}};
+  io::Metadata m{{kFormatKey, kFormat}, {kKindKey, kind_.empty() ? std::string("archive") : kind_}};
+  if (!values_.empty()) {
+    nlohmann::json values = nlohmann::json::object();
+    for (const auto& [k, v] : values_) values[k] = encode_value(v, "OutputArchive::save_to", 0);
+    m.emplace(kValuesKey, values.dump());
+  }
+  return m;
 }
 
 void OutputArchive::save_to(const std::string& filename) const {
@@ -101,21 +223,32 @@ void OutputArchive::save_to(const std::function<size_t(const void*, size_t)>& fu
 // ---- InputArchive ----
 
 void InputArchive::set_contents(io::SafetensorsContents contents, std::string source) {
-  const std::string op = "InputArchive::load_from(" + quoted(source) + ")";
+  const std::string op = "InputArchive::load_from(" + in_quotes(source) + ")";
   auto format = contents.metadata.find(kFormatKey);
   GRAFT_CHECK(format != contents.metadata.end() && format->second == kFormat, op,
               std::string("a graft archive (safetensors metadata \"") + kFormatKey + "\": \"" + kFormat + "\")",
               format == contents.metadata.end() ? std::string("a safetensors file without \"graft.format\"")
-                                                : "\"graft.format\": " + quoted(format->second),
+                                                : "\"graft.format\": " + in_quotes(format->second),
               "graft::load reads files written by graft::save or OutputArchive::save_to; read other "
               "safetensors files with graft::io::load_safetensors");
   auto kind = contents.metadata.find(kKindKey);
   const bool known = kind != contents.metadata.end() &&
                      std::find(std::begin(kKinds), std::end(kKinds), kind->second) != std::end(kKinds);
   GRAFT_CHECK(known, op, "\"graft.kind\" one of module, optimizer, tensor, tensors, archive",
-              kind == contents.metadata.end() ? std::string("no \"graft.kind\"") : quoted(kind->second),
+              kind == contents.metadata.end() ? std::string("no \"graft.kind\"") : in_quotes(kind->second),
               "the file was written by another version of graft, or edited");
   auto c = std::make_shared<Contents>();
+  auto values = contents.metadata.find(kValuesKey);
+  if (values != contents.metadata.end()) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(values->second);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(op, "\"graft.values\" holding JSON", std::string("a parse error: ") + e.what(), "the file was edited or damaged");
+    }
+    if (!j.is_object()) throw Error(op, "\"graft.values\" holding a JSON object", "another JSON value", "the file was edited or damaged");
+    for (const auto& [k, v] : j.items()) c->values.emplace(k, decode_value(v, op + ", value " + in_quotes(k), 0));
+  }
   c->tensors = std::move(contents.tensors);
   c->kind = kind->second;
   c->source = std::move(source);
@@ -144,7 +277,7 @@ void InputArchive::load_from(const std::string& filename, std::optional<Device> 
     in.read(reinterpret_cast<char*>(magic), 4);
   }
   if (looks_like_zip(magic, 4)) {  // LibTorch's archive (Note [LibTorch archives])
-    io::detail::InputFile file(filename, "InputArchive::load_from(" + quoted(filename) + ")");
+    io::detail::InputFile file(filename, "InputArchive::load_from(" + in_quotes(filename) + ")");
     const std::vector<uint8_t> bytes = file.read_all();
     set_libtorch_contents(reinterpret_cast<const char*>(bytes.data()), bytes.size(), filename);
     return;
@@ -219,8 +352,8 @@ bool InputArchive::try_read(const std::string& key, Tensor& tensor, bool /*is_bu
 
 void InputArchive::read(const std::string& key, Tensor& tensor, bool is_buffer) {
   if (try_read(key, tensor, is_buffer)) return;
-  throw Error("InputArchive::read(" + quoted(key) + ")",
-              "a tensor " + quoted(prefix_ + key) + " in " + quoted(source()),
+  throw Error("InputArchive::read(" + in_quotes(key) + ")",
+              "a tensor " + in_quotes(prefix_ + key) + " in " + in_quotes(source()),
               "no such key (keys here: " + quoted_list(keys()) + ")", "read the keys the archive was written with");
 }
 
@@ -247,10 +380,8 @@ bool InputArchive::try_read(const std::string& key, IValue& ivalue) {
 
 void InputArchive::read(const std::string& key, IValue& ivalue) {
   if (try_read(key, ivalue)) return;
-  throw Error("InputArchive::read(" + quoted(key) + ")", "a value " + quoted(prefix_ + key) + " in " + quoted(source()),
-              "no such value (keys here: " + quoted_list(keys()) + ")",
-              contents("InputArchive::read").libtorch ? "read the keys the archive was written with"
-                                                      : "graft's own archives hold tensors only");
+  throw Error("InputArchive::read(" + in_quotes(key) + ")", "a value " + in_quotes(prefix_ + key) + " in " + in_quotes(source()),
+              "no such value (keys here: " + quoted_list(keys()) + ")", "read the keys the archive was written with");
 }
 
 std::map<std::string, IValue> InputArchive::values() const {
@@ -265,8 +396,8 @@ bool InputArchive::from_libtorch() const { return contents("InputArchive::from_l
 
 void InputArchive::read(const std::string& key, InputArchive& archive) {
   if (try_read(key, archive)) return;
-  throw Error("InputArchive::read(" + quoted(key) + ")",
-              "a nested archive " + quoted(prefix_ + key) + " in " + quoted(source()),
+  throw Error("InputArchive::read(" + in_quotes(key) + ")",
+              "a nested archive " + in_quotes(prefix_ + key) + " in " + in_quotes(source()),
               "no such key (keys here: " + quoted_list(keys()) + ")", "read the keys the archive was written with");
 }
 

@@ -2,6 +2,9 @@
 // tensor-list round trips, nested archive keys, PyTorch's strict load errors, and damaged files.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -428,6 +431,93 @@ TEST(Serialize, ModuleAndOptimizerInOneArchive) {
   nn::Linear three(2, 3);
   const std::string e = error_of([&] { in_optimizer >> three; });
   EXPECT_NE(e.find("missing key(s): \"optimizer.weight\", \"optimizer.bias\""), std::string::npos) << e;
+}
+
+TEST(Serialize, ValuesRoundTripExactly) {
+  // LibTorch's OutputArchive::write(key, IValue): values beside the tensors, nested archives too.
+  TempDir dir;
+  const std::string path = dir / "values.pt";
+  impl::GenericDict opts(AnyType::get(), AnyType::get());
+  opts.insert("lr", 0.1);
+  opts.insert("betas", ivalue::Tuple::create(0.9, 0.999));
+  opts.insert(int64_t{3}, "three");
+  impl::GenericList mixed(AnyType::get());
+  for (IValue e : {IValue(), IValue(true), IValue(int64_t{-(int64_t{1} << 62)}), IValue(-0.0), IValue("h\xc3\xa9")}) mixed.push_back(e);
+  serialize::OutputArchive root, inner;
+  inner.write("step", IValue(int64_t{12}));
+  inner.write("w", ones({2}));
+  root.write("inner", inner);
+  root.write("version", IValue("1.5.0"));
+  root.write("opts", IValue(opts));
+  root.write("mixed", IValue(mixed));
+  root.write("ints", IValue(std::vector<int64_t>{1, -2}));
+  root.write("doubles", IValue(std::vector<double>{0.1, std::numeric_limits<double>::infinity()}));
+  root.save_to(path);
+
+  serialize::InputArchive in;
+  in.load_from(path);
+  IValue v;
+  in.read("version", v);
+  EXPECT_EQ(v.toStringRef(), "1.5.0");
+  serialize::InputArchive in_inner;
+  in.read("inner", in_inner);
+  in_inner.read("step", v);
+  EXPECT_EQ(v.toInt(), 12);
+  in.read("opts", v);
+  auto d = v.toGenericDict();
+  EXPECT_EQ(d.at("lr").toDouble(), 0.1);  // exactly
+  EXPECT_EQ(d.at("betas").toTupleRef().elements()[1].toDouble(), 0.999);
+  EXPECT_EQ(d.at(int64_t{3}).toStringRef(), "three");
+  in.read("mixed", v);
+  const auto& m = v.toListRef();
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_TRUE(m[0].isNone());
+  EXPECT_TRUE(m[1].toBool());
+  EXPECT_EQ(m[2].toInt(), -(int64_t{1} << 62));
+  EXPECT_TRUE(std::signbit(m[3].toDouble()));
+  EXPECT_EQ(m[4].toStringRef(), "h\xc3\xa9");
+  in.read("ints", v);
+  EXPECT_EQ(v.toIntVector(), (std::vector<int64_t>{1, -2}));
+  in.read("doubles", v);
+  EXPECT_EQ(v.toDoubleVector()[0], 0.1);
+  EXPECT_TRUE(std::isinf(v.toDoubleVector()[1]));
+  EXPECT_FALSE(in.try_read("absent", v));
+  EXPECT_EQ(in.keys(), (std::vector<std::string>{"doubles", "inner", "ints", "mixed", "opts", "version"}));
+}
+
+TEST(Serialize, ValuesTheFileCannotHoldAreRefused) {
+  serialize::OutputArchive a;
+  EXPECT_NE(error_of([&] { a.write("t", IValue(std::vector<Tensor>{ones({1})})); }).find("write(key, tensor)"),
+            std::string::npos);
+  impl::GenericList l(AnyType::get());
+  l.push_back(ones({1}));
+  EXPECT_THROW(a.write("l", IValue(l)), Error);
+  a.write("k", IValue(int64_t{1}));
+  EXPECT_THROW(a.write("k", IValue(int64_t{2})), Error);
+  a.write("w", ones({1}));
+  EXPECT_THROW(a.write("w", IValue(int64_t{2})), Error);
+}
+
+TEST(Serialize, DamagedValuesAreErrorsNamingTheKey) {
+  TempDir dir;
+  const std::string path = dir / "bad.pt";
+  io::TensorDict t;
+  t.insert("w", ones({1}));
+  for (const std::string bad : {"[1]", "{\"k\": [\"i\", \"x\"]}", "{\"k\": [\"d\", \"1.5z\"]}", "{\"k\": [\"q\", 1]}",
+                                "{\"k\": [\"D\", [[[\"l\", []], [\"n\"]]]]}", "{\"k\": "}) {
+    SCOPED_TRACE(bad);
+    io::save_safetensors(path, t, {{"graft.format", "archive/1"}, {"graft.kind", "archive"}, {"graft.values", bad}});
+    serialize::InputArchive in;
+    const std::string msg = error_of([&] { in.load_from(path); });
+    EXPECT_NE(msg.find("bad.pt"), std::string::npos) << msg;
+  }
+  std::string deep;
+  for (int i = 0; i < kMaxPickleDepth + 5; ++i) deep += "[\"l\", [";
+  deep += "[\"n\"]";
+  for (int i = 0; i < kMaxPickleDepth + 5; ++i) deep += "]]";
+  io::save_safetensors(path, t, {{"graft.format", "archive/1"}, {"graft.kind", "archive"}, {"graft.values", "{\"k\": " + deep + "}"}});
+  serialize::InputArchive in;
+  EXPECT_NE(error_of([&] { in.load_from(path); }).find("nested"), std::string::npos);
 }
 
 }  // namespace

@@ -136,6 +136,31 @@ int main() {
     check_true("archive: try_read of an absent key is false", !in.try_read("absent", absent));
   }
 
+  // ---- values beside the tensors (OutputArchive::write(key, IValue)) ----
+  {
+    torch::serialize::OutputArchive inner;
+    inner.write("epoch", torch::IValue(int64_t{4}));
+    torch::serialize::OutputArchive root;
+    root.write("weights", torch::ones({2}));
+    root.write("lr", torch::IValue(0.125));
+    root.write("name", torch::IValue(std::string("run-7")));
+    root.write("inner", inner);
+    root.save_to(file("values.pt"));
+
+    torch::serialize::InputArchive in;
+    in.load_from(file("values.pt"));
+    torch::IValue lr, name, epoch, absent;
+    in.read("lr", lr);
+    in.read("name", name);
+    torch::serialize::InputArchive in_inner;
+    in.read("inner", in_inner);
+    in_inner.read("epoch", epoch);
+    check("values: lr", lr.toDouble(), 0.125);
+    check_true("values: name", name.toStringRef() == "run-7");
+    check("values: inner.epoch", static_cast<double>(epoch.toInt()), 4);
+    check_true("values: try_read of an absent value is false", !in.try_read("absent", absent));
+  }
+
   std::filesystem::remove_all(dir);
   std::printf("%s\n", failures == 0 ? "all checks passed" : "MISMATCHES");
   return failures == 0 ? 0 : 1;

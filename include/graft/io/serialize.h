@@ -25,6 +25,11 @@
 // safetensors metadata holds
 //   "graft.format": "archive/1"    (load_from refuses files without it)
 //   "graft.kind":   "module" | "optimizer" | "tensor" | "tensors" | "archive"
+//   "graft.values": the values written with write(key, ivalue), when there are any: a JSON object
+//                   from each full key to its value as [tag, payload]: ["n"], ["b", true],
+//                   ["i", 5], ["d", "0.10000000000000001"] (%.17g, so the double comes back
+//                   exactly; "inf", "nan" too), ["s", "text"], ["l", [...]], ["t", [...]],
+//                   ["il", [...]], ["dl", [...]], ["D", [[key, value], ...]]
 // A module is stored as its state_dict() (parameters and buffers, "conv1.weight",
 // "bn.running_mean"); an optimiser as its state_dict() (Note [Optimizer state dict]: per-parameter
 // state and every param group's options); a tensor under "0"; a vector of tensors under "0", "1",
@@ -82,6 +87,11 @@ class OutputArchive {
   // Stores every entry of `nested_archive` under "key.<its key>" (a copy: the nested archive is
   // unchanged).
   void write(const std::string& key, OutputArchive& nested_archive);
+  // Stores a value that is not a tensor (a step count, a version string, an optimizer's options):
+  // None, ints, doubles (exactly), bools, strings, and lists, tuples and dicts of them, in the
+  // file's metadata (Note [Archive format]). Tensors inside the value are an error: write them
+  // with write(key, tensor).
+  void write(const std::string& key, const IValue& ivalue);
 
   // Writes the archive (Note [Archive format]). save_to(path) is atomic: a failure leaves an
   // existing file untouched. The stream and function forms write the same bytes in one piece; the
@@ -107,6 +117,7 @@ class OutputArchive {
  private:
   io::Metadata metadata() const;
   io::TensorDict tensors_;
+  std::map<std::string, IValue> values_;  // write(key, ivalue), full keys
   std::string kind_;  // empty until the first value
 };
 
@@ -126,9 +137,9 @@ class InputArchive {
   // and the key when it is missing; try_read() returns false instead.
   void read(const std::string& key, Tensor& tensor, bool is_buffer = false);
   bool try_read(const std::string& key, Tensor& tensor, bool is_buffer = false);
-  // Reads a value that is not a tensor (a LibTorch archive's "pytorch_version", an optimizer's
-  // options); graft's own archives hold tensors only. read() throws naming the key when it is
-  // missing; try_read() returns false.
+  // Reads a value that is not a tensor (one written with write(key, ivalue); a LibTorch archive's
+  // "pytorch_version", an optimizer's options). read() throws naming the key when it is missing;
+  // try_read() returns false.
   void read(const std::string& key, IValue& ivalue);
   bool try_read(const std::string& key, IValue& ivalue);
   // Makes `archive` the entries under "key." (LibTorch's nested archives).
@@ -155,7 +166,7 @@ class InputArchive {
 
   // graft: every tensor of this archive, keys relative to it ("fc1.weight"), in name order.
   io::TensorDict tensors() const;
-  // graft: the values that are not tensors, keys relative to this archive (LibTorch archives only).
+  // graft: the values that are not tensors, keys relative to this archive.
   std::map<std::string, IValue> values() const;
   // graft: whether the file is one LibTorch wrote (rather than graft).
   bool from_libtorch() const;
