@@ -24,6 +24,13 @@
 //   state.<name>.<field>                  that parameter's state: step (an int), exp_avg, ...
 // libtorch_optimizer_state maps it onto graft's state dict: parameters numbered across the groups
 // in order, as graft and PyTorch number them.
+//
+// Writing (OutputArchive::save_to(path, ArchiveFormat::LibTorch), io::detail::write_script_archive
+// in pickle.cpp) is the reverse: the dotted keys become nested objects, each of a class
+// "__torch__.Module" / "__torch__.___torch_mangle_<i>.Module" declared in code/ as LibTorch
+// declares it (__parameters__, __buffers__, one annotation per attribute: Tensor, int, float,
+// bool, str, or the submodule's class). torch::load compiles those declarations, so it and
+// Python's torch.jit.load read the file (tests/fixtures/libtorch/check_jit_load.py checks).
 #include "io/libtorch_archive.h"
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 #include "graft/io/pickle.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -697,10 +698,44 @@ class Pickler {
     out_.push_back(static_cast<char>(STOP));
     return std::move(out_);
   }
+  // A TorchScript object tree (Note [LibTorch archives]): each object is its class (`classes`
+  // gives each one's qualified name), an empty tuple, NEWOBJ, and its attributes as a dict, BUILD.
+  std::string run_object(const ScriptObject& root, const std::map<const ScriptObject*, std::string>& classes) {
+    out_.push_back(static_cast<char>(PROTO));
+    out_.push_back(2);
+    write_object(root, classes, 0);
+    out_.push_back(static_cast<char>(STOP));
+    return std::move(out_);
+  }
   // The storages to write as data/<key>, in key order.
   std::vector<std::pair<std::string, Tensor>> storages;
 
  private:
+  void write_object(const ScriptObject& o, const std::map<const ScriptObject*, std::string>& classes, int depth) {
+    if (depth > kMaxPickleDepth) {
+      throw Error("OutputArchive::save_to", "archives nested at most " + std::to_string(kMaxPickleDepth) + " deep",
+                  "deeper nesting", "flatten the archive");
+    }
+    const std::string& qualified = classes.at(&o);
+    const size_t dot = qualified.rfind('.');
+    write_global(qualified.substr(0, dot).c_str(), qualified.substr(dot + 1).c_str());
+    op(EMPTY_TUPLE);
+    op(NEWOBJ);
+    op(EMPTY_DICT);
+    if (!o.attributes.empty()) {
+      op(MARK);
+      for (const auto& a : o.attributes) {
+        write_string(a.name);
+        if (a.object) {
+          write_object(*a.object, classes, depth + 1);
+        } else {
+          write(a.value, depth + 1);
+        }
+      }
+      op(SETITEMS);
+    }
+    op(BUILD);
+  }
   void op(Op code) { out_.push_back(static_cast<char>(code)); }
   void le(uint64_t v, int k) {
     for (int i = 0; i < k; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -1096,6 +1131,82 @@ std::string pickle_bytes(const IValue& ivalue) {
   return zip.finish();
 }
 }  // namespace
+
+namespace io::detail {
+namespace {
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+// Each object's class: the root "__torch__.Module", the others "__torch__.___torch_mangle_<i>.Module"
+// in depth-first order, as LibTorch names them.
+void name_classes(const ScriptObject& o, std::map<const ScriptObject*, std::string>& classes,
+                  std::vector<const ScriptObject*>& order) {
+  classes[&o] = order.empty() ? std::string("__torch__.Module")
+                              : "__torch__.___torch_mangle_" + std::to_string(order.size() - 1) + ".Module";
+  order.push_back(&o);
+  for (const auto& a : o.attributes) {
+    if (a.object) name_classes(*a.object, classes, order);
+  }
+}
+// The TorchScript declaration of an object's class, as LibTorch prints it.
+std::string class_code(const ScriptObject& o, const std::map<const ScriptObject*, std::string>& classes,
+                       const std::string& op) {
+  std::string params, buffers, annotations;
+  bool odd_names = false;
+  for (const auto& a : o.attributes) {
+    std::string type;
+    if (a.object) {
+      type = classes.at(a.object.get());
+    } else if (a.value.isTensor()) {
+      type = "Tensor";
+      (a.is_buffer ? buffers : params) += "\"" + a.name + "\", ";
+    } else if (a.value.isInt()) {
+      type = "int";
+    } else if (a.value.isDouble()) {
+      type = "float";
+    } else if (a.value.isBool()) {
+      type = "bool";
+    } else if (a.value.isString()) {
+      type = "str";
+    } else {
+      throw Error(op, "values LibTorch's archives hold (tensors, ints, floats, bools, strings)",
+                  "\"" + a.name + "\" holding a " + a.value.tagKind(), "write it in graft's own format (the default)");
+    }
+    if (is_identifier(a.name)) {
+      annotations += "  " + a.name + " : " + type + "\n";
+    } else {
+      odd_names = true;
+      annotations += "  __annotations__[\"" + a.name + "\"] = " + type + "\n";
+    }
+  }
+  return "class Module(Module):\n  __parameters__ = [" + params + "]\n  __buffers__ = [" + buffers + "]\n" +
+         (odd_names ? "  __annotations__ = []\n" : "") + annotations;
+}
+}  // namespace
+
+std::string write_script_archive(const ScriptObject& root, const std::string& op) {
+  std::map<const ScriptObject*, std::string> classes;
+  std::vector<const ScriptObject*> order;
+  name_classes(root, classes, order);
+  Pickler pickler;
+  std::string pkl = pickler.run_object(root, classes);
+  ZipWriter zip(op);
+  for (const auto& [key, t] : pickler.storages) {
+    const auto* p = static_cast<const char*>(t.impl().storage->data);
+    zip.add("archive/data/" + key, std::string(p, p + t.impl().storage->nbytes));
+  }
+  zip.add("archive/data.pkl", std::move(pkl));
+  for (size_t i = 0; i < order.size(); ++i) {
+    zip.add(i == 0 ? std::string("archive/code/__torch__.py")
+                   : "archive/code/__torch__/___torch_mangle_" + std::to_string(i - 1) + ".py",
+            class_code(*order[i], classes, op));
+  }
+  zip.add("archive/constants.pkl", std::string("\x80\x02).", 4));  // an empty tuple
+  zip.add("archive/version", "3\n");
+  return zip.finish();
+}
+}  // namespace io::detail
 
 std::vector<char> pickle_save(const IValue& ivalue) {
   std::string bytes = pickle_bytes(ivalue);

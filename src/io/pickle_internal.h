@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "graft/core/ivalue.h"
 
@@ -23,5 +25,23 @@ IValue read_torch_zip(const char* data, size_t size, const std::string& source, 
 // The same for a file in either of torch.save's formats: the zip, or the legacy one
 // (Note [PyTorch's legacy format] in pickle.cpp). This is pickle_load.
 IValue read_torch_file(const char* data, size_t size, const std::string& source, const std::string& op);
+
+// A TorchScript module object as LibTorch's OutputArchive saves it (Note [LibTorch archives] in
+// libtorch_archive.cpp): its attributes in order, each a tensor (a parameter, or a buffer), an int,
+// a double, a bool or a string, or a submodule.
+struct ScriptObject {
+  struct Attribute {
+    std::string name;
+    IValue value;
+    std::shared_ptr<ScriptObject> object;  // set for a submodule
+    bool is_buffer = false;
+  };
+  std::vector<Attribute> attributes;
+};
+
+// The bytes of an archive LibTorch's torch::load (torch::jit::load) reads: data.pkl holding the
+// objects, code/ declaring their classes in TorchScript, constants.pkl, version, and the storages.
+// Errors name `op`.
+std::string write_script_archive(const ScriptObject& root, const std::string& op);
 
 }  // namespace graft::io::detail

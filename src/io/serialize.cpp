@@ -17,9 +17,11 @@
 
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/shape.h"
+#include "graft/io/file.h"
 #include "graft/io/pickle.h"
 #include "io/file_util.h"
 #include "io/libtorch_archive.h"
+#include "io/pickle_internal.h"
 #include "io/state_dict_check.h"
 
 namespace graft::serialize {
@@ -159,7 +161,7 @@ IValue decode_value(const nlohmann::json& j, const std::string& op, int depth) {
 
 // ---- OutputArchive ----
 
-void OutputArchive::write(const std::string& key, const Tensor& tensor, bool /*is_buffer*/) {
+void OutputArchive::write(const std::string& key, const Tensor& tensor, bool is_buffer) {
   GRAFT_CHECK(!key.empty(), "OutputArchive::write", "a non-empty key", "an empty key",
               "name every tensor, as a state dict does");
   GRAFT_CHECK(tensor.defined(), "OutputArchive::write(" + in_quotes(key) + ")", "a defined tensor",
@@ -167,6 +169,7 @@ void OutputArchive::write(const std::string& key, const Tensor& tensor, bool /*i
   GRAFT_CHECK(!tensors_.contains(key), "OutputArchive::write(" + in_quotes(key) + ")", "a key not yet written",
               "a second tensor under " + in_quotes(key), "each key holds one tensor");
   tensors_.insert(key, tensor.detach());
+  if (is_buffer) buffers_.insert(key);
 }
 
 void OutputArchive::write(const std::string& key, OutputArchive& nested_archive) {
@@ -174,7 +177,9 @@ void OutputArchive::write(const std::string& key, OutputArchive& nested_archive)
               "name the nested archive");
   GRAFT_CHECK(&nested_archive != this, "OutputArchive::write(" + in_quotes(key) + ")", "another archive",
               "the archive itself", "write a nested archive into its parent");
-  for (const auto& item : nested_archive.tensors_) write(key + "." + item.key(), item.value());
+  for (const auto& item : nested_archive.tensors_) {
+    write(key + "." + item.key(), item.value(), nested_archive.buffers_.count(item.key()) != 0);
+  }
   for (const auto& [k, v] : nested_archive.values_) write(key + "." + k, v);
 }
 
@@ -202,6 +207,39 @@ io::Metadata OutputArchive::metadata() const {
 
 void OutputArchive::save_to(const std::string& filename) const {
   io::save_safetensors(filename, tensors_, metadata());
+}
+
+void OutputArchive::save_to(const std::string& filename, ArchiveFormat format) const {
+  if (format == ArchiveFormat::Graft) return save_to(filename);
+  // The dotted keys as LibTorch's nested modules: "head.0.weight" is attribute "weight" of
+  // submodule "0" of submodule "head", in the order the keys were written.
+  const std::string op = "OutputArchive::save_to(" + in_quotes(filename) + ", ArchiveFormat::LibTorch)";
+  io::detail::ScriptObject root;
+  auto place = [&](const std::string& key, IValue value, bool is_buffer) {
+    io::detail::ScriptObject* o = &root;
+    size_t start = 0;
+    for (size_t dot = key.find('.'); dot != std::string::npos; start = dot + 1, dot = key.find('.', start)) {
+      const std::string part = key.substr(start, dot - start);
+      auto it = std::find_if(o->attributes.begin(), o->attributes.end(), [&](const auto& a) { return a.name == part; });
+      if (it == o->attributes.end()) {
+        o->attributes.push_back({part, IValue(), std::make_shared<io::detail::ScriptObject>(), false});
+        it = std::prev(o->attributes.end());
+      }
+      GRAFT_CHECK(it->object != nullptr, op, "keys that nest as modules", "\"" + key + "\" below the value \"" + part + "\"",
+                  "rename one of them");
+      o = it->object.get();
+    }
+    const std::string name = key.substr(start);
+    GRAFT_CHECK(!name.empty() && std::none_of(o->attributes.begin(), o->attributes.end(), [&](const auto& a) { return a.name == name; }),
+                op, "one entry per name", "\"" + key + "\" twice or empty", "rename one of them");
+    if (value.isTensor() && !is_buffer && value.toTensor().is_floating_point()) {
+      value = IValue(value.toTensor().detach().requires_grad_(true));  // a parameter, as LibTorch saves it
+    }
+    o->attributes.push_back({name, std::move(value), nullptr, is_buffer});
+  };
+  for (const auto& item : tensors_) place(item.key(), IValue(item.value()), buffers_.count(item.key()) != 0);
+  for (const auto& [k, v] : values_) place(k, v, false);
+  io::write_file_atomically(filename, io::detail::write_script_archive(root, op), op);
 }
 
 void OutputArchive::save_to(std::ostream& stream) const {
@@ -458,7 +496,9 @@ namespace graft::nn {
 
 serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const Module& module) {
   archive.set_kind("module");
-  for (const auto& item : module.state_dict()) archive.write(item.key(), item.value());
+  std::set<std::string> buffers;
+  for (const auto& item : module.named_buffers()) buffers.insert(item.key());
+  for (const auto& item : module.state_dict()) archive.write(item.key(), item.value(), buffers.count(item.key()) != 0);
   return archive;
 }
 

@@ -3,6 +3,7 @@
 // LibTorch 1.13, and the manifests beside them hold what LibTorch held when it saved.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +14,7 @@
 #include "../support/test_util.h"
 #include "graft/graft.h"
 #include "manifest.h"
+#include "temp_dir.h"
 
 namespace graft::test {
 namespace {
@@ -188,6 +190,71 @@ TEST(LibTorchArchive, DamagedArchivesAreErrors) {
     py.load_from((std::filesystem::path(__FILE__).parent_path() / ".." / "fixtures" / "pickle" / "nested.pt").string());
   });
   EXPECT_NE(msg.find("pickle_load"), std::string::npos) << msg;
+}
+
+// ---- graft writes LibTorch's format (serialize::ArchiveFormat::LibTorch) ---------------------
+
+// LtNet with parameter number k filled with 0.5 + k and known buffers (check_jit_load.py's contract).
+LtNet filled_net() {
+  LtNet net;
+  NoGradGuard no_grad;
+  double k = 0.5;
+  for (auto& p : net->parameters()) p.fill_(k++);
+  net->bn->running_mean.fill_(0.25);
+  net->bn->running_var.fill_(2.0);
+  net->bn->num_batches_tracked.fill_(3);
+  return net;
+}
+
+TEST(LibTorchArchiveInterop, WritesArchivesLibTorchReads) {
+  const char* dir_env = std::getenv("GRAFT_LIBTORCH_INTEROP_DIR");
+  TempDir tmp;
+  const std::string dir = dir_env ? dir_env : tmp.path();
+  const auto format = serialize::ArchiveFormat::LibTorch;
+  graft::save(filled_net(), dir + "/net.pt", format);
+  graft::save(std::vector<Tensor>{arange(6, kFloat32), tensor({int64_t{-3}, int64_t{1} << 40}, kInt64)},
+              dir + "/tensors.pt", format);
+  serialize::OutputArchive values, inner;
+  inner.write("epoch", IValue(int64_t{4}));
+  values.write("lr", IValue(0.125));
+  values.write("name", IValue("run-7"));
+  values.write("w", ones({2}));
+  values.write("inner", inner);
+  values.save_to(dir + "/values.pt", format);
+
+  // graft reads them back as LibTorch archives.
+  LtNet back;
+  graft::load(back, dir + "/net.pt");
+  const LtNet want = filled_net();
+  const auto got_sd = back->state_dict();
+  for (const auto& item : want->state_dict()) {
+    EXPECT_TRUE(allclose(got_sd[item.key()].to(kFloat64), item.value().to(kFloat64), 0, 0)) << item.key();
+  }
+  serialize::InputArchive in;
+  in.load_from(dir + "/values.pt");
+  EXPECT_TRUE(in.from_libtorch());
+  IValue lr;
+  in.read("lr", lr);
+  EXPECT_EQ(lr.toDouble(), 0.125);
+  serialize::InputArchive in_inner;
+  in.read("inner", in_inner);
+  IValue epoch;
+  in_inner.read("epoch", epoch);
+  EXPECT_EQ(epoch.toInt(), 4);
+}
+
+TEST(LibTorchArchiveInterop, ValuesLibTorchsFormatCannotHoldAreRefused) {
+  TempDir tmp;
+  serialize::OutputArchive a;
+  a.write("l", IValue(std::vector<int64_t>{1, 2}));
+  const std::string msg = error_message([&] { a.save_to(tmp / "x.pt", serialize::ArchiveFormat::LibTorch); });
+  EXPECT_NE(msg.find("IntList"), std::string::npos) << msg;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "x.pt"));
+  a.save_to(tmp / "x.pt");  // graft's own format holds it
+  serialize::OutputArchive b;
+  b.write("x", IValue(int64_t{1}));
+  b.write("x.y", ones({1}));  // "x" would be both a value and a module
+  EXPECT_THROW(b.save_to(tmp / "y.pt", serialize::ArchiveFormat::LibTorch), Error);
 }
 
 }  // namespace

@@ -41,8 +41,8 @@
 // two formats apart by their first bytes: a module saved by LibTorch loads into the same graft
 // module, tensors and vectors of tensors load, an optimizer loads its state and options (options
 // LibTorch 1.13 does not have, such as maximize, keep the optimizer's values), and the other
-// attributes read as IValues (read(key, ivalue)). graft writes only its own format: LibTorch's
-// torch::load compiles the TorchScript code a LibTorch archive carries, and graft has none
+// attributes read as IValues (read(key, ivalue)). save_to(path, ArchiveFormat::LibTorch) (and
+// graft::save(value, path, ArchiveFormat::LibTorch)) writes LibTorch's format for torch::load
 // (docs/porting.md, "Bringing checkpoints over").
 //
 // Loading a module is PyTorch's strict load_state_dict: every parameter and buffer must be in the
@@ -60,6 +60,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,13 @@
 
 namespace graft::serialize {
 
+// graft: the file save_to writes. Graft: graft's own (Note [Archive format]), the default.
+// LibTorch: the TorchScript archive LibTorch's torch::save writes, which torch::load, LibTorch's
+// InputArchive and Python's torch.jit.load read (Note [LibTorch archives] in
+// src/io/libtorch_archive.cpp); it holds tensors (parameters, and buffers written with
+// is_buffer), nested archives and int, double, bool and string values, not an optimizer's state.
+enum class ArchiveFormat { Graft, LibTorch };
+
 class OutputArchive {
  public:
   OutputArchive() = default;
@@ -80,9 +88,9 @@ class OutputArchive {
   OutputArchive(const OutputArchive&) = delete;
   OutputArchive& operator=(const OutputArchive&) = delete;
 
-  // Stores `tensor`'s data (any strides, never its autograd history) under `key`. is_buffer is
-  // accepted for LibTorch's spelling and changes nothing. An undefined tensor, an empty key and a
-  // key already written are errors.
+  // Stores `tensor`'s data (any strides, never its autograd history) under `key`; is_buffer marks
+  // a module's buffer (it matters to LibTorch's format only). An undefined tensor, an empty key and
+  // a key already written are errors.
   void write(const std::string& key, const Tensor& tensor, bool is_buffer = false);
   // Stores every entry of `nested_archive` under "key.<its key>" (a copy: the nested archive is
   // unchanged).
@@ -97,6 +105,9 @@ class OutputArchive {
   // existing file untouched. The stream and function forms write the same bytes in one piece; the
   // function must return the number of bytes it was given.
   void save_to(const std::string& filename) const;
+  // graft: the same in `format` (graft::save(model, path, ArchiveFormat::LibTorch) writes a file
+  // LibTorch's torch::load reads).
+  void save_to(const std::string& filename, ArchiveFormat format) const;
   void save_to(std::ostream& stream) const;
   void save_to(const std::function<size_t(const void*, size_t)>& func) const;
 
@@ -118,6 +129,7 @@ class OutputArchive {
   io::Metadata metadata() const;
   io::TensorDict tensors_;
   std::map<std::string, IValue> values_;  // write(key, ivalue), full keys
+  std::set<std::string> buffers_;         // the keys written with is_buffer
   std::string kind_;  // empty until the first value
 };
 
