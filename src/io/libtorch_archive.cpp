@@ -27,7 +27,7 @@
 //
 // Writing (OutputArchive::save_to(path, ArchiveFormat::LibTorch), io::detail::write_script_archive
 // in pickle.cpp) is the reverse: the dotted keys become nested objects, each of a class
-// "__torch__.Module" / "__torch__.___torch_mangle_<i>.Module" declared in code/ as LibTorch
+// "__torch__.Module" / "__torch__.___torch_mangle_<i>.Module" declared in the code folder as LibTorch
 // declares it (__parameters__, __buffers__, one annotation per attribute: Tensor, int, float,
 // bool, str, or the submodule's class). torch::load compiles those declarations, so it and
 // Python's torch.jit.load read the file (tests/fixtures/libtorch/check_jit_load.py checks).

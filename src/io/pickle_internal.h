@@ -40,7 +40,8 @@ struct ScriptObject {
 };
 
 // The bytes of an archive LibTorch's torch::load (torch::jit::load) reads: data.pkl holding the
-// objects, code/ declaring their classes in TorchScript, constants.pkl, version, and the storages.
+// objects, the code folder declaring their classes in TorchScript, constants.pkl, version, and
+// the storages.
 // Errors name `op`.
 std::string write_script_archive(const ScriptObject& root, const std::string& op);
 

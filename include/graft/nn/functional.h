@@ -219,6 +219,44 @@ Tensor relu6(Tensor input, const ReLU6FuncOptions& options = {});
 Tensor glu(const Tensor& input, const GLUFuncOptions& options = {});  // a * sigmoid(b), halves a, b along dim
 Tensor softmin(const Tensor& input, const SoftminFuncOptions& options);  // softmax(-input)
 
+// ---- activations: prelu, rrelu, celu, softsign, tanhshrink, threshold, softshrink, hardshrink,
+// logsigmoid (issue 32): the ops of graft/ops/activation2.h (graft::prelu, graft::rrelu, ...),
+// implemented in src/nn/modules/activation2.cpp. inplace(true) overwrites the input, as above.
+struct RReLUFuncOptions {
+  GRAFT_ARG(double, lower) = 1.0 / 8.0;
+  GRAFT_ARG(double, upper) = 1.0 / 3.0;
+  GRAFT_ARG(bool, training) = false;  // false: leaky_relu with slope (lower + upper) / 2
+  GRAFT_ARG(bool, inplace) = false;
+};
+struct CELUFuncOptions {
+  GRAFT_ARG(double, alpha) = 1.0;
+  GRAFT_ARG(bool, inplace) = false;
+};
+struct ThresholdFuncOptions {
+  ThresholdFuncOptions(double threshold, double value) : threshold_(threshold), value_(value) {}
+  GRAFT_ARG(double, threshold);
+  GRAFT_ARG(double, value);
+  GRAFT_ARG(bool, inplace) = false;
+};
+struct SoftshrinkFuncOptions {
+  SoftshrinkFuncOptions(double lambda = 0.5) : lambda_(lambda) {}  // NOLINT
+  GRAFT_ARG(double, lambda);
+};
+struct HardshrinkFuncOptions {
+  HardshrinkFuncOptions(double lambda = 0.5) : lambda_(lambda) {}  // NOLINT
+  GRAFT_ARG(double, lambda);
+};
+// weight: 1 value, or one per channel (dim 1 of input).
+Tensor prelu(const Tensor& input, const Tensor& weight);
+Tensor rrelu(Tensor input, const RReLUFuncOptions& options = {});
+Tensor celu(Tensor input, const CELUFuncOptions& options = {});
+Tensor softsign(const Tensor& input);    // input / (1 + |input|)
+Tensor tanhshrink(const Tensor& input);  // input - tanh(input)
+Tensor threshold(Tensor input, const ThresholdFuncOptions& options);  // value where input <= threshold
+Tensor softshrink(const Tensor& input, const SoftshrinkFuncOptions& options = {});
+Tensor hardshrink(const Tensor& input, const HardshrinkFuncOptions& options = {});
+Tensor logsigmoid(const Tensor& input);
+
 // ---- layers ----
 // y = x @ weight^T + bias; x (*, in), weight (out, in), bias (out) or undefined.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});

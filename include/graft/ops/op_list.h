@@ -16,6 +16,8 @@
   /* unary math */ X(exp) X(log) X(log1p) X(sqrt) X(rsqrt) X(abs) X(sign) X(sin) X(cos) X(erf)     \
   /* activations */ X(tanh) X(sigmoid) X(relu) X(leaky_relu) X(gelu) X(silu) X(softplus) X(elu)    \
       X(selu) X(mish) X(hardswish) X(hardsigmoid) X(hardtanh) X(relu6) X(glu)                      \
+      X(prelu) X(rrelu) X(celu) X(threshold) X(hardshrink) X(softshrink) X(log_sigmoid)           \
+      X(logsigmoid) X(softsign) X(tanhshrink)                                                      \
   /* selection */ X(clamp) X(clamp_min) X(clamp_max) X(maximum) X(minimum) X(where) X(masked_fill) \
   /* comparisons */ X(gt) X(lt) X(ge) X(le) X(eq) X(ne) X(logical_not) X(logical_and)              \
       X(logical_or) X(isnan) X(isinf) X(isfinite) X(all) X(any) X(allclose) X(equal)               \

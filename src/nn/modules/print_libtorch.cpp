@@ -101,6 +101,24 @@ std::string Module::libtorch_repr() const {
     s << "graft::nn::ReLU(";
     if (m->options.inplace()) s << "inplace=true";
     s << ")";
+  } else if (const auto* m = as<PReLUImpl>()) {
+    s << "graft::nn::PReLU(num_parameters=" << m->options.num_parameters() << ")";
+  } else if (const auto* m = as<RReLUImpl>()) {
+    s << "graft::nn::RReLU(lower=" << m->options.lower() << ", upper=" << m->options.upper();
+    if (m->options.inplace()) s << ", inplace=true";
+    s << ")";
+  } else if (const auto* m = as<CELUImpl>()) {
+    s << "graft::nn::CELU(alpha=" << m->options.alpha();
+    if (m->options.inplace()) s << ", inplace=true";
+    s << ")";
+  } else if (const auto* m = as<ThresholdImpl>()) {
+    s << "graft::nn::Threshold(threshold=" << m->options.threshold() << ", value=" << m->options.value();
+    if (m->options.inplace()) s << ", inplace=true";
+    s << ")";
+  } else if (const auto* m = as<SoftshrinkImpl>()) {
+    s << "graft::nn::Softshrink(" << m->options.lambda() << ")";
+  } else if (const auto* m = as<HardshrinkImpl>()) {
+    s << "graft::nn::Hardshrink(" << m->options.lambda() << ")";
   } else if (const auto* m = as<DropoutImpl>()) {
     s << "graft::nn::Dropout(p=" << m->options.p() << ", inplace=" << m->options.inplace() << ")";
   } else if (const auto* m = as<Dropout2dImpl>()) {

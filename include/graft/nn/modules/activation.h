@@ -1,5 +1,6 @@
 // Activation modules: ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Softplus, ELU, Softmax, LogSoftmax,
-// SELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, GLU, Softmin.
+// SELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, GLU, Softmin, PReLU, RReLU, CELU, Softsign,
+// Tanhshrink, Threshold, Softshrink, Hardshrink, LogSigmoid.
 // Each forwards to graft::nn::functional with its options.
 #pragma once
 
@@ -8,6 +9,7 @@
 
 #include "graft/nn/functional.h"
 #include "graft/nn/module.h"
+#include "graft/ops/activation2.h"
 
 namespace graft::nn {
 
@@ -211,5 +213,107 @@ class SoftminImpl : public Cloneable<SoftminImpl> {
   SoftminOptions options;
 };
 GRAFT_MODULE(Softmin);
+
+// ---- PReLU, RReLU, CELU, Softsign, Tanhshrink, Threshold, Softshrink, Hardshrink, LogSigmoid ----
+// (issue 32; src/nn/modules/activation2.cpp). LibTorch's options, forwards and printing.
+struct PReLUOptions {
+  GRAFT_ARG(int64_t, num_parameters) = 1;  // 1, or the input's channel count (dim 1)
+  GRAFT_ARG(double, init) = 0.25;          // the weight's initial value
+};
+struct RReLUOptions {
+  GRAFT_ARG(double, lower) = 1.0 / 8.0;
+  GRAFT_ARG(double, upper) = 1.0 / 3.0;
+  GRAFT_ARG(bool, inplace) = false;
+};
+using CELUOptions = functional::CELUFuncOptions;
+using ThresholdOptions = functional::ThresholdFuncOptions;
+using SoftshrinkOptions = functional::SoftshrinkFuncOptions;
+using HardshrinkOptions = functional::HardshrinkFuncOptions;
+
+// weight: (num_parameters), filled with init by reset() and reset_parameters().
+class PReLUImpl : public Cloneable<PReLUImpl> {
+ public:
+  explicit PReLUImpl(const PReLUOptions& options = {});
+  void reset() override;
+  void reset_parameters();  // refills weight with options.init(), as PyTorch's Python module
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  PReLUOptions options;
+  Tensor weight;
+};
+GRAFT_MODULE(PReLU);
+
+// Samples the negative slopes in training mode (is_training()), leaky_relu in evaluation.
+class RReLUImpl : public Cloneable<RReLUImpl> {
+ public:
+  explicit RReLUImpl(const RReLUOptions& options = {}) : options(options) {}
+  void reset() override {}  // bounds are checked by the op (graft::rrelu), as LibTorch's
+  Tensor forward(Tensor input);
+  std::string extra_repr() const override;
+  RReLUOptions options;
+};
+GRAFT_MODULE(RReLU);
+
+class CELUImpl : public Cloneable<CELUImpl> {
+ public:
+  explicit CELUImpl(const CELUOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(Tensor input);
+  std::string extra_repr() const override;
+  CELUOptions options;
+};
+GRAFT_MODULE(CELU);
+
+class SoftsignImpl : public Cloneable<SoftsignImpl> {
+ public:
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+};
+GRAFT_MODULE(Softsign);
+
+class TanhshrinkImpl : public Cloneable<TanhshrinkImpl> {
+ public:
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+};
+GRAFT_MODULE(Tanhshrink);
+
+class ThresholdImpl : public Cloneable<ThresholdImpl> {
+ public:
+  ThresholdImpl(double threshold, double value) : ThresholdImpl(ThresholdOptions(threshold, value)) {}
+  explicit ThresholdImpl(const ThresholdOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(Tensor input);
+  std::string extra_repr() const override;
+  ThresholdOptions options;
+};
+GRAFT_MODULE(Threshold);
+
+class SoftshrinkImpl : public Cloneable<SoftshrinkImpl> {
+ public:
+  explicit SoftshrinkImpl(const SoftshrinkOptions& options = {}) : options(options) {}
+  void reset() override {}  // lambda >= 0 is checked by the op (graft::softshrink), as LibTorch's
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  SoftshrinkOptions options;
+};
+GRAFT_MODULE(Softshrink);
+
+class HardshrinkImpl : public Cloneable<HardshrinkImpl> {
+ public:
+  explicit HardshrinkImpl(const HardshrinkOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  HardshrinkOptions options;
+};
+GRAFT_MODULE(Hardshrink);
+
+class LogSigmoidImpl : public Cloneable<LogSigmoidImpl> {
+ public:
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+};
+GRAFT_MODULE(LogSigmoid);
 
 }  // namespace graft::nn
