@@ -41,11 +41,46 @@ std::array<float, kQuantLevels> make_dynamic_map(bool is_signed) {
 
 // A map with a start index for nearest_code's search per 16-bit prefix of the float's bits (sign,
 // exponent, 7 mantissa bits): the largest code whose value is <= every float of that prefix. From
-// there at most a step or two (the map's values are >= 0.8% apart, the prefixes' ranges 0.8% wide)
-// finds the largest code <= x, which the binary search of nearest_code finds: the same code.
+// there at most a step or two (the map's values are >= 0.7% apart, the prefixes' ranges 0.8% wide)
+// finds the largest code <= x, which the binary search of nearest_code finds: the same code. This
+// serves any x (NaN, inf, |x| > 1): blocks holding a NaN or an inf.
+//
+// Note [Nearest code by threshold]
+// For x in [-1, 1] (what the values of a block with a finite nonzero absmax divide into) the
+// quantizer reads the code from one small table instead, without branches, so that the loop
+// vectorises. nearest_code is a non-decreasing step function of x: between two map values a and b,
+// "b - x < x - a" turns from false to true once as x grows (b - x falls, x - a rises, each rounded
+// monotonically), and at b the code is b's. So code k >= 1 begins at a threshold, the smallest float
+// whose code is >= k, and nearest_code(x) = the number of thresholds <= x. The thresholds are >= 0.7%
+// apart, so a prefix of x's bits 0.4% wide (sign, exponent, 8 mantissa bits) holds at most one:
+// nearest_code(x) = base + (x >= the prefix's threshold), base the code of the prefix's lowest
+// float. Within a prefix the order of the floats is that of their low 15 bits (reversed for negative
+// floats), so the table holds per prefix base | key << 8, key the threshold's low 15 bits in that
+// order (0x8000, above every key, when the prefix has none), and the test is an integer compare.
+// The prefixes run over |x| in [2^-23, 1] (no threshold lies below 2^-23: the smallest is near
+// 1.6e-7), smaller magnitudes sharing the first prefix of their sign: 2 x 5889 of them, 46 KiB. The
+// constructor finds the thresholds with nearest_code itself (a binary search over the floats'
+// order) and checks the one-per-prefix rule; tests compare the result with a linear scan of the map.
+constexpr int kPrefixShift = 15;                    // keeps sign, exponent, 8 mantissa bits
+constexpr uint32_t kLowPrefix = (127u - 23u) << 8;  // |x| = 2^-23
+constexpr uint32_t kHighPrefix = 127u << 8;         // |x| = 1
+constexpr uint32_t kPrefixesPerSign = kHighPrefix - kLowPrefix + 1;
+constexpr uint32_t kLowMask = (1u << kPrefixShift) - 1;
+
+// The table index of x's prefix (|x| <= 1, or the index leaves the table).
+[[gnu::always_inline]] inline uint32_t prefix_index(uint32_t bits) {
+  const uint32_t mag = (bits & 0x7fffffffu) >> kPrefixShift;
+  return (mag > kLowPrefix ? mag - kLowPrefix : 0u) + (bits >> 31) * kPrefixesPerSign;
+}
+// x's place within its prefix, ascending with x.
+[[gnu::always_inline]] inline uint32_t prefix_key(uint32_t bits) {
+  return (bits & kLowMask) ^ ((bits >> 31) * kLowMask);
+}
+
 struct IndexedMap {
   const float* map;
   std::array<uint8_t, 65536> start{};
+  std::array<uint32_t, 2 * kPrefixesPerSign> by_prefix{};  // Note [Nearest code by threshold]
   explicit IndexedMap(const float* m) : map(m) {
     for (uint32_t h = 0; h < 65536; ++h) {
       const float a = std::bit_cast<float>(h << 16), b = std::bit_cast<float>((h << 16) | 0xffffu);
@@ -53,6 +88,46 @@ struct IndexedMap {
       int lo = 0;
       while (lo < kQuantLevels - 1 && map[lo + 1] <= lowest) ++lo;
       start[h] = static_cast<uint8_t>(lo);
+    }
+    // Thresholds: the floats of [-1, 1] in order are the keys 0x407fffff (-1) .. 0xbf800000 (1),
+    // key = ~bits for a float with the sign bit set (-0.0 is 0x7fffffff), bits + 0x80000000 else.
+    const auto from_key = [](uint32_t key) {
+      return std::bit_cast<float>(key >= 0x80000000u ? key - 0x80000000u : ~key);
+    };
+    std::array<float, kQuantLevels + 1> threshold{};
+    for (int k = 1; k < kQuantLevels; ++k) {
+      uint32_t lo = 0x407fffffu, hi = 0xbf800000u;  // the first key whose code is >= k is in (lo, hi]
+      GRAFT_ASSERT(nearest_code(map, from_key(lo)) < k && nearest_code(map, from_key(hi)) >= k,
+                   "-1 and 1 bracket every threshold");
+      while (hi - lo > 1) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        (nearest_code(map, from_key(mid)) >= k ? hi : lo) = mid;
+      }
+      threshold[k] = from_key(hi);
+    }
+    threshold[kQuantLevels] = std::numeric_limits<float>::infinity();
+    for (uint32_t sign = 0; sign < 2; ++sign) {
+      for (uint32_t p = 0; p < kPrefixesPerSign; ++p) {
+        // The prefix's magnitudes: [first, last] (the first prefix from 0), within [0, 1].
+        const uint32_t first = p == 0 ? 0u : (p + kLowPrefix) << kPrefixShift;
+        const uint32_t last = std::min(((p + kLowPrefix) << kPrefixShift) | kLowMask, 0x3f800000u);
+        const float lowest = std::bit_cast<float>(sign ? last | 0x80000000u : first);
+        const float highest = std::bit_cast<float>(sign ? first | 0x80000000u : last);
+        const uint32_t index = p + sign * kPrefixesPerSign;
+        GRAFT_ASSERT(prefix_index(std::bit_cast<uint32_t>(lowest)) == index &&
+                         prefix_index(std::bit_cast<uint32_t>(highest)) == index,
+                     "the prefix index of a prefix's floats");
+        const int base = nearest_code(map, lowest);
+        const int top = nearest_code(map, highest);
+        GRAFT_ASSERT(top <= base + 1, "one threshold at most per prefix");
+        uint32_t key = 1u << kPrefixShift;
+        if (top == base + 1) {
+          const uint32_t t = std::bit_cast<uint32_t>(threshold[base + 1]);
+          GRAFT_ASSERT(p != 0 && prefix_index(t) == index, "the threshold lies in its prefix");
+          key = prefix_key(t);
+        }
+        by_prefix[index] = static_cast<uint32_t>(base) | key << 8;
+      }
     }
   }
 };
@@ -62,7 +137,7 @@ const IndexedMap& indexed_map(const float* map) {
   return map == signed_map.map ? signed_map : unsigned_map;
 }
 
-// nearest_code(map, x), from the prefix's start.
+// nearest_code(map, x), from the prefix's start: for any x.
 inline uint8_t nearest_code_indexed(const IndexedMap& im, float x) {
   const float* map = im.map;
   int lo = im.start[std::bit_cast<uint32_t>(x) >> 16];
@@ -73,10 +148,14 @@ inline uint8_t nearest_code_indexed(const IndexedMap& im, float x) {
 
 // The blocks' loops, compiled per processor (vector_clones.h): the division and the bfloat16
 // conversions round the same in every variant.
-GRAFT_VEC_CLONES float quantize_block_impl(const float* x, int64_t n, const IndexedMap& im, uint8_t* codes,
-                                           uint8_t zero_code) {
+GRAFT_VEC_CLONES float quantize_block_impl(const float* __restrict x, int64_t n, const IndexedMap& im,
+                                           uint8_t* __restrict codes, uint8_t zero_code) {
+  // absmax as an OpenMP max reduction, so that it vectorises (max is exact: any order gives the same
+  // value), and a NaN noted on the side (what max makes of one is unspecified; the block's absmax is
+  // then the quiet NaN).
   float absmax = 0;
-  bool nan = false;
+  int nan = 0;
+#pragma omp simd reduction(max : absmax) reduction(| : nan)
   for (int64_t i = 0; i < n; ++i) {
     const float a = std::fabs(x[i]);
     nan |= a != a;
@@ -84,15 +163,26 @@ GRAFT_VEC_CLONES float quantize_block_impl(const float* x, int64_t n, const Inde
   }
   if (nan) absmax = std::numeric_limits<float>::quiet_NaN();
   if (absmax == 0) {
-    for (int64_t i = 0; i < n; ++i) codes[i] = zero_code;
+    for (int64_t j = 0; j < n; ++j) codes[j] = zero_code;
     return absmax;
   }
-  for (int64_t i = 0; i < n; ++i) codes[i] = nearest_code_indexed(im, x[i] / absmax);
+  if (!std::isfinite(absmax)) {  // a NaN or an inf in the block: NaN quotients, the general search
+    for (int64_t j = 0; j < n; ++j) codes[j] = nearest_code_indexed(im, x[j] / absmax);
+    return absmax;
+  }
+  // Note [Nearest code by threshold]: x[j] / absmax is in [-1, 1] (|x[j]| <= absmax, and the
+  // division rounds monotonically).
+  const uint32_t* __restrict by_prefix = im.by_prefix.data();
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t bits = std::bit_cast<uint32_t>(x[j] / absmax);
+    const uint32_t e = by_prefix[prefix_index(bits)];
+    codes[j] = static_cast<uint8_t>((e & 0xffu) + (prefix_key(bits) >= (e >> 8) ? 1u : 0u));
+  }
   return absmax;
 }
 
-GRAFT_VEC_CLONES void dequantize_block_impl(const uint8_t* codes, float absmax, int64_t n, const float* map,
-                                            float* out) {
+GRAFT_VEC_CLONES void dequantize_block_impl(const uint8_t* __restrict codes, float absmax, int64_t n,
+                                            const float* __restrict map, float* __restrict out) {
   for (int64_t i = 0; i < n; ++i) out[i] = map[codes[i]] * absmax;
 }
 
