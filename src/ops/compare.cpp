@@ -190,8 +190,8 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
 // ---- whole-tensor tests ----
 namespace {
 // |a - b| <= atol + rtol * |b| elementwise, in double (equal values, infinities included, are close).
-Tensor isclose_double(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
-  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "allclose");
+Tensor isclose_double(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan, const char* op) {
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
   const Tensor da = as_dtype(a, kFloat64), db = as_dtype(b, kFloat64);
   return kernels::map<bool, double, double>(kBool, shape, [rtol, atol, equal_nan](double x, double y) {
     if (x == y) return true;
@@ -206,7 +206,14 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
   GRAFT_CHECK(rtol >= 0 && atol >= 0, "allclose", "non-negative rtol and atol",
               "rtol=" + std::to_string(rtol) + ", atol=" + std::to_string(atol), "tolerances are magnitudes");
   NoGradGuard ng;
-  return all_true(isclose_double(a, b, rtol, atol, equal_nan));
+  return all_true(isclose_double(a, b, rtol, atol, equal_nan, "allclose"));
+}
+
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  GRAFT_CHECK(rtol >= 0 && atol >= 0, "isclose", "non-negative rtol and atol",
+              "rtol=" + std::to_string(rtol) + ", atol=" + std::to_string(atol), "tolerances are magnitudes");
+  NoGradGuard ng;
+  return isclose_double(a, b, rtol, atol, equal_nan, "isclose");
 }
 
 bool equal(const Tensor& a, const Tensor& b) {

@@ -20,6 +20,13 @@ Tensor Tensor::log1p() const { return graft::log1p(*this); }
 Tensor Tensor::sqrt() const { return graft::sqrt(*this); }
 Tensor Tensor::rsqrt() const { return graft::rsqrt(*this); }
 Tensor Tensor::abs() const { return graft::abs(*this); }
+bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  return graft::allclose(*this, other, rtol, atol, equal_nan);
+}
+Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  return graft::isclose(*this, other, rtol, atol, equal_nan);
+}
+bool Tensor::equal(const Tensor& other) const { return graft::equal(*this, other); }
 Tensor Tensor::sign() const { return graft::sign(*this); }
 Tensor Tensor::sin() const { return graft::sin(*this); }
 Tensor Tensor::cos() const { return graft::cos(*this); }

@@ -1,4 +1,4 @@
-// Op records: gt, lt, ge, le, eq, ne, logical_not/and/or, isnan/isinf/isfinite, allclose, equal,
+// Op records: gt, lt, ge, le, eq, ne, logical_not/and/or, isnan/isinf/isfinite, allclose, isclose, equal,
 // where, masked_fill, masked_fill_; plus direct tests of the family (NaN, dtypes, promotion).
 #include <cmath>
 #include <limits>
@@ -203,6 +203,21 @@ GRAFT_OP_RECORDS(compare) {
                   .float32 = false,  // the close pairs are closer than float32 resolves
                   .errors = {{[] { allclose(zeros({2}), zeros({3})); }, {"allclose", "[2]", "[3]"}},
                              {[] { allclose(zeros({2}), zeros({2}), -1.0); }, {"allclose", "rtol"}}}});
+  recs.push_back({.name = "isclose",
+                  .fn = [](const TensorList& a) { return isclose(a[0], a[1]); },
+                  .reference = [](const TensorList& a) {
+                    // Elementwise |x - y| <= 1e-8 + 1e-5 |y|, broadcast by the reference's map.
+                    return ref_map(a, [](auto& v) {
+                      const double d = v[0] > v[1] ? v[0] - v[1] : v[1] - v[0];
+                      return d <= 1e-8 + 1e-5 * (v[1] < 0 ? -v[1] : v[1]) ? 1.0 : 0.0;
+                    }, kBool);
+                  },
+                  .samples = close_samples,
+                  .gradcheck = false,
+                  .gradgradcheck = false,
+                  .float32 = false,
+                  .errors = {{[] { isclose(zeros({2}), zeros({3})); }, {"isclose", "[2]", "[3]"}},
+                             {[] { isclose(zeros({2}), zeros({2}), 1e-5, -1.0); }, {"isclose", "atol"}}}});
   recs.push_back({.name = "equal",
                   .fn = [as_tensor](const TensorList& a) { return as_tensor(equal(a[0], a[1])); },
                   .reference = [as_tensor](const TensorList& a) {

@@ -266,6 +266,11 @@ class Tensor {
   Tensor logical_not() const;
   Tensor logical_and(const Tensor& other) const;
   Tensor logical_or(const Tensor& other) const;
+  // LibTorch's members over graft::allclose, isclose and equal (graft/ops/ops.h).
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  Tensor isclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool equal(const Tensor& other) const;
+  bool is_same_size(const Tensor& other) const { return sizes().equals(other.sizes()); }
   Tensor where(const Tensor& condition, const Tensor& other) const;  // condition ? self : other
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
 

@@ -20,7 +20,7 @@
       X(logsigmoid) X(softsign) X(tanhshrink)                                                      \
   /* selection */ X(clamp) X(clamp_min) X(clamp_max) X(maximum) X(minimum) X(where) X(masked_fill) \
   /* comparisons */ X(gt) X(lt) X(ge) X(le) X(eq) X(ne) X(logical_not) X(logical_and)              \
-      X(logical_or) X(isnan) X(isinf) X(isfinite) X(all) X(any) X(allclose) X(equal)               \
+      X(logical_or) X(isnan) X(isinf) X(isfinite) X(all) X(any) X(allclose) X(isclose) X(equal)    \
   /* reductions */ X(sum) X(mean) X(var) X(std) X(prod) X(max) X(min) X(amax) X(amin) X(argmax)    \
       X(argmin) X(logsumexp) X(sum_to) X(cumsum) X(cumprod)                                        \
   /* linear algebra */ X(matmul) X(mm) X(bmm) X(addmm) X(linear) X(fused_linear)                   \

@@ -72,6 +72,9 @@ Tensor where(const Tensor& condition, const Scalar& a, const Tensor& b);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 bool equal(const Tensor& a, const Tensor& b);  // same shape and exactly the same values
+// Elementwise |a - b| <= atol + rtol * |b| (equal values, infinities included, are close; NaNs
+// only with equal_nan): a bool tensor of the broadcast shape, as PyTorch's isclose.
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
 Tensor isfinite(const Tensor& x);
