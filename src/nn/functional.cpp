@@ -9,6 +9,7 @@
 #include "graft/core/factory.h"
 #include "graft/ops/ops.h"
 #include "ops/linear_cross_entropy.h"
+#include "nn/maybe_inplace.h"
 
 namespace graft::nn::functional {
 
@@ -33,16 +34,7 @@ Tensor log_softmax(const Tensor& x, const LogSoftmaxFuncOptions& options) {
 }
 
 // ---- activations: selu, mish, hardswish, hardsigmoid, hardtanh, relu6, glu, softmin ----
-namespace {
-// inplace: the input takes the result. The op runs on a clone, so that what its backward saves is
-// not the overwritten memory; the copy_ then records the result's history on the input.
-template <class F>
-Tensor maybe_inplace(Tensor& input, bool inplace, F&& op) {
-  if (!inplace) return op(input);
-  input.copy_(op(input.clone()));
-  return input;
-}
-}  // namespace
+using detail::maybe_inplace;  // nn/maybe_inplace.h
 Tensor selu(Tensor input, const SELUFuncOptions& options) {
   return maybe_inplace(input, options.inplace(), [](const Tensor& x) { return graft::selu(x); });
 }

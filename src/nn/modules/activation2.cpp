@@ -8,20 +8,13 @@
 #include "graft/core/factory.h"
 #include "graft/nn/modules/activation.h"
 #include "graft/ops/activation2.h"
+#include "nn/maybe_inplace.h"
 
 namespace graft::nn {
 
 namespace functional {
 
-namespace {
-// inplace: the input takes the result (the ops' in-place forms: run on a clone, then copy_).
-template <class F>
-Tensor maybe_inplace(Tensor& input, bool inplace, F&& op) {
-  if (!inplace) return op(input);
-  input.copy_(op(input.clone()));
-  return input;
-}
-}  // namespace
+using detail::maybe_inplace;  // nn/maybe_inplace.h
 
 Tensor prelu(const Tensor& input, const Tensor& weight) { return graft::prelu(input, weight); }
 Tensor rrelu(Tensor input, const RReLUFuncOptions& options) {
