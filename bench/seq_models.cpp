@@ -14,12 +14,15 @@
 //              (graft::checkpoint_attention)
 //   lstm       nn::LSTM(512, 512, 2 layers), T 128, batch 32
 //   gpt        a GPT-style language model's training step: byte embedding (256) + learned positions,
-//              nn::TransformerEncoder of --depth (4) layers of width --width (512), 8 heads, ff 4 x
-//              width, GELU, dropout 0, a causal mask, final LayerNorm, Linear to 256 logits,
-//              cross_entropy against random bytes, Adam (lr 3e-4); context 128 (--t), batch 8
-// Prints one JSON line: the median step time (ms) over --steps timed steps after one warm-up, and
-// the peak resident memory the steps added above what was resident before the first one (MiB,
-// from /proc/self/status VmHWM - VmRSS: each library's allocator and caches included).
+//              nn::TransformerEncoder of --depth (4) layers of width --width (512), --heads (8)
+//              heads, ff 4 x width, GELU, dropout 0, a causal mask, final LayerNorm, Linear to 256
+//              logits, cross_entropy against random bytes, Adam (lr 3e-4); context --t (128), batch
+//              --batch (8). The parameter count is graft train --model gpt's at the same flags
+//              (51,042,560 at width 1024, depth 4, context 128), whose blocks are pre-norm.
+// Prints one JSON line: the median step time (ms) over --steps timed steps after one warm-up, the
+// peak resident memory the steps added above what was resident before the first one (MiB, from
+// /proc/self/status VmHWM - VmRSS: each library's allocator and caches included), and the
+// process's whole peak resident memory (VmHWM: model, data, program and libraries too).
 #include <torch/torch.h>
 
 #include <chrono>
@@ -81,12 +84,13 @@ int main(int argc, char** argv) {
     params = lstm->parameters();
     step = [&] { return std::get<0>(lstm->forward(x)).sum(); };
   } else if (which == "gpt") {
-    T = bench::arg_int(a, "t", 128), N = 8;
+    T = bench::arg_int(a, "t", 128), N = bench::arg_int(a, "batch", 8);
     const int64_t width = bench::arg_int(a, "width", 512), depth = bench::arg_int(a, "depth", 4);
+    const int64_t heads = bench::arg_int(a, "heads", 8);
     embed = torch::nn::Embedding(256, width);
     pos = (0.02 * torch::randn({T, 1, width})).requires_grad_();
     trunk = torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
-        torch::nn::TransformerEncoderLayerOptions(width, 8).dim_feedforward(4 * width).dropout(0.0).activation(torch::kGELU),
+        torch::nn::TransformerEncoderLayerOptions(width, heads).dim_feedforward(4 * width).dropout(0.0).activation(torch::kGELU),
         depth));
     final_norm = torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}));
     head = torch::nn::Linear(width, 256);
@@ -121,10 +125,13 @@ int main(int argc, char** argv) {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   const long hwm = bench::proc_status_kb("VmHWM");
-  std::printf("{\"library\": \"%s\", \"case\": \"%s\", \"t\": %lld, \"threads\": %d, \"recompute\": %d, "
-              "\"median_ms\": %.3f, \"peak_mib\": %.1f, \"ms\": %s}\n",
-              bench::kLibrary, which.c_str(), static_cast<long long>(T), threads, bench::arg_int(a, "recompute", 0),
-              bench::median(ms),
-              static_cast<double>(hwm - rss0) / 1024.0, bench::json_list(ms).c_str());
+  int64_t parameters = 0;
+  for (const auto& p : params) parameters += p.numel();
+  std::printf("{\"library\": \"%s\", \"case\": \"%s\", \"t\": %lld, \"batch\": %lld, \"threads\": %d, "
+              "\"recompute\": %d, \"parameters\": %lld, \"median_ms\": %.3f, \"peak_mib\": %.1f, "
+              "\"vmhwm_mib\": %.1f, \"ms\": %s}\n",
+              bench::kLibrary, which.c_str(), static_cast<long long>(T), static_cast<long long>(N), threads,
+              bench::arg_int(a, "recompute", 0), static_cast<long long>(parameters), bench::median(ms),
+              static_cast<double>(hwm - rss0) / 1024.0, static_cast<double>(hwm) / 1024.0, bench::json_list(ms).c_str());
   return 0;
 }

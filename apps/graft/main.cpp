@@ -4,6 +4,8 @@
 #include <graft/core/error.h>
 #include <graft/distributed/process_group.h>
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <iostream>
 #include <new>
@@ -131,6 +133,12 @@ void add_text_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Buffers of 256 KiB or more (an IDX file read whole, a text corpus) are mappings of their own,
+  // given back to the system when freed. glibc raises this threshold with every large free, after
+  // which such buffers come from its heap and stay resident: loading a data set twice (the budget's
+  // plan, then the run) left 40 MiB more resident than loading it once (Note [The program's share of
+  // a budget] in plan.cpp). Setting the threshold turns the raising off.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   CLI::App app{"graft: train neural networks in C++ with PyTorch's autograd semantics"};
   app.require_subcommand(1);
 

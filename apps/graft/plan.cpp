@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -12,6 +13,9 @@
 #include <ostream>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "run_setup.h"
 #include "task.h"
@@ -186,12 +190,55 @@ int64_t segmentable_modules(const TrainConfig& cfg, const Task& task, const Task
   return static_cast<int64_t>(task.build_model(cfg, d)->size()) - (cfg.chunked_loss ? 1 : 0);
 }
 
+// Note [The program's share of a budget]
+// --memory-budget is the memory the process may use, what a user reads as its resident size (top's
+// RES, a container's limit), not its tensors alone. The program keeps a share of it: its code and
+// libraries, the memory it holds beside tensors (the text or image files as read, the graph's nodes,
+// OpenBLAS's buffers), measured here as the resident bytes (/proc/self/statm) less the CPU
+// allocator's (memory::Stats::reserved_bytes) once the data set is loaded, plus kGrowth and
+// kGrowthPerThread for each compute thread: what the run adds beside tensors as it trains
+// (OpenBLAS's buffers, the engine's, the heap's), measured as the peak resident size less the
+// allocator's peak on issue 31's GPT and the text models at 1 and 2 threads: 9 to 12 MiB, a MiB
+// more at 2 threads (BENCHMARKS.md, "Training in a memory budget"). Loading the data set has a peak
+// of its own beside its tensors (an IDX file is read whole before its images are converted):
+// measured as this process's peak resident size once the plan has loaded the data set, it must fit
+// the budget too. The tensors get the rest: the plan must fit it, and the memory limit is set to it, which
+// bounds the cached blocks too (Note [The cache under a limit] in src/core/storage.cpp): at the
+// plan's peak and its headroom, so that the cache does not fill the rest of the share. A library
+// caller sets TrainConfig::memory_budget_program to give the share itself (0: the budget is the
+// tensors').
+constexpr int64_t kGrowth = int64_t{12} << 20, kGrowthPerThread = int64_t{2} << 20;
+
+}  // namespace
+
+int64_t peak_resident_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+namespace {
+
+// The process's resident bytes now (the second field of /proc/self/statm, in pages); 0 when unknown.
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+int64_t program_share(const TrainConfig& cfg) {
+  if (cfg.memory_budget_program >= 0) return cfg.memory_budget_program;
+  const int64_t outside = std::max<int64_t>(0, resident_bytes() - memory::stats().reserved_bytes);
+  return outside + kGrowth + kGrowthPerThread * (cfg.threads > 0 ? cfg.threads : get_num_threads());
+}
+
 // Note [Memory budget]
 // --memory-budget SIZE (graft train and graft plan) turns the plan around: given the bytes, choose
 // how to run. Each saving is tried in the order of what it costs, cheapest first, and kept once
-// taken; the first configuration whose predicted run peak (Note [What graft plan counts]) fits is
-// the one that runs (with 1% of the budget kept as headroom), and the memory limit is set to the
-// budget, so the plan is enforced:
+// taken; the first configuration whose predicted run peak (Note [What graft plan counts]) fits the
+// tensors' share of the budget (Note [The program's share of a budget]) is the one that runs (with
+// 1% of it kept as headroom), and the memory limit is set to that share, so the plan is enforced:
 //   1. a smaller evaluation batch (halved until evaluation fits: no effect on the numbers), with
 //      every configuration below too;
 //   2. the optimizer step inside backward (--step-in-backward: the same updates, each gradient freed
@@ -209,13 +256,28 @@ int64_t segmentable_modules(const TrainConfig& cfg, const Task& task, const Task
 // so before anything is trained, with the smallest budget that would fit (every saving taken).
 BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const PlanInputs& in,
                                const std::string& command) {
-  const int64_t limit = memory::parse_bytes(given.memory_budget);
-  // 1% of the budget is headroom: the plan on shapes alone is exact to the byte on graft_plan_holds'
-  // runs, yet an op whose meta path allocates otherwise than its CPU path would end the run (one was
-  // found: 1.5 KiB with --step-in-backward on a 12 x 12-image cnn, under investigation).
+  const int64_t whole = memory::parse_bytes(given.memory_budget);
+  const int64_t program = program_share(given);
+  GRAFT_CHECK(whole > program, command + " --memory-budget",
+              "a budget above the program's own share (" + memory::format_bytes(program) + ": code, libraries and " +
+                  "memory beside tensors; Note [The program's share of a budget])",
+              memory::format_bytes(whole), "--memory-budget " + std::to_string(program + (int64_t{1} << 20)) + " or more");
+  const int64_t limit = whole - program;  // the tensors' share, enforced as the memory limit
+  if (given.memory_budget_program < 0) {
+    const int64_t loading = peak_resident_bytes();  // this process's peak so far: the plan's loading of the data
+    GRAFT_CHECK(loading <= whole, command + " --memory-budget",
+                "a budget above the peak of loading the data set (" + memory::format_bytes(loading) +
+                    " resident: the files as read beside their tensors)",
+                memory::format_bytes(whole), "--memory-budget " + std::to_string(loading) + " or more, or less data");
+  }
+  // 1% of the tensors' share is headroom: the plan on shapes alone is exact to the byte on
+  // graft_plan_holds' runs, yet an op whose meta path allocates otherwise than its CPU path would
+  // end the run (one was found: 1.5 KiB with --step-in-backward on a 12 x 12-image cnn).
   const int64_t budget = limit - limit / 100;
   BudgetChoice c;
-  c.budget_bytes = limit;
+  c.budget_bytes = whole;
+  c.program_bytes = program;
+  c.limit_bytes = limit;
   c.config = given;
   // Every configuration is planned with the largest evaluation batch (halving the model's) whose
   // evaluation fits: a smaller one costs nothing but time.
@@ -276,6 +338,11 @@ BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const
   if (c.config.eval_batch_size != given.eval_batch_size)
     c.choices.insert(c.choices.begin(), "--eval-batch-size " + std::to_string(p.eval_batch));
   c.predicted_peak_bytes = p.run_peak;
+  // The run's limit: the plan's peak and its 1% of headroom, within the tensors' share. No higher:
+  // the cache fills whatever the limit leaves free with blocks of sizes the step no longer asks for
+  // (Note [The cache under a limit]), so a limit at the whole share would make the resident size the
+  // whole budget even when the plan needs less.
+  if (fits()) c.limit_bytes = std::min(limit, p.run_peak + p.run_peak / 100 + 1);
   auto category = [&](memory::Category k) {
     return std::string(memory::category_name(k)) + " " + memory::format_bytes(p.step.at_peak[static_cast<size_t>(k)]);
   };
@@ -285,15 +352,16 @@ BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const
   GRAFT_CHECK(fits(), command + " --memory-budget",
               "a budget the run fits in (with every saving graft can choose: " +
                   (c.choices.empty() ? std::string("none applies") : joined_choices(c.choices)) + ")",
-              memory::format_bytes(limit) + ": the run needs at least " + memory::format_bytes(p.run_peak) + " (" +
-                  std::to_string(p.run_peak) + " bytes; training step " + memory::format_bytes(p.step.predicted_peak_bytes) +
-                  ", evaluation " + memory::format_bytes(p.eval_peak) + ", loading " + memory::format_bytes(in.loading_peak) +
-                  ")",
-              "--memory-budget " + std::to_string(p.run_peak + p.run_peak / 99 + 1) +
-                  " or more (1% of it is headroom), or a smaller --batch-size or model");
-  c.summary = "memory budget " + memory::format_bytes(limit) + ": " +
+              memory::format_bytes(whole) + ", of which the program keeps " + memory::format_bytes(program) +
+                  ": the tensors need at least " + memory::format_bytes(p.run_peak) + " (" + std::to_string(p.run_peak) +
+                  " bytes; training step " + memory::format_bytes(p.step.predicted_peak_bytes) + ", evaluation " +
+                  memory::format_bytes(p.eval_peak) + ", loading " + memory::format_bytes(in.loading_peak) + ")",
+              "--memory-budget " + std::to_string(program + p.run_peak + p.run_peak / 99 + 1) +
+                  " or more (1% of the tensors' share is headroom), or a smaller --batch-size or model");
+  c.summary = "memory budget " + memory::format_bytes(whole) + " (the program " + memory::format_bytes(program) +
+              ", tensors " + memory::format_bytes(limit) + "): " +
               (c.choices.empty() ? std::string("fits as given") : "chose " + joined_choices(c.choices)) +
-              "; predicted peak " + memory::format_bytes(p.run_peak) + " (training step at its peak: " + breakdown + ")\n";
+              "; predicted tensor peak " + memory::format_bytes(p.run_peak) + " (training step at its peak: " + breakdown + ")\n";
   return c;
 }
 

@@ -38,13 +38,18 @@ struct PlanResult {
 struct BudgetChoice {
   TrainConfig config;
   std::vector<std::string> choices;  // the flags chosen: "--eval-batch-size 125", "--checkpoint-attention"
-  int64_t budget_bytes = 0;
-  int64_t predicted_peak_bytes = 0;
+  int64_t budget_bytes = 0;    // the whole budget
+  int64_t program_bytes = 0;   // the program's share of it (Note [The program's share of a budget] in plan.cpp)
+  int64_t limit_bytes = 0;     // the tensors' share: the memory limit of the run
+  int64_t predicted_peak_bytes = 0;  // of the tensors
   std::string summary;
 };
 // Plans `config` (loading its data, then freeing it) and chooses what fits config.memory_budget;
 // graft::Error naming `command` when nothing does, with the smallest budget that would.
 BudgetChoice fit_memory_budget(const TrainConfig& config, const std::string& command);
+
+// The process's peak resident size so far (getrusage's ru_maxrss), in bytes.
+int64_t peak_resident_bytes();
 
 // Loads the data set (its bytes are part of the run's memory), builds graft train's model and
 // optimiser, and prints the predicted peak of one training step, its breakdown and, with a budget,

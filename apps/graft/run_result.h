@@ -22,6 +22,7 @@ struct TrainResult {
   int64_t peak_memory_bytes = 0;  // graft's tensor memory (graft::memory::stats)
   std::map<std::string, int64_t> peak_memory_by_category;  // memory::category_name -> peak bytes
   int64_t peak_rss_bytes = 0;     // the process's peak resident set (getrusage), for comparison
+  int64_t peak_reserved_bytes = 0;  // the allocator's, live and cached blocks (memory::Stats::reserved_bytes)
   int64_t peak_train_memory_bytes = 0;  // the peak during training steps alone (no evaluation):
                                         // what `graft plan` predicts
   int64_t parameters = 0;

@@ -16,7 +16,6 @@
 #include <sstream>
 #include <thread>
 
-#include <sys/resource.h>
 
 #include "plan.h"
 #include "progress.h"
@@ -52,12 +51,6 @@ struct Parallel {
   optim::ZeroRedundancyOptimizer* zero = nullptr;
   bool monitored = false;  // --log or --report: rank 0 runs the gradient monitor
 };
-
-int64_t peak_rss_bytes() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
-}
 
 int64_t parameter_count(nn::Sequential& model) {
   int64_t n = 0;
@@ -190,7 +183,8 @@ class Run {
   // The epochs [first_epoch, last_epoch): train, evaluate, checkpoint, log.
   void epochs(int64_t first_epoch, int64_t last_epoch) {
     // The peak of the training steps alone (what graft plan predicts), apart from evaluation's.
-    overall_peak_ = memory::stats().peak_allocated_bytes;
+    overall_peak_ = overall_reserved_peak_ = 0;
+    note_peaks();
     model_->train();
     for (int64_t epoch = first_epoch; epoch < last_epoch; ++epoch) {
       memory::reset_peak_stats();
@@ -237,7 +231,12 @@ class Run {
   TrainResult& result_;
   std::optional<diagnostics::GradMonitor> monitor_;
   bool recording_ = false;  // memory history is on
-  int64_t overall_peak_ = 0;
+  int64_t overall_peak_ = 0, overall_reserved_peak_ = 0;  // since the data was loaded, across the per-epoch resets
+  void note_peaks() {
+    const memory::Stats st = memory::stats();
+    overall_peak_ = std::max(overall_peak_, st.peak_allocated_bytes);
+    overall_reserved_peak_ = std::max(overall_reserved_peak_, st.peak_reserved_bytes);
+  }
 };
 
 EpochSums Run::train_epoch(int64_t epoch) {
@@ -297,7 +296,7 @@ void Run::end_epoch(int64_t epoch, const EpochSums& rank_sums, std::chrono::stea
     sums.correct = static_cast<int64_t>(t.data_ptr<double>()[2]);
   }
   result_.peak_train_memory_bytes = std::max(result_.peak_train_memory_bytes, memory::stats().peak_allocated_bytes);
-  overall_peak_ = std::max(overall_peak_, memory::stats().peak_allocated_bytes);
+  note_peaks();
   EpochRecord r;
   r.epoch = epoch + 1;
   r.train_loss = sums.loss_sum / static_cast<double>(std::max<int64_t>(sums.seen, 1));
@@ -309,7 +308,7 @@ void Run::end_epoch(int64_t epoch, const EpochSums& rank_sums, std::chrono::stea
   r.test_accuracy = ev.accuracy;
   state_.sched.after_epoch(r.train_loss);
   if (!cfg_.save.empty()) save_run(cfg_, task_, state_, epoch + 1);
-  overall_peak_ = std::max(overall_peak_, memory::stats().peak_allocated_bytes);
+  note_peaks();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e0).count();
   progress_.end_epoch(task_.epoch_line(cfg_, r));
   result_.history.push_back(r);
@@ -335,11 +334,12 @@ void Run::finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_cl
   {
     const memory::Stats st = memory::stats();
     result.peak_memory_bytes = std::max(overall_peak_, st.peak_allocated_bytes);
+    result.peak_reserved_bytes = std::max(overall_reserved_peak_, st.peak_reserved_bytes);
     for (int i = 0; i < memory::kNumCategories; ++i) {
       const auto c = static_cast<memory::Category>(i);
       result.peak_memory_by_category[memory::category_name(c)] = st[c].peak_bytes;
     }
-    result.peak_rss_bytes = peak_rss_bytes();
+    result.peak_rss_bytes = peak_resident_bytes();
   }
   progress_.message(task_.result_line(result));
   {
@@ -398,7 +398,7 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
     budget = fit_memory_budget(cfg, "graft train");
     cfg = budget->config;
   }
-  const LimitGuard limit(budget ? budget->budget_bytes : memory::stats().limit_bytes);
+  const LimitGuard limit(budget ? budget->limit_bytes : memory::stats().limit_bytes);
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (par.world > 1)
     if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
@@ -467,6 +467,7 @@ std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
                       {"peak_memory_by_category", r.peak_memory_by_category},
                       {"peak_train_memory_bytes", r.peak_train_memory_bytes},
                       {"peak_rss_bytes", r.peak_rss_bytes},
+                      {"peak_reserved_bytes", r.peak_reserved_bytes},
                       {"parameters", r.parameters},
                       {"model", cfg.model},
                       {"optimizer", cfg.optimizer},

@@ -30,6 +30,7 @@ constexpr size_t idx(Category c) { return static_cast<size_t>(c); }
 struct Counters {
   std::atomic<int64_t> allocated{0}, peak{0}, count{0};
   std::atomic<int64_t> rounded{0}, rounded_peak{0};  // the allocator's block sizes (Stats::rounded_bytes)
+  std::atomic<int64_t> reserved{0}, reserved_peak{0};  // taken from the system (Stats::reserved_bytes)
   std::array<std::atomic<int64_t>, kNumCategories> current{}, category_peak{};
   std::atomic<int64_t> limit{0};
 };
@@ -174,6 +175,8 @@ Stats stats(Device device) {
   st.peak_allocated_bytes = k.peak.load(std::memory_order_relaxed);
   st.allocations = k.count.load(std::memory_order_relaxed);
   st.cached_bytes = device.is_meta() ? 0 : detail::allocator_cached_bytes();
+  st.reserved_bytes = k.reserved.load(std::memory_order_relaxed);
+  st.peak_reserved_bytes = std::max(k.reserved_peak.load(std::memory_order_relaxed), st.reserved_bytes);
   st.limit_bytes = k.limit.load(std::memory_order_relaxed);
   for (size_t i = 0; i < kNumCategories; ++i) {
     st.by_category[i].current_bytes = k.current[i].load(std::memory_order_relaxed);
@@ -186,6 +189,7 @@ namespace {
 void reset_peaks(Counters& k) {
   k.peak.store(k.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
   k.rounded_peak.store(k.rounded.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  k.reserved_peak.store(k.reserved.load(std::memory_order_relaxed), std::memory_order_relaxed);
   for (size_t i = 0; i < kNumCategories; ++i)
     k.category_peak[i].store(k.current[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
@@ -455,6 +459,14 @@ void check_limit(size_t nbytes) {
                           format_bytes(limit - now) + " is left");
   }
 }
+
+void on_reserved(int64_t delta) {
+  Counters& k = counters();
+  const int64_t now = k.reserved.fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (delta > 0) raise_peak(k.reserved_peak, now);
+}
+
+int64_t live_block_bytes() { return counters().rounded.load(std::memory_order_relaxed); }
 
 void throw_system_oom(size_t nbytes) { throw_oom(nbytes, "the system refused the allocation"); }
 

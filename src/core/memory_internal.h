@@ -43,5 +43,10 @@ int64_t allocator_cached_bytes();
 // allocator]), or 64-byte rounding with GRAFT_ALLOCATOR=system; 0 for 0.
 int64_t allocator_block_bytes(size_t nbytes);
 void allocator_release_cache();
+// The CPU's live tensors in the allocator's blocks (Stats::rounded_bytes), for the cache to stay
+// within the limit (Note [The cache under a limit] in storage.cpp).
+int64_t live_block_bytes();
+// The CPU allocator took `delta` bytes from the system (negative: gave them back): Stats::reserved_bytes.
+void on_reserved(int64_t delta);
 
 }  // namespace graft::memory::detail

@@ -3,10 +3,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 #include <new>
+
+#include <sys/mman.h>
 
 #include "graft/core/error.h"
 #include "core/memory_internal.h"
@@ -19,7 +21,9 @@ namespace {
 // Null when the system refuses (Storage reports it as memory::OutOfMemoryError).
 void* system_allocate(size_t nbytes) {
   const size_t rounded = (nbytes + 63) / 64 * 64;
-  return std::aligned_alloc(64, rounded);
+  void* p = std::aligned_alloc(64, rounded);
+  if (p) memory::detail::on_reserved(static_cast<int64_t>(rounded));
+  return p;
 }
 
 // GRAFT_ALLOCATOR=system: every allocation straight from aligned_alloc, every free straight back
@@ -27,21 +31,37 @@ void* system_allocate(size_t nbytes) {
 class SystemAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override { return nbytes == 0 ? nullptr : system_allocate(nbytes); }
-  void deallocate(void* ptr, size_t) noexcept override { std::free(ptr); }
+  void deallocate(void* ptr, size_t nbytes) noexcept override {
+    if (!ptr) return;
+    std::free(ptr);
+    memory::detail::on_reserved(-static_cast<int64_t>((nbytes + 63) / 64 * 64));
+  }
 };
 
 // Note [Caching allocator]
 // A training step allocates the same sizes every iteration: activations, gradients, temporaries.
-// Large blocks from aligned_alloc are fresh mmaps, and the first write to each page faults, so
+// Large blocks from the system are fresh mappings, and the first write to each page faults, so
 // without a cache a step spends a fifth of its time in the kernel zeroing pages. Freed blocks are
 // kept on a free list per size class and handed out again. Size classes: 64-byte multiples up to
 // 1 KiB, then four classes per power of two (sizes 1, 1.25, 1.5, 1.75 x 2^k), so a block is at most
 // 25% larger than asked. A mutex guards the lists (uncontended: a few tens of nanoseconds). At most
 // kMaxCachedBytes stay cached; beyond that, frees go back to the system. memory::empty_cache()
 // releases everything cached.
+//
+// Note [The cache under a limit]
+// What the process holds for tensors is the live blocks plus the cached ones, so a cache that only
+// grows would let the resident memory pass a memory limit (memory::set_limit, --memory-budget) that
+// the live bytes keep: a run of issue 31's GPT under a 512 MiB limit held 436 MiB of free blocks
+// beside 295 MiB of live ones. With a limit set, before a block is taken from the system the cache
+// gives back its largest free blocks until the live blocks, the cached ones and the new one fit in
+// the limit (as PyTorch's CUDA allocator frees its cache before it reports out of memory). And
+// blocks of kMapThreshold or more are mappings of their own (mmap/munmap), so a block given back
+// leaves the resident memory at once: glibc's malloc would keep such a block in its heap, where
+// only the top can be trimmed, and its mmap threshold rises with every large free.
 class CachingAllocator final : public Allocator {
  public:
   static constexpr size_t kMaxCachedBytes = size_t(2) << 30;
+  static constexpr size_t kMapThreshold = size_t(256) << 10;  // a page multiple: classes >= 1 KiB step by 2^k / 4
 
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
@@ -55,10 +75,12 @@ class CachingAllocator final : public Allocator {
         cached_ -= cls;
         return p;
       }
+      if (const int64_t limit = memory::get_limit(); limit > 0)
+        trim_locked(limit - std::min(limit, memory::detail::live_block_bytes() + static_cast<int64_t>(cls)));
     }
-    if (void* p = system_allocate(cls)) return p;
+    if (void* p = block_allocate(cls)) return p;
     release_all();  // give the cache back and try once more before failing
-    return system_allocate(cls);
+    return block_allocate(cls);
   }
 
   void deallocate(void* ptr, size_t nbytes) noexcept override {
@@ -75,15 +97,12 @@ class CachingAllocator final : public Allocator {
         }
       }
     }
-    std::free(ptr);
+    block_free(ptr, cls);
   }
 
   void release_all() noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [cls, list] : free_)
-      for (void* p : list) std::free(p);
-    free_.clear();
-    cached_ = 0;
+    trim_locked(0);
   }
 
   size_t cached_bytes() {
@@ -99,8 +118,37 @@ class CachingAllocator final : public Allocator {
   }
 
  private:
+  static void* block_allocate(size_t cls) {
+    void* p = nullptr;
+    if (cls < kMapThreshold) {
+      p = std::aligned_alloc(64, cls);
+    } else {
+      p = mmap(nullptr, cls, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);  // page-aligned
+      if (p == MAP_FAILED) p = nullptr;
+    }
+    if (p) memory::detail::on_reserved(static_cast<int64_t>(cls));
+    return p;
+  }
+  static void block_free(void* p, size_t cls) noexcept {
+    if (cls < kMapThreshold) std::free(p);
+    else munmap(p, cls);
+    memory::detail::on_reserved(-static_cast<int64_t>(cls));
+  }
+
+  // Gives cached blocks back to the system, the largest first, until at most `keep` bytes stay cached.
+  void trim_locked(int64_t keep) noexcept {
+    for (auto it = free_.rbegin(); it != free_.rend() && static_cast<int64_t>(cached_) > keep; ++it) {
+      std::vector<void*>& list = it->second;
+      while (!list.empty() && static_cast<int64_t>(cached_) > keep) {
+        block_free(list.back(), it->first);
+        list.pop_back();
+        cached_ -= it->first;
+      }
+    }
+  }
+
   std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
+  std::map<size_t, std::vector<void*>> free_;  // by size class, ordered so that trimming frees the largest first
   size_t cached_ = 0;
 };
 

@@ -80,6 +80,43 @@ TEST(Memory, CachingAllocatorReusesFreedBlocksAndEmptiesOnRequest) {
   EXPECT_EQ(memory::stats().cached_bytes, 0);
 }
 
+// Note [The cache under a limit]: reserved bytes are the live blocks plus the cached ones, each a
+// size class (sizes 1, 1.25, 1.5, 1.75 x 2^k above 1 KiB); with a limit set, the cache gives blocks
+// back before the allocator takes a new one that would pass it, so what the process holds for tensors
+// stays within the limit; without one, the cache keeps them.
+TEST(Memory, TheCacheStaysWithinTheLimit) {
+  if (!caching_on()) GTEST_SKIP() << "GRAFT_ALLOCATOR=system: no cache";
+  memory::empty_cache();
+  const int64_t base = memory::stats().reserved_bytes;
+  EXPECT_EQ(base, memory::stats().rounded_bytes) << "with the cache empty, the live blocks are all that is held";
+  constexpr int64_t MiB = int64_t{1} << 20;
+  {
+    // 1.1 MiB asks for the 1.25 MiB class (2^20 + 2^18): by hand, not from the allocator's own table.
+    Tensor a = empty({(MiB + MiB / 10) / 4}, kFloat32);
+    EXPECT_EQ(memory::stats().reserved_bytes - base, MiB + MiB / 4);
+    Tensor b = empty({2 * MiB / 4}, kFloat32);  // exactly 2 MiB: its own class
+    EXPECT_EQ(memory::stats().reserved_bytes - base, MiB + MiB / 4 + 2 * MiB);
+  }
+  // Freed: both blocks cached, still held.
+  EXPECT_EQ(memory::stats().cached_bytes, MiB + MiB / 4 + 2 * MiB);
+  EXPECT_EQ(memory::stats().reserved_bytes - base, MiB + MiB / 4 + 2 * MiB);
+  {
+    // A limit with room for the live blocks, a 3 MiB block and 1.375 MiB more, not for the whole
+    // cache: the new block (a class the cache has none of) makes the cache give blocks back, the
+    // largest (2 MiB) first, which is enough.
+    const int64_t limit = memory::stats().rounded_bytes + 3 * MiB + MiB + MiB / 4 + MiB / 8;
+    memory::set_limit(limit);
+    Tensor c = empty({3 * MiB / 4}, kFloat32);
+    const memory::Stats st = memory::stats();
+    memory::set_limit(0);
+    EXPECT_EQ(st.cached_bytes, MiB + MiB / 4) << "the 2 MiB block must have been given back, the 1.25 MiB one kept";
+    EXPECT_EQ(st.reserved_bytes - base, MiB + MiB / 4 + 3 * MiB);
+    EXPECT_LE(st.reserved_bytes, limit);
+  }
+  memory::empty_cache();
+  EXPECT_EQ(memory::stats().reserved_bytes, base);
+}
+
 // Issue 34, item 11: GRAFT_MEMORY_LIMIT=0.4 or 1e-3 (bytes: no unit) rounded to 0, which is no limit, without
 // a word. parse_bytes refuses a positive count that rounds to 0 bytes; the start-up reading of the variable
 // says so on stderr and sets no limit, as for any value parse_bytes refuses.

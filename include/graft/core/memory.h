@@ -63,6 +63,11 @@ struct Stats {
   // (its size class, Note [Caching allocator]): what the process holds for the live tensors.
   int64_t rounded_bytes = 0;
   int64_t peak_rounded_bytes = 0;
+  // What the CPU allocator holds from the system: the live tensors' blocks and the cached free ones
+  // (PyTorch's reserved bytes). Under a limit it stays within the limit, or the live blocks when
+  // their rounding passes it (Note [The cache under a limit] in src/core/storage.cpp).
+  int64_t reserved_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
   std::array<CategoryStats, kNumCategories> by_category{};
 
   const CategoryStats& operator[](Category c) const { return by_category[static_cast<size_t>(c)]; }
