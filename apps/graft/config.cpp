@@ -44,6 +44,7 @@ void check_bounds(const TrainConfig& c, const Task& task, const std::string& com
   check_threads(command, c.threads);
   in_range("--workers", c.workers, 0, kMaxWorkers, "1 prepares the next batch in the background");
   in_range("--checkpoint-segments", c.checkpoint_segments, 0, 1024, "about the square root of the model's modules");
+  in_range("--micro-batches", c.micro_batches, 1, int64_t{1} << 24, "1 runs each batch whole");
   in_range("--eval-limit", c.eval_limit, 0, std::numeric_limits<int64_t>::max(), "0 evaluates every held-out example");
   in_range("--eval-batch-size", c.eval_batch_size, 0, kMaxBatchSize, "0 is the model's (1000 images, 64 windows)");
   auto finite = [&](const char* flag, double v) {
@@ -157,6 +158,16 @@ void validate(const TrainConfig& config, const std::string& command) {
   GRAFT_CHECK(!c.step_in_backward || (c.log.empty() && c.report.empty()), command + " --step-in-backward",
               "no --log or --report (their gradient monitor reads every gradient after backward)",
               c.log.empty() ? "--report" : "--log", "leave --step-in-backward out to monitor the gradients");
+  // Micro-batches accumulate every gradient before the step (Note [Micro-batches] in train_step.h).
+  GRAFT_CHECK(c.micro_batches == 1 || !c.step_in_backward, command + " --micro-batches",
+              "no --step-in-backward (it steps each parameter as its gradient completes; micro-batches need every "
+              "gradient accumulated first)", "--step-in-backward", "choose one of the two");
+  GRAFT_CHECK(c.micro_batches == 1 || !c.batch_norm, command + " --micro-batches",
+              "no --batch-norm (it would normalise each micro-batch by its own statistics: a different result from "
+              "the whole batch's)", "--batch-norm", "leave --micro-batches out, or --batch-norm");
+  GRAFT_CHECK(c.micro_batches == 1 || (c.log.empty() && c.report.empty()), command + " --micro-batches",
+              "no --log or --report (their gradient monitor reads the gradients between backward and the step, "
+              "which the accumulator runs)", c.log.empty() ? "--report" : "--log", "leave --micro-batches out to monitor");
   check_choice(command, "--schedule", c.schedule, {"none", "step", "exponential", "cosine", "onecycle", "plateau"});
   check_choice(command, "--init", c.init,
                {"default", "kaiming_uniform", "kaiming_normal", "xavier_uniform", "xavier_normal", "orthogonal"});

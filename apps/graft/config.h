@@ -53,11 +53,15 @@ struct TrainConfig {
   int64_t eval_batch_size = 0;  // held-out examples per evaluation batch; 0: the model's (1000 images, 64 windows)
   int64_t checkpoint_segments = 0;  // > 0: the forward through checkpoint_sequential (one process)
   bool chunked_loss = false;  // the output layer and the loss fused, chunked over rows (F::linear_cross_entropy)
+  // > 1: each batch in this many micro-batches, one forward and backward each, their gradients
+  // accumulated (optim::GradAccumulator, weighted by rows) before one step: the same update, the
+  // activations of one micro-batch (Note [Micro-batches] in train_step.h)
+  int64_t micro_batches = 1;
   bool step_in_backward = false;        // each parameter updated as its gradient completes (optim::StepInBackward)
   std::string optimizer_state = "float32";  // float32 | bfloat16 | int8: Adam's, AdamW's or SGD's momentum state
-  std::string memory_budget;    // "512MiB": choose what fits (Note [Memory budget] in plan.cpp), then enforce it
+  std::string memory_budget;    // "512MiB": choose what fits (Note [Memory budget] in budget.cpp), then enforce it
   // The part of --memory-budget the program keeps for itself (its code, libraries and memory that is
-  // not tensors; Note [The program's share of a budget] in plan.cpp); -1: measured in this process.
+  // not tensors; Note [The program's share of a budget] in budget.cpp); -1: measured in this process.
   int64_t memory_budget_program = -1;
   // The flags given on the command line ("--context", ...; main.cpp fills it from CLI11's counts), so
   // that a flag the model does not read is refused even at its default value (issue 34, item 11). A

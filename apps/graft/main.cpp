@@ -64,12 +64,12 @@ void add_threads_flag(CLI::App* cmd, int& threads) {
 void add_workers_flag(CLI::App* cmd, int& workers) {
   cmd->add_option("--workers", workers, "background threads preparing batches (at most 64)")->capture_default_str();
 }
-// The memory flags graft train and graft plan share (Note [Memory budget] in plan.cpp).
+// The memory flags graft train and graft plan share (Note [Memory budget] in budget.cpp).
 void add_memory_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
   cmd->add_option("--memory-budget", cfg.memory_budget,
-                  "the memory the run may use, such as 512MiB: choose from the plan what fits (a smaller evaluation "
+                  "the memory the process may use (its resident size, the program's own share included), such as 512MiB: choose from the plan what fits (a smaller evaluation "
                   "batch, --step-in-backward, --chunked-loss, --optimizer-state, --checkpoint-attention, "
-                  "--checkpoint-segments), say what was chosen, and hold the run to it")
+                  "--micro-batches, --checkpoint-segments), say what was chosen, and hold the run to it")
       ->check(kNonEmpty);
   cmd->add_option("--eval-limit", cfg.eval_limit, "evaluate on the first N held-out examples (0: all)")
       ->capture_default_str();
@@ -85,6 +85,10 @@ void add_memory_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
                 "never holds the logits whole");
   cmd->add_option("--checkpoint-segments", cfg.checkpoint_segments,
                   "recompute the forward in backward by this many segments (checkpoint_sequential; 0: none)")
+      ->capture_default_str();
+  cmd->add_option("--micro-batches", cfg.micro_batches,
+                  "split each batch into this many micro-batches, gradients accumulated before one step (the same "
+                  "update; the activations of one micro-batch); not with --step-in-backward or --batch-norm")
       ->capture_default_str();
   cmd->add_option("--eval-batch-size", cfg.eval_batch_size,
                   "held-out examples per evaluation batch (0: 1000 images, 64 text windows)")

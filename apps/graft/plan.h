@@ -33,13 +33,13 @@ struct PlanResult {
   std::string plan_json;               // memory::Plan::json() at batch_size
 };
 
-// --memory-budget's choice (Note [Memory budget] in plan.cpp): the configuration that runs, what was
+// --memory-budget's choice (Note [Memory budget] in budget.cpp): the configuration that runs, what was
 // changed to fit, the predicted peak and a line saying so.
 struct BudgetChoice {
   TrainConfig config;
   std::vector<std::string> choices;  // the flags chosen: "--eval-batch-size 125", "--checkpoint-attention"
   int64_t budget_bytes = 0;    // the whole budget
-  int64_t program_bytes = 0;   // the program's share of it (Note [The program's share of a budget] in plan.cpp)
+  int64_t program_bytes = 0;   // the program's share of it (Note [The program's share of a budget] in budget.cpp)
   int64_t limit_bytes = 0;     // the tensors' share: the memory limit of the run
   int64_t predicted_peak_bytes = 0;  // of the tensors
   std::string summary;

@@ -136,6 +136,7 @@ std::vector<std::pair<std::string, std::string>> rank_flags(const TrainConfig& c
           {"--checkpoint-segments", std::to_string(c.checkpoint_segments)},
           {"--chunked-loss", on_off(c.chunked_loss)},
           {"--step-in-backward", on_off(c.step_in_backward)},
+          {"--micro-batches", std::to_string(c.micro_batches)},
           {"--optimizer-state", c.optimizer_state},
           {"--eval-batch-size", std::to_string(c.eval_batch_size)},
           {"--memory-budget", c.memory_budget},

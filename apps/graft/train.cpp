@@ -253,7 +253,8 @@ EpochSums Run::train_epoch(int64_t epoch) {
     // (Every rank gathers: only rank 0 has the monitor.)
     const bool gather = par_.monitored && par_.zero && cfg_.zero == 2 && step % std::max<int64_t>(1, cfg_.monitor_every) == 0;
     TrainStep train_step{model_,  par_.ddp.get(),           &opt_,           nullptr,
-                         nullptr, cfg_.checkpoint_segments, cfg_.chunked_loss, cfg_.step_in_backward};
+                         nullptr, cfg_.checkpoint_segments, cfg_.chunked_loss, cfg_.step_in_backward,
+                         cfg_.micro_batches};
     if (gather || monitor_)
       train_step.after_backward = [&] {
         if (gather) par_.zero->gather_gradients();
@@ -416,8 +417,9 @@ TrainResult train(const TrainConfig& config, std::ostream& rank0_out) {
       return int64_t{0};
     });
   std::unique_ptr<optim::Optimizer> opt;
-  GRAFT_CHECK(par.world == 1 || (cfg.checkpoint_segments == 0 && !cfg.chunked_loss && !cfg.step_in_backward),
-              "graft train", "one process with --checkpoint-segments, --chunked-loss or --step-in-backward (DDP owns the "
+  GRAFT_CHECK(par.world == 1 || (cfg.checkpoint_segments == 0 && !cfg.chunked_loss && !cfg.step_in_backward &&
+                                  cfg.micro_batches == 1),
+              "graft train", "one process with --checkpoint-segments, --chunked-loss, --step-in-backward or --micro-batches (DDP owns the "
               "forward and the gradients)", std::to_string(par.world) + " ranks", "leave them out under mpirun");
   if (par.world > 1 || cfg.zero > 0) {  // --zero in one process: one shard, the whole state
     par.ddp = std::make_unique<nn::parallel::DistributedDataParallel<nn::Sequential>>(model);

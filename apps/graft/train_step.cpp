@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace graft::cli {
@@ -27,6 +29,43 @@ Tensor count_correct(const Tensor& h, const Tensor& weight, const Tensor& bias, 
 }  // namespace
 
 StepResult TrainStep::operator()(const Tensor& data, const Tensor& batch_target) {
+  const int64_t examples = data.size(0);
+  if (micro_batches > 1 && examples > 1) {  // Note [Micro-batches]
+    GRAFT_CHECK(ddp == nullptr && !step_in_backward && !after_backward, "graft train --micro-batches",
+                "one process, without --step-in-backward or a gradient monitor",
+                ddp ? "DistributedDataParallel" : (step_in_backward ? "--step-in-backward" : "--log or --report"),
+                "leave --micro-batches out");
+    const int64_t k = std::min(micro_batches, examples);
+    TrainStep one = *this;
+    one.micro_batches = 1;
+    optim::GradAccumulator acc(*optimizer, {.steps = k, .weighting = optim::Weighting::kBySampleCount});
+    StepResult r;
+    Tensor loss_sum;
+    int64_t rows = 0;
+    for (int64_t i = 0, start = 0; i < k; ++i) {
+      const int64_t n = examples / k + (i < examples % k ? 1 : 0);
+      const Tensor x = data.narrow(0, start, n), y = batch_target.narrow(0, start, n).reshape({-1});
+      start += n;
+      Tensor loss, correct;
+      if (fused_output) {
+        std::tie(loss, correct) = one.fused_forward(x, y);
+      } else {
+        const Tensor logits = checkpoint_segments > 0 ? checkpoint_sequential(model, checkpoint_segments, x) : model->forward(x);
+        loss = F::cross_entropy(logits, y);
+        NoGradGuard no_grad;
+        correct = eq(argmax(logits, 1), y).sum();
+      }
+      acc.backward(loss, y.numel());  // steps (and zeroes) after the last
+      NoGradGuard no_grad;
+      const Tensor weighted = loss.detach() * static_cast<double>(y.numel());
+      loss_sum = loss_sum.defined() ? loss_sum + weighted : weighted;
+      r.correct = r.correct.defined() ? r.correct + correct : correct;
+      rows += y.numel();
+    }
+    if (after_step) after_step();
+    r.loss = loss_sum / static_cast<double>(rows);
+    return r;
+  }
   const Tensor target = batch_target.reshape({-1});  // text: one target per position (Note [Text task])
   StepResult r;
   auto backward_and_step = [&] {
@@ -37,19 +76,7 @@ StepResult TrainStep::operator()(const Tensor& data, const Tensor& batch_target)
     if (after_step) after_step();
   };
   if (fused_output) {
-    GRAFT_CHECK(ddp == nullptr && model->size() >= 2, "graft train --chunked-loss", "one process and a model ending in "
-                "its output layer", ddp ? "DistributedDataParallel" : "a model of one module", "leave --chunked-loss out");
-    const std::vector<Tensor> head = model->ptr(model->size() - 1)->parameters();  // the output Linear's weight, bias
-    GRAFT_CHECK(head.size() == 2 && head[0].dim() == 2 && head[1].dim() == 1, "graft train --chunked-loss",
-                "an output layer of a weight and a bias", std::to_string(head.size()) + " parameters", "");
-    nn::Sequential body;
-    for (size_t i = 0; i + 1 < model->size(); ++i) body->push_back(model->entries()[i]);
-    body->train(model->is_training());
-    Tensor h = checkpoint_segments > 0 ? checkpoint_sequential(body, checkpoint_segments, data) : body->forward(data);
-    h = h.reshape({-1, head[0].size(1)});
-    r.loss = F::linear_cross_entropy(h, head[0], head[1], target);
-    r.correct = count_correct(h, head[0], head[1], target);
-    h = Tensor();  // the loss's node keeps what backward needs
+    std::tie(r.loss, r.correct) = fused_forward(data, target);
     backward_and_step();
     return r;
   }
@@ -61,6 +88,22 @@ StepResult TrainStep::operator()(const Tensor& data, const Tensor& batch_target)
   NoGradGuard no_grad;
   r.correct = eq(argmax(logits, 1), target).sum();
   return r;
+}
+
+std::pair<Tensor, Tensor> TrainStep::fused_forward(const Tensor& data, const Tensor& target) const {
+  GRAFT_CHECK(ddp == nullptr && model->size() >= 2, "graft train --chunked-loss", "one process and a model ending in "
+              "its output layer", ddp ? "DistributedDataParallel" : "a model of one module", "leave --chunked-loss out");
+  const std::vector<Tensor> head = model->ptr(model->size() - 1)->parameters();  // the output Linear's weight, bias
+  GRAFT_CHECK(head.size() == 2 && head[0].dim() == 2 && head[1].dim() == 1, "graft train --chunked-loss",
+              "an output layer of a weight and a bias", std::to_string(head.size()) + " parameters", "");
+  nn::Sequential body;
+  for (size_t i = 0; i + 1 < model->size(); ++i) body->push_back(model->entries()[i]);
+  body->train(model->is_training());
+  Tensor h = checkpoint_segments > 0 ? checkpoint_sequential(body, checkpoint_segments, data) : body->forward(data);
+  h = h.reshape({-1, head[0].size(1)});
+  Tensor loss = F::linear_cross_entropy(h, head[0], head[1], target);
+  Tensor correct = count_correct(h, head[0], head[1], target);
+  return {loss, correct};  // h goes: the loss's node keeps what backward needs
 }
 
 StepResult eval_batch(nn::Sequential& model, const Tensor& data, const Tensor& batch_target) {

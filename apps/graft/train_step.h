@@ -20,6 +20,19 @@
 // last hidden state, chunked over rows, whose backward recomputes each chunk's logits, so the step
 // never holds the logits whole (Note [Linear cross-entropy in chunks]); the accuracy counts the
 // hidden state's predictions a chunk of rows at a time, before backward.
+//
+// Note [Micro-batches]
+// With micro_batches K > 1 (--micro-batches; one process), the batch's B examples are cut into
+// min(K, B) micro-batches of consecutive examples, sizes differing by at most one. Each runs its
+// forward (through the same path: checkpointed segments, the fused output layer), its loss and its
+// backward in turn, through an optim::GradAccumulator weighted by each micro-batch's rows
+// (Weighting::kBySampleCount): the accumulated gradient is the gradient of the mean loss over all
+// of the batch's rows, the one-batch step's to rounding, and the accumulator steps once, after the
+// last. Only one micro-batch's activations are live at a time; the gradients are whole throughout,
+// so the optimizer step inside backward, which frees each as it completes, is refused with it, as is
+// batch normalisation (its statistics would be each micro-batch's: a different result). The loss
+// and the count are the batch's: the micro-batches' losses weighted by their rows, their counts
+// summed.
 #pragma once
 
 #include <graft/graft.h>
@@ -41,9 +54,15 @@ struct TrainStep {
   int64_t checkpoint_segments = 0;  // > 0: the forward through checkpoint_sequential (one process)
   bool fused_output = false;        // the output layer and the loss as F::linear_cross_entropy (one process)
   bool step_in_backward = false;    // an optim::StepInBackward steps (and frees) each gradient during backward
+  int64_t micro_batches = 1;        // > 1: Note [Micro-batches] (one process)
 
   // data: (B, ...) inputs; target: (B) labels or (B, T) next bytes (flattened here).
   StepResult operator()(const Tensor& data, const Tensor& target);
+
+ private:
+  // fused_output's forward: the loss (F::linear_cross_entropy of the last hidden state) and the
+  // count of correct predictions; target flattened.
+  std::pair<Tensor, Tensor> fused_forward(const Tensor& data, const Tensor& target) const;
 };
 
 // One held-out batch in evaluation mode, no gradient (the same ops as the step's forward and loss):

@@ -26,7 +26,7 @@
 // in order, as graft and PyTorch number them.
 //
 // Writing (OutputArchive::save_to(path, ArchiveFormat::LibTorch), io::detail::write_script_archive
-// in pickle.cpp) is the reverse: the dotted keys become nested objects, each of a class
+// in pickle_writer.cpp) is the reverse: the dotted keys become nested objects, each of a class
 // "__torch__.Module" / "__torch__.___torch_mangle_<i>.Module" declared in the code folder as LibTorch
 // declares it (__parameters__, __buffers__, one annotation per attribute: Tensor, int, float,
 // bool, str, or the submodule's class). torch::load compiles those declarations, so it and

@@ -105,4 +105,10 @@ Tensor Tensor::index_add(int64_t d, const Tensor& i, const Tensor& s, const Scal
   return graft::index_add(*this, d, i, s, a);
 }
 
+// triu_, tril_ and lerp_ are in triangular_lerp.cpp beside their ops.
+Tensor Tensor::triu(int64_t d) const { return graft::triu(*this, d); }
+Tensor Tensor::tril(int64_t d) const { return graft::tril(*this, d); }
+Tensor Tensor::lerp(const Tensor& e, const Scalar& w) const { return graft::lerp(*this, e, w); }
+Tensor Tensor::lerp(const Tensor& e, const Tensor& w) const { return graft::lerp(*this, e, w); }
+
 }  // namespace graft

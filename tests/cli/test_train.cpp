@@ -754,6 +754,34 @@ TEST(Train, EvalLimitAndEvalBatchSize) {
   EXPECT_TRUE(throws_error([&] { cli::train(bad, sink); }, {"--eval-limit", "-1"}));
 }
 
+// --micro-batches (Note [Micro-batches]): the batch in K micro-batches, their gradients accumulated
+// weighted by rows, trains as the whole batch does (the plain one-batch step is the reference: the
+// same losses to float32 rounding, for an even and an uneven split) with a lower training-step peak;
+// what needs every gradient otherwise, or the batch's own statistics, is refused.
+TEST(Train, MicroBatchesTrainAsTheWholeBatchInLessMemory) {
+  Squares data;
+  TrainConfig c = small_config(data.dir.path());
+  c.model = "cnn";
+  c.epochs = 1;
+  c.workers = 0;
+  std::ostringstream out;
+  const cli::TrainResult whole = cli::train(c, out);
+  for (int64_t k : {4, 3}) {  // 16 = 4 x 4, and 6 + 5 + 5
+    c.micro_batches = k;
+    const cli::TrainResult micro = cli::train(c, out);
+    EXPECT_NEAR(micro.train_loss, whole.train_loss, 1e-5 * std::abs(whole.train_loss)) << k;
+    EXPECT_NEAR(micro.test_loss, whole.test_loss, 1e-5 * std::abs(whole.test_loss)) << k;
+    EXPECT_EQ(micro.test_accuracy, whole.test_accuracy) << k;
+    EXPECT_LT(micro.peak_train_memory_bytes, whole.peak_train_memory_bytes) << k;
+  }
+  c.micro_batches = 2;
+  c.step_in_backward = true;
+  EXPECT_TRUE(throws_error([&] { cli::train(c, out); }, {"--micro-batches", "--step-in-backward"}));
+  c.step_in_backward = false;
+  c.batch_norm = true;
+  EXPECT_TRUE(throws_error([&] { cli::train(c, out); }, {"--micro-batches", "--batch-norm", "statistics"}));
+}
+
 // --memory-budget (Note [Memory budget]): a budget under the plan's evaluation peak but above its
 // training step's makes graft choose a smaller evaluation batch, and the run holds to the budget (the
 // limit is set: its measured peak is at most the budget); a budget under the data set's loading peak

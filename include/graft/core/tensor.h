@@ -322,6 +322,16 @@ class Tensor {
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
 
+  // ---- triangles, linear interpolation (graft::triu, tril, lerp; the _ forms write self) ----
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor& triu_(int64_t diagonal = 0) const;
+  Tensor& tril_(int64_t diagonal = 0) const;
+  Tensor lerp(const Tensor& end, const Scalar& weight) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor& lerp_(const Tensor& end, const Scalar& weight) const;
+  Tensor& lerp_(const Tensor& end, const Tensor& weight) const;
+
   // ---- in-place (bump the version counter; see Note [Version counter]) ----
   // They are const members, as in LibTorch: a Tensor is a handle, and a const handle does not make
   // the elements read-only (`p.grad().zero_()` on the const Tensor& that grad() returns). Only the

@@ -44,7 +44,8 @@
   /* views */ X(view) X(reshape) X(transpose) X(permute) X(narrow) X(slice) X(select) X(expand)    \
       X(squeeze) X(unsqueeze) X(flatten) X(contiguous) X(clone) X(to)                              \
   /* in-place */ X(add_) X(sub_) X(mul_) X(div_) X(relu_) X(sigmoid_) X(zero_) X(fill_) X(copy_)   \
-      X(clamp_) X(masked_fill_) X(dropout_) X(feature_dropout_) X(dropout2d_)
+      X(clamp_) X(masked_fill_) X(dropout_) X(feature_dropout_) X(dropout2d_)                      \
+  /* triangles, interpolation */ X(triu) X(tril) X(lerp) X(triu_) X(tril_) X(lerp_)
 
 namespace graft::ops {
 

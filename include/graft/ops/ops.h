@@ -330,4 +330,16 @@ Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor clone(const Tensor& x);
 
+// ---- triangles and linear interpolation (triangular_lerp.cpp; also Tensor methods) ----
+// triu / tril: x with the elements below / above a diagonal of its last two dims set to 0, each
+// matrix of a batch alike; diagonal 0 is the main one, > 0 above it, < 0 below it (any value).
+// Every dtype; x must have at least 2 dims. Differentiable (the gradient's same triangle).
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+// start + weight * (end - start), rounded as PyTorch's CPU kernel rounds it (from end when
+// weight >= 0.5). Floating dtypes; start, end and a tensor weight have one dtype and broadcast
+// together. Differentiable in all three.
+Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight);
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
+
 }  // namespace graft
