@@ -43,6 +43,14 @@ void weight_backward(const Tensor& g, const Tensor& x, const Conv2dGeometry& geo
 void weight_backward(const Tensor& g, const Tensor& x, const Conv3dGeometry& geo, int64_t groups, Backend backend,
                      Tensor& gw);
 
+// On the meta device: the buffers the backend takes from graft's allocator while this pass of the
+// convolution runs on the CPU on N samples, taken as one meta storage and given back, so that the
+// meta device's accounting sees the CPU's peak (Note [oneDNN's buffers on meta] in conv.cpp).
+// Nothing for im2col (its column buffers are not graft's memory).
+enum class Pass { forward, input_backward, weight_backward };
+void meta_buffers(Pass pass, const Conv2dGeometry& geo, int64_t out_channels, int64_t groups, int64_t N, bool bias,
+                  Backend backend);
+
 // gb (O) = g (N, O, out...) summed over N and the spatial dims: each (n, o) plane summed in the
 // dtype (float32: sum_rows_f32 of src/kernels/vec_f32.h), the planes of a channel added in double
 // in sample order. Overwrites gb.

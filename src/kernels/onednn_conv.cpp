@@ -299,6 +299,23 @@ void conv2d_backward_weights(const ConvShape& s, int64_t n, const float* gy, con
            DNNL_ARG_DIFF_DST);
 }
 
+int64_t buffer_bytes(ConvPass pass, const ConvShape& s, int64_t n, bool bias) {
+  int64_t bytes = 0;
+  run_guarded("conv2d", [&] {
+    const Pass p = pass == ConvPass::forward         ? Pass::forward
+                   : pass == ConvPass::backward_data ? Pass::backward_data
+                                                     : Pass::backward_weights;
+    const auto plan = plan_for(p, s, n, bias);
+    // As bind() and run_pass() allocate: a buffer per operand whose layout differs, and the scratchpad.
+    auto differs = [](const memory::desc& plain, const memory::desc& want) {
+      return plain == want ? int64_t{0} : static_cast<int64_t>(want.get_size());
+    };
+    bytes = differs(plan->plain_x, plan->x_desc) + differs(plan->plain_w, plan->w_desc) +
+            differs(plan->plain_y, plan->y_desc) + static_cast<int64_t>(plan->scratch.get_size());
+  });
+  return bytes;
+}
+
 #else  // built without oneDNN: im2col serves every convolution
 
 bool enabled() { return false; }
@@ -312,6 +329,7 @@ namespace {
 void conv2d_forward(const ConvShape&, int64_t, const float*, const float*, const float*, float*) { unavailable(); }
 void conv2d_backward_data(const ConvShape&, int64_t, const float*, const float*, float*) { unavailable(); }
 void conv2d_backward_weights(const ConvShape&, int64_t, const float*, const float*, float*) { unavailable(); }
+int64_t buffer_bytes(ConvPass, const ConvShape&, int64_t, bool) { unavailable(); }
 
 #endif
 

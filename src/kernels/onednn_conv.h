@@ -39,4 +39,10 @@ void conv2d_backward_data(const ConvShape& s, int64_t n, const float* gy, const 
 // gw (O, C/groups, kH, kW) = the weight gradient summed over the n samples. Overwrites gw.
 void conv2d_backward_weights(const ConvShape& s, int64_t n, const float* gy, const float* x, float* gw);
 
+// The bytes one call of the pass on n samples takes from graft's allocator while it runs: the
+// operands reordered into the primitive's own layouts and its scratchpad (Note [oneDNN's buffers on
+// meta] in src/kernels/conv.cpp).
+enum class ConvPass { forward, backward_data, backward_weights };
+int64_t buffer_bytes(ConvPass pass, const ConvShape& s, int64_t n, bool bias);
+
 }  // namespace graft::kernels::onednn

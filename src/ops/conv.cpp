@@ -137,7 +137,12 @@ Tensor conv_forward_kernel(const Tensor& x_, const Tensor& w_, const Tensor& b_,
   const int64_t N = x.size(0), C = x.size(1), O = w.size(0);
   const auto geo = geometry<D>(C, spatial<D>(x), spatial<D>(w), p);
   Tensor y = make_empty(out_shape(N, O, geo), x.dtype(), x.device());
-  if (y.is_meta()) return y;  // Note [Meta device]: no kernel on meta
+  if (y.is_meta()) {  // Note [Meta device]: no kernel on meta, its buffers alone (Note [oneDNN's buffers on meta])
+    if constexpr (D == 2)
+      kernels::conv::meta_buffers(kernels::conv::Pass::forward, geo, O, p.groups, N, b.defined(),
+                                  backend<D>(x.dtype(), geo, O, p.groups));
+    return y;
+  }
   kernels::conv::forward(x, w, b, geo, p.groups, backend<D>(x.dtype(), geo, O, p.groups), y);
   return y;
 }
@@ -152,7 +157,12 @@ Tensor conv_input_backward_kernel(const Tensor& g_, const Tensor& w_, const Conv
   Shape shape{N, C};
   for (int64_t v : in) shape.push_back(v);
   Tensor gx = make_empty(shape, g.dtype(), g.device());
-  if (gx.is_meta()) return gx;  // Note [Meta device]: no kernel on meta
+  if (gx.is_meta()) {  // Note [Meta device]: no kernel on meta, its buffers alone (Note [oneDNN's buffers on meta])
+    if constexpr (D == 2)
+      kernels::conv::meta_buffers(kernels::conv::Pass::input_backward, geo, O, p.groups, N, false,
+                                  backend<D>(g.dtype(), geo, O, p.groups));
+    return gx;
+  }
   kernels::conv::input_backward(g, w, geo, p.groups, backend<D>(g.dtype(), geo, O, p.groups), gx);
   return gx;
 }
@@ -171,7 +181,12 @@ Tensor conv_weight_backward_kernel(const Tensor& g_, const Tensor& x_, const Con
   Shape shape{O, C / G};
   for (int64_t v : k) shape.push_back(v);
   Tensor gw = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
-  if (N == 0 || gw.is_meta()) return gw;  // Note [Meta device]: no kernel on meta
+  if (N == 0) return gw;
+  if (gw.is_meta()) {  // Note [Meta device]: no kernel on meta, its buffers alone (Note [oneDNN's buffers on meta])
+    if constexpr (D == 2)
+      kernels::conv::meta_buffers(kernels::conv::Pass::weight_backward, geo, O, G, N, false, backend<D>(g.dtype(), geo, O, G));
+    return gw;
+  }
   kernels::conv::weight_backward(g, x, geo, G, backend<D>(g.dtype(), geo, O, G), gw);
   return gw;
 }

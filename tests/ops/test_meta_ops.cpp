@@ -135,3 +135,32 @@ TEST(MetaDevice, MixingMetaAndCpuTensorsIsAnError) {
 
 }  // namespace
 }  // namespace graft::test
+
+namespace graft::test {
+namespace {
+
+// Note [oneDNN's buffers on meta]: a float32 2-D convolution that oneDNN serves takes buffers from
+// graft's allocator while it runs (reordered operands, scratchpad); on meta the op takes the same
+// bytes for the same moment, so the peak of forward and backward on meta is the CPU's. The CPU run,
+// whose kernels allocate the buffers, is the reference; one thread, so that one piece runs at a time.
+TEST(MetaDevice, ConvolutionPeaksAsOnTheCpuWithItsBackendBuffers) {
+  const int threads = get_num_threads();
+  set_num_threads(1);
+  auto peak_of = [](Device device) {
+    const TensorOptions on = TensorOptions().device(device);
+    Tensor x = randn({8, 32, 12, 12}, on).requires_grad_();  // 32 channels in and out: oneDNN's shapes
+    Tensor w = randn({64, 32, 3, 3}, on).requires_grad_();
+    Tensor b = randn({64}, on).requires_grad_();
+    memory::reset_peak_stats();
+    const int64_t before = memory::stats(device).allocated_bytes;
+    Tensor y = conv2d(x, w, b, 1, 1);
+    y.backward(ones_like(y));
+    return memory::stats(device).peak_allocated_bytes - before;
+  };
+  const int64_t cpu = peak_of(kCPU), meta = peak_of(kMeta);
+  set_num_threads(threads);
+  EXPECT_EQ(meta, cpu);  // before the buffers were planned, meta's was the lower
+}
+
+}  // namespace
+}  // namespace graft::test
