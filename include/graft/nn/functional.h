@@ -524,5 +524,59 @@ Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDista
 // input / max(||input||_p, eps), the norm along dim.
 Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options = {});
 
+// ---- losses of issue 32: soft margin, multilabel soft margin, hinge embedding, Poisson NLL,
+// Gaussian NLL, multi margin, multilabel margin: the ops of graft/ops/ops.h (graft::soft_margin_loss,
+// ...; formulas and checks there), the modules' and functionals' in src/nn/modules/loss2.cpp.
+// The option names are LibTorch 1.13's (MultilabelSoftMarginLossFuncOptions with a lower-case l,
+// as LibTorch spells the functional's); LibTorch 1.13 has no GaussianNLLLoss: its options are
+// PyTorch's (full, eps, reduction).
+struct SoftMarginLossFuncOptions {
+  SoftMarginLossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  GRAFT_ARG(Reduction, reduction);
+};
+struct MultilabelSoftMarginLossFuncOptions {
+  GRAFT_ARG(Tensor, weight) = {};  // broadcasts to the input: one per class (C)
+  GRAFT_ARG(Reduction, reduction) = kMean;
+};
+struct HingeEmbeddingLossFuncOptions {
+  GRAFT_ARG(double, margin) = 1.0;
+  GRAFT_ARG(Reduction, reduction) = kMean;
+};
+struct PoissonNLLLossFuncOptions {
+  GRAFT_ARG(bool, log_input) = true;  // the input is log(rate): exp(input) - target input
+  GRAFT_ARG(bool, full) = false;      // add Stirling's term
+  GRAFT_ARG(double, eps) = 1e-8;      // log(input + eps) when !log_input
+  GRAFT_ARG(Reduction, reduction) = kMean;
+};
+struct GaussianNLLLossFuncOptions {
+  GRAFT_ARG(bool, full) = false;   // add 0.5 log(2 pi)
+  GRAFT_ARG(double, eps) = 1e-6;   // var is clamped to at least eps
+  GRAFT_ARG(Reduction, reduction) = kMean;
+};
+struct MultiMarginLossFuncOptions {
+  GRAFT_ARG(int64_t, p) = 1;  // 1 or 2
+  GRAFT_ARG(double, margin) = 1.0;
+  GRAFT_ARG(Tensor, weight) = {};  // (C): one per class, or undefined
+  GRAFT_ARG(Reduction, reduction) = kMean;
+};
+struct MultilabelMarginLossFuncOptions {
+  MultilabelMarginLossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  GRAFT_ARG(Reduction, reduction);
+};
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMarginLossFuncOptions& options = {});
+// input (N, C) or (C): one loss per sample, averaged over the classes.
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
+                                   const MultilabelSoftMarginLossFuncOptions& options = {});
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, const HingeEmbeddingLossFuncOptions& options = {});
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& options = {});
+// var: the input's shape, or without its last dim, or with a last dim of 1; var >= 0.
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var,
+                         const GaussianNLLLossFuncOptions& options = {});
+// input (N, C) or (C), target int64 (N) or 0-dim.
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiMarginLossFuncOptions& options = {});
+// input (N, C) or (C), target int64 of the input's shape: class indices, padded with -1.
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target,
+                              const MultilabelMarginLossFuncOptions& options = {});
+
 }  // namespace nn::functional
 }  // namespace graft

@@ -39,7 +39,9 @@
   /* losses */ X(cross_entropy) X(nll_loss) X(mse_loss) X(l1_loss) X(smooth_l1_loss)               \
       X(binary_cross_entropy) X(binary_cross_entropy_with_logits) X(huber_loss) X(kl_div)          \
       X(cosine_embedding_loss) X(margin_ranking_loss) X(triplet_margin_loss)                       \
-      X(linear_cross_entropy)                                                                      \
+      X(linear_cross_entropy) X(soft_margin_loss) X(multilabel_soft_margin_loss)                   \
+      X(hinge_embedding_loss) X(poisson_nll_loss) X(gaussian_nll_loss) X(multi_margin_loss)        \
+      X(multilabel_margin_loss)                                                                    \
   /* dropout */ X(dropout) X(feature_dropout) X(dropout2d)                                         \
   /* views */ X(view) X(reshape) X(transpose) X(permute) X(narrow) X(slice) X(select) X(expand)    \
       X(squeeze) X(unsqueeze) X(flatten) X(contiguous) X(clone) X(to)                              \

@@ -293,6 +293,39 @@ Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Ten
 Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin = 1.0,
                            double p = 2, double eps = 1e-6, bool swap = false, Reduction reduction = kMean);
 
+// The losses of issue 32 (loss2.cpp), composites of recorded ops as ATen's are, with PyTorch 1.13's
+// formulas; each reduced by `reduction` (kMean: over every element, or over the samples for the
+// per-sample losses multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss).
+// A target that is not floating-point is converted to the input's dtype (PyTorch's promotion),
+// except the class-index targets of the two margin losses, which must be int64.
+// log(1 + exp(-target input)), target +1 / -1.
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
+// -mean over the last dim C of weight (target log sigmoid(input) + (1 - target) log sigmoid(-input)):
+// one loss per sample (input (N, C) or (C)); weight broadcasts to the input (C, or (N, C)).
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                                   Reduction reduction = kMean);
+// input where target != -1, plus max(0, margin - input) where target != 1 (so input for target 1,
+// max(0, margin - input) for -1), as ATen writes it.
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double margin = 1.0,
+                            Reduction reduction = kMean);
+// log_input: exp(input) - target input; else input - target log(input + eps). full adds Stirling's
+// target log(target) - target + 0.5 log(2 pi target) where target > 1.
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input = true, bool full = false,
+                        double eps = 1e-8, Reduction reduction = kMean);
+// 0.5 (log(v) + (input - target)^2 / v) (+ 0.5 log(2 pi) with full), v = max(var, eps) with the
+// clamp outside the graph (PyTorch's no_grad clamp_: var's gradient is taken at v). var has the
+// input's shape, or its shape without the last dim, or that with a last dim of 1; var >= 0.
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, bool full = false,
+                         double eps = 1e-6, Reduction reduction = kMean);
+// input (N, C) or (C), target int64 class indices (N) or 0-dim / (1): per sample,
+// sum over j != y of weight[y] max(0, margin - input[y] + input[j])^p / C; p is 1 or 2.
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p = 1, double margin = 1.0,
+                         const Tensor& weight = {}, Reduction reduction = kMean);
+// input (N, C) or (C), target int64 of the input's shape: class indices up to the first -1 (the
+// sample's targets). Per sample, sum over its targets j and non-targets k of
+// max(0, 1 - (input[j] - input[k])) / C.
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
+
 // Dropout (dropout.cpp), built from ops so that the gradient is the mask's: with train = true,
 // x * keep / (1 - p) with keep drawn from the default generator (graft::manual_seed makes it
 // repeatable), keep = (U[0, 1) >= p); with train = false or p = 0, x itself. p must be in [0, 1];

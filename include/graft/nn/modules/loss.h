@@ -1,5 +1,7 @@
 // Loss modules: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss,
-// BCEWithLogitsLoss, HuberLoss, KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss.
+// BCEWithLogitsLoss, HuberLoss, KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss,
+// SoftMarginLoss, MultiLabelSoftMarginLoss, HingeEmbeddingLoss, PoissonNLLLoss, GaussianNLLLoss,
+// MultiMarginLoss, MultiLabelMarginLoss.
 // Their options are graft::nn::functional's (CrossEntropyLossOptions is CrossEntropyFuncOptions);
 // class weights are registered as buffers ("weight", "pos_weight"), so module.to(dtype) converts them.
 // forward(input, target) (or the loss's inputs) forwards to the functional.
@@ -138,5 +140,83 @@ class TripletMarginLossImpl : public Cloneable<TripletMarginLossImpl> {
   TripletMarginLossOptions options;
 };
 GRAFT_MODULE(TripletMarginLoss);
+
+// ---- SoftMarginLoss, MultiLabelSoftMarginLoss, HingeEmbeddingLoss, PoissonNLLLoss, GaussianNLLLoss,
+// MultiMarginLoss, MultiLabelMarginLoss (issue 32; src/nn/modules/loss2.cpp) ----
+using SoftMarginLossOptions = functional::SoftMarginLossFuncOptions;
+using MultiLabelSoftMarginLossOptions = functional::MultilabelSoftMarginLossFuncOptions;
+using HingeEmbeddingLossOptions = functional::HingeEmbeddingLossFuncOptions;
+using PoissonNLLLossOptions = functional::PoissonNLLLossFuncOptions;
+using GaussianNLLLossOptions = functional::GaussianNLLLossFuncOptions;
+using MultiMarginLossOptions = functional::MultiMarginLossFuncOptions;
+using MultiLabelMarginLossOptions = functional::MultilabelMarginLossFuncOptions;
+
+class SoftMarginLossImpl : public Cloneable<SoftMarginLossImpl> {
+ public:
+  explicit SoftMarginLossImpl(const SoftMarginLossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  SoftMarginLossOptions options;
+};
+GRAFT_MODULE(SoftMarginLoss);
+
+class MultiLabelSoftMarginLossImpl : public Cloneable<MultiLabelSoftMarginLossImpl> {
+ public:
+  explicit MultiLabelSoftMarginLossImpl(const MultiLabelSoftMarginLossOptions& options = {});
+  void reset() override;
+  Tensor forward(const Tensor& input, const Tensor& target);
+  MultiLabelSoftMarginLossOptions options;
+  Tensor weight;  // the buffer "weight" (undefined when not given)
+};
+GRAFT_MODULE(MultiLabelSoftMarginLoss);
+
+class HingeEmbeddingLossImpl : public Cloneable<HingeEmbeddingLossImpl> {
+ public:
+  explicit HingeEmbeddingLossImpl(const HingeEmbeddingLossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  std::string libtorch_repr() const override;  // graft::nn::HingeEmbeddingLoss(margin=1)
+  HingeEmbeddingLossOptions options;
+};
+GRAFT_MODULE(HingeEmbeddingLoss);
+
+class PoissonNLLLossImpl : public Cloneable<PoissonNLLLossImpl> {
+ public:
+  explicit PoissonNLLLossImpl(const PoissonNLLLossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& log_input, const Tensor& target);
+  PoissonNLLLossOptions options;
+};
+GRAFT_MODULE(PoissonNLLLoss);
+
+class GaussianNLLLossImpl : public Cloneable<GaussianNLLLossImpl> {
+ public:
+  explicit GaussianNLLLossImpl(const GaussianNLLLossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& target, const Tensor& var);
+  GaussianNLLLossOptions options;
+};
+GRAFT_MODULE(GaussianNLLLoss);
+
+class MultiMarginLossImpl : public Cloneable<MultiMarginLossImpl> {
+ public:
+  explicit MultiMarginLossImpl(const MultiMarginLossOptions& options = {});
+  void reset() override;
+  Tensor forward(const Tensor& input, const Tensor& target);
+  // graft::nn::MultiMarginLoss(p=1, margin=1, weight=[ Tensor (undefined) ], reduction=kMean)
+  std::string libtorch_repr() const override;
+  MultiMarginLossOptions options;
+  Tensor weight;  // the buffer "weight" (undefined when not given)
+};
+GRAFT_MODULE(MultiMarginLoss);
+
+class MultiLabelMarginLossImpl : public Cloneable<MultiLabelMarginLossImpl> {
+ public:
+  explicit MultiLabelMarginLossImpl(const MultiLabelMarginLossOptions& options = {}) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  MultiLabelMarginLossOptions options;
+};
+GRAFT_MODULE(MultiLabelMarginLoss);
 
 }  // namespace graft::nn
