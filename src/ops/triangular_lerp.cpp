@@ -5,12 +5,11 @@
 // Their records: tests/ops/records_triangular_lerp.cpp; PyTorch's values:
 // tests/ops/test_triu_lerp.cpp.
 #include <cmath>
-#include <cstring>
 #include <string>
-#include <vector>
 
 #include "../core/dispatch.h"
 #include "../kernels/loops.h"
+#include "../kernels/triangle.h"
 #include "graft/autograd/node.h"
 #include "graft/core/error.h"
 #include "graft/core/memory.h"
@@ -31,11 +30,6 @@ namespace {
 
 enum class Triangle { Upper, Lower };
 
-bool in_triangle(Triangle which, int64_t i, int64_t j, int64_t diagonal) {
-  // i, j < 2^62 (sizes), so j - i cannot overflow; diagonal may be any int64.
-  return which == Triangle::Upper ? j - i >= diagonal : j - i <= diagonal;
-}
-
 const char* triangle_op(Triangle which, bool in_place) {
   if (which == Triangle::Upper) return in_place ? "triu_" : "triu";
   return in_place ? "tril_" : "tril";
@@ -49,28 +43,6 @@ void check_matrix(const Tensor& x, const char* op) {
                   std::string(op) + " also asks");
 }
 
-// f(offset) for each matrix of x's leading dims, offset being the element offset of its (0, 0)
-// from x's first element (x's strides, so any layout).
-template <class F>
-void for_each_matrix(const Tensor& x, F&& f) {
-  const int64_t lead = x.dim() - 2;
-  int64_t count = 1;
-  for (int64_t d = 0; d < lead; ++d) count *= x.size(d);
-  std::vector<int64_t> idx(static_cast<size_t>(lead), 0);
-  int64_t off = 0;
-  for (int64_t m = 0; m < count; ++m) {
-    f(off);
-    for (int64_t d = lead - 1; d >= 0; --d) {
-      const size_t k = static_cast<size_t>(d);
-      ++idx[k];
-      off += x.stride(d);
-      if (idx[k] < x.size(d)) break;
-      off -= x.stride(d) * x.size(d);
-      idx[k] = 0;
-    }
-  }
-}
-
 Tensor triangle(const Tensor& x, int64_t diagonal, Triangle which) {
   const char* op = triangle_op(which, false);
   check_matrix(x, op);
@@ -78,18 +50,7 @@ Tensor triangle(const Tensor& x, int64_t diagonal, Triangle which) {
   const Device device = kernels::loop_device({&x});
   Tensor y = make_empty(x.sizes(), x.dtype(), device);
   if (!device.is_meta() && y.numel() > 0) {  // Note [Meta device]: the shape only, no data
-    const int64_t rows = x.size(-2), cols = x.size(-1);
-    const int64_t rs = x.stride(-2), cs = x.stride(-1);
-    const auto es = static_cast<int64_t>(x.element_size());
-    const char* src = static_cast<const char*>(x.data_ptr());
-    char* dst = static_cast<char*>(y.data_ptr());
-    for_each_matrix(x, [&](int64_t off) {
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j, dst += es) {
-          if (in_triangle(which, i, j, diagonal)) std::memcpy(dst, src + (off + i * rs + j * cs) * es, static_cast<size_t>(es));
-          else std::memset(dst, 0, static_cast<size_t>(es));
-        }
-    });
+    kernels::triangle::copy(x, y, diagonal, which == Triangle::Upper);
   }
   const OpId id = which == Triangle::Upper ? OpId::triu : OpId::tril;
   if (auto node = make_node(which == Triangle::Upper ? "TriuBackward0" : "TrilBackward0", id, {&x},
@@ -103,15 +64,7 @@ Tensor triangle(const Tensor& x, int64_t diagonal, Triangle which) {
 // Zeroes self's elements outside the triangle, in place (self's own strides).
 void zero_outside(Tensor& self, int64_t diagonal, Triangle which) {
   if (kernels::loop_device({&self}).is_meta() || self.numel() == 0) return;
-  const int64_t rows = self.size(-2), cols = self.size(-1);
-  const int64_t rs = self.stride(-2), cs = self.stride(-1);
-  const auto es = static_cast<int64_t>(self.element_size());
-  char* base = static_cast<char*>(self.data_ptr());
-  for_each_matrix(self, [&](int64_t off) {
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j)
-        if (!in_triangle(which, i, j, diagonal)) std::memset(base + (off + i * rs + j * cs) * es, 0, static_cast<size_t>(es));
-  });
+  kernels::triangle::zero_outside(self, diagonal, which == Triangle::Upper);
 }
 
 Tensor& triangle_(Tensor& self, int64_t diagonal, Triangle which) {
