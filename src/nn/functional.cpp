@@ -250,6 +250,9 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOption
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options) {
   return graft::smooth_l1_loss(input, target, options.reduction(), options.beta());
 }
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options, double beta) {
+  return graft::smooth_l1_loss(input, target, options.reduction(), beta);
+}
 Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& target,
                             const LinearCrossEntropyFuncOptions& options) {
   return graft::linear_cross_entropy(input, weight, bias, target, options.reduction(), options.ignore_index(),

@@ -410,3 +410,28 @@ TEST(Loss2Print, LibTorchForms) {
 
 }  // namespace
 }  // namespace graft::test
+
+namespace graft::test {
+namespace {
+
+// LibTorch 1.13's F::smooth_l1_loss(input, target, options, beta): the fourth argument is the beta.
+// By hand, |d| = 0, 0.25, 1, 2 with beta 0.5: 0.5 d^2 / beta below beta (0, 0.0625), |d| - beta / 2
+// above (0.75, 1.75); their mean 0.640625, their sum 2.5625.
+TEST(Loss2, SmoothL1LossTakesLibTorchsBetaArgument) {
+  namespace F = nn::functional;
+  const Tensor x = tensor({0.0, 0.25, 1.0, -2.0}, kFloat64), y = zeros({4}, kFloat64);
+  EXPECT_DOUBLE_EQ(F::smooth_l1_loss(x, y, {}, 0.5).item<double>(), 0.640625);
+  EXPECT_DOUBLE_EQ(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions(kSum), 0.5).item<double>(), 2.5625);
+  // Options made from a reduction, as LibTorch's are (F::SmoothL1LossFuncOptions(torch::kNone)).
+  const Tensor each = F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions(kNone), 0.5);
+  ASSERT_EQ(each.numel(), 4);
+  EXPECT_DOUBLE_EQ(each[3].item<double>(), 1.75);
+  EXPECT_DOUBLE_EQ(F::mse_loss(x, y, kSum).item<double>(), 0.0625 + 1.0 + 4.0);
+  EXPECT_DOUBLE_EQ(F::l1_loss(x, y, F::L1LossFuncOptions(kSum)).item<double>(), 3.25);
+  // The argument wins over options.beta(); the three-argument form reads options.beta().
+  EXPECT_DOUBLE_EQ(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions().beta(2.0), 0.5).item<double>(), 0.640625);
+  EXPECT_DOUBLE_EQ(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions().beta(0.5)).item<double>(), 0.640625);
+}
+
+}  // namespace
+}  // namespace graft::test

@@ -101,9 +101,20 @@ struct NLLLossFuncOptions {
   GRAFT_ARG(int64_t, ignore_index) = -100;
   GRAFT_ARG(Reduction, reduction) = kMean;
 };
-struct MSELossFuncOptions { GRAFT_ARG(Reduction, reduction) = kMean; };
-struct L1LossFuncOptions { GRAFT_ARG(Reduction, reduction) = kMean; };
-struct SmoothL1LossFuncOptions { GRAFT_ARG(Reduction, reduction) = kMean; GRAFT_ARG(double, beta) = 1.0; };
+// As LibTorch's, these three are made from a reduction too: F::mse_loss(x, y, torch::kSum).
+struct MSELossFuncOptions {
+  MSELossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT(google-explicit-constructor)
+  GRAFT_ARG(Reduction, reduction);
+};
+struct L1LossFuncOptions {
+  L1LossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT(google-explicit-constructor)
+  GRAFT_ARG(Reduction, reduction);
+};
+struct SmoothL1LossFuncOptions {
+  SmoothL1LossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT(google-explicit-constructor)
+  GRAFT_ARG(Reduction, reduction);
+  GRAFT_ARG(double, beta) = 1.0;
+};
 struct BinaryCrossEntropyFuncOptions {
   GRAFT_ARG(Tensor, weight) = {};
   GRAFT_ARG(Reduction, reduction) = kMean;
@@ -450,6 +461,11 @@ Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Ten
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options = {});
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options = {});
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options = {});
+// LibTorch 1.13's four-argument spelling: the beta given here is the one used. (LibTorch 1.13's
+// functional reads only this argument, 1 when left out, and never options.beta(); graft's
+// three-argument form reads options.beta(), as PyTorch's F.smooth_l1_loss(beta=...) and both
+// libraries' SmoothL1Loss module do.)
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options, double beta);
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
                             const BinaryCrossEntropyFuncOptions& options = {});
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
