@@ -2,6 +2,7 @@
 #include "graft/core/dtype.h"
 
 #include <atomic>
+#include <ostream>
 #include <utility>
 
 #include "graft/core/error.h"
@@ -17,6 +18,10 @@ const DTypeInfo& dtype_info(DType t) {
 size_t element_size(DType t) { return static_cast<size_t>(t) < kNumDTypes ? dtype_info(t).itemsize : 0; }
 
 const char* dtype_name(DType t) { return static_cast<size_t>(t) < kNumDTypes ? dtype_info(t).name : "?"; }
+
+std::ostream& operator<<(std::ostream& os, DType t) {
+  return os << (static_cast<size_t>(t) < kNumDTypes ? dtype_info(t).scalar_type_name : "UNKNOWN_SCALAR");
+}
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
@@ -84,5 +89,7 @@ std::string Device::str() const {
   }
   return s;
 }
+
+std::ostream& operator<<(std::ostream& os, const Device& device) { return os << device.str(); }
 
 }  // namespace graft

@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <sstream>
+#include <string>
+#include <type_traits>
 
 #include "dispatch.h"
 #include "graft/core/memory.h"
@@ -60,15 +63,109 @@ Tensor make_empty(IntArrayRef sizes, DType dtype, Device device) {
 }
 
 namespace detail {
-Tensor tensor_from_nested(NestedData d, const TensorOptions& o) {
+namespace {
+// Sizes as LibTorch's errors write a std::vector: "1 3".
+std::string sizes_words(const std::vector<int64_t>& sizes) {
+  std::string s;
+  for (int64_t v : sizes) s += (s.empty() ? "" : " ") + std::to_string(v);
+  return s;
+}
+}  // namespace
+
+TensorDataContainer::TensorDataContainer(std::initializer_list<TensorDataContainer> elements)
+    : TensorDataContainer(list(elements.begin(), elements.end())) {}
+
+TensorDataContainer TensorDataContainer::list(const TensorDataContainer* begin, const TensorDataContainer* end) {
+  TensorDataContainer out;
+  out.sizes_ = {static_cast<int64_t>(end - begin)};
+  if (begin == end) return out;  // tensor({}): float, sizes {0}, as LibTorch
+  const TensorDataContainer& first = *begin;
+  out.scalar_type_ = first.scalar_type_;
+  out.sizes_.insert(out.sizes_.end(), first.sizes_.begin(), first.sizes_.end());
+  for (const TensorDataContainer* it = begin; it != end; ++it) {
+    const TensorDataContainer& e = *it;
+    GRAFT_CHECK(e.scalar_type_ == out.scalar_type_, "tensor",
+                std::string("elements of one scalar type, ") + kDTypeTable[static_cast<size_t>(out.scalar_type_)].scalar_type_name,
+                std::string("an element of scalar type ") + kDTypeTable[static_cast<size_t>(e.scalar_type_)].scalar_type_name,
+                std::string("Expected all elements of the tensor to have the same scalar type: ") +
+                    kDTypeTable[static_cast<size_t>(out.scalar_type_)].scalar_type_name + ", but got element of scalar type: " +
+                    kDTypeTable[static_cast<size_t>(e.scalar_type_)].scalar_type_name +
+                    " (LibTorch's words); write every element with one type, 1.0 and 2.5 rather than 1 and 2.5");
+    GRAFT_CHECK(e.sizes_ == first.sizes_, "tensor", "sub-lists of one shape " + shape_str(first.sizes_),
+                "the sub-list " + e.str() + " of shape " + shape_str(e.sizes_),
+                "Expected all sub-lists to have sizes: " + sizes_words(first.sizes_) + " (e.g. " + first.str() +
+                    "), but got sub-list " + e.str() + " with sizes: " + sizes_words(e.sizes_) +
+                    " (LibTorch's words); nested lists must be rectangular");
+    out.ints_.insert(out.ints_.end(), e.ints_.begin(), e.ints_.end());
+    out.floats_.insert(out.floats_.end(), e.floats_.begin(), e.floats_.end());
+  }
+  return out;
+}
+
+TensorDataContainer::TensorDataContainer(IntArrayRef values) : scalar_type_(DType::Int64) {
+  sizes_.push_back(static_cast<int64_t>(values.size()));
+  ints_.assign(values.begin(), values.end());
+}
+
+double TensorDataContainer::element_as_double(int64_t i) const {
+  const auto k = static_cast<size_t>(i);
+  return is_integral() ? static_cast<double>(ints_[k]) : floats_[k];
+}
+
+int64_t TensorDataContainer::element_as_int64(int64_t i) const {
+  const auto k = static_cast<size_t>(i);
+  return is_integral() ? ints_[k] : static_cast<int64_t>(floats_[k]);
+}
+
+std::string TensorDataContainer::str() const {
+  // Row-major elements back into braces: {{1, 2}, {3, 4}}.
+  std::ostringstream os;
+  int64_t next = 0;
+  auto write = [&](auto&& self, size_t dim) -> void {
+    if (dim == sizes_.size()) {
+      if (is_integral()) os << ints_[static_cast<size_t>(next)];
+      else os << floats_[static_cast<size_t>(next)];
+      ++next;
+      return;
+    }
+    os << '{';
+    for (int64_t i = 0; i < sizes_[dim]; ++i) {
+      if (i) os << ", ";
+      self(self, dim + 1);
+    }
+    os << '}';
+  };
+  write(write, 0);
+  return os.str();
+}
+
+}  // namespace detail
+
+Tensor tensor(detail::TensorDataContainer data, const TensorOptions& o) {
   check_device(o, "tensor");
-  // Floating values take the default dtype (NestedData's natural float32 stands for it).
-  const DType natural = d.natural == DType::Float32 ? get_default_dtype() : d.natural;
-  Tensor t = make_empty(d.sizes, o.has_dtype() ? o.dtype() : natural, o.device());
-  fill_with(t, [&](int64_t i) { return d.values[static_cast<size_t>(i)]; });
+  // LibTorch's dtype rule (torch::tensor): int and int64 give int64, float and double the default
+  // dtype, the other types their own.
+  const DType given = data.scalar_type();
+  const DType natural = given == DType::Int32 ? DType::Int64
+                        : given == DType::Float32 || given == DType::Float64 ? get_default_dtype()
+                                                                             : given;
+  Tensor t = make_empty(data.sizes(), o.has_dtype() ? o.dtype() : natural, o.device());
+  if (!t.is_meta()) {
+    kernels::dispatch_all_and_half(t.dtype(), "tensor", [&]<class T>() {
+      T* p = t.data_ptr<T>();
+      for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+        // Integers go through int64 so that values past 2^53 stay exact in int64 tensors.
+        if constexpr (std::is_integral_v<T>) {
+          p[i] = data.is_integral() ? static_cast<T>(data.element_as_int64(i)) : kernels::convert<T>(data.element_as_double(i));
+        } else {
+          p[i] = kernels::convert<T>(data.element_as_double(i));
+        }
+      }
+    });
+  }
   return finish(t, o);
 }
-}  // namespace detail
+
 
 Tensor empty(IntArrayRef size, const TensorOptions& o) {
   check_sizes(size, "empty");

@@ -1,4 +1,5 @@
-// Printing tensors in PyTorch's Python layout (torch/_tensor_str.py, default print options:
+// Printing tensors in PyTorch's Python layout (graft::repr, Tensor::str, PrintStyle::Python; LibTorch's
+// layout is print_libtorch.cpp's) (torch/_tensor_str.py, default print options:
 // precision 4, threshold 1000, edgeitems 3, linewidth 80):
 //   tensor([[1., 2.],
 //           [3., 4.]], requires_grad=True)
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "core/autograd_interface.h"
+#include "core/element_reader.h"
 #include "core/format.h"
 #include "graft/core/half.h"
 #include "graft/core/tensor.h"
@@ -32,36 +34,7 @@ constexpr int64_t kThreshold = 1000;
 constexpr int64_t kEdgeItems = 3;
 constexpr int64_t kLineWidth = 80;
 
-// Reads elements of any dtype at an element offset from the tensor's first element.
-struct Reader {
-  const char* base;
-  DType dtype;
-  double as_double(int64_t off) const {
-    switch (dtype) {
-      case DType::Float32: return reinterpret_cast<const float*>(base)[off];
-      case DType::Float64: return reinterpret_cast<const double*>(base)[off];
-      case DType::Int64: return static_cast<double>(reinterpret_cast<const int64_t*>(base)[off]);
-      case DType::Bool: return reinterpret_cast<const bool*>(base)[off] ? 1.0 : 0.0;
-      case DType::Float16: return half_bits_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
-      case DType::BFloat16: return bfloat16_bits_to_float(reinterpret_cast<const uint16_t*>(base)[off]);
-      case DType::Int32: return reinterpret_cast<const int32_t*>(base)[off];
-      case DType::Int16: return reinterpret_cast<const int16_t*>(base)[off];
-      case DType::Int8: return reinterpret_cast<const int8_t*>(base)[off];
-      case DType::UInt8: return reinterpret_cast<const uint8_t*>(base)[off];
-    }
-    return 0;
-  }
-  int64_t as_int(int64_t off) const {
-    switch (dtype) {
-      case DType::Int32: return reinterpret_cast<const int32_t*>(base)[off];
-      case DType::Int16: return reinterpret_cast<const int16_t*>(base)[off];
-      case DType::Int8: return reinterpret_cast<const int8_t*>(base)[off];
-      case DType::UInt8: return reinterpret_cast<const uint8_t*>(base)[off];
-      default: return reinterpret_cast<const int64_t*>(base)[off];
-    }
-  }
-  bool as_bool(int64_t off) const { return reinterpret_cast<const bool*>(base)[off]; }
-};
+using detail::ElementReader;
 
 // Python's str.format of a float (core/format.h): 'e' and 'f' with kPrecision decimals, '0' with none.
 std::string format_float(double v, char mode, int width) {
@@ -72,7 +45,7 @@ std::string format_float(double v, char mode, int width) {
 
 class Formatter {
  public:
-  Formatter(const Reader& r, const std::vector<int64_t>& offsets) : r_(r) {
+  Formatter(const ElementReader& r, const std::vector<int64_t>& offsets) : r_(r) {
     floating_ = is_floating_point(r.dtype);
     if (!floating_) {
       for (int64_t off : offsets) max_width_ = std::max(max_width_, static_cast<int64_t>(plain(off).size()));
@@ -135,7 +108,7 @@ class Formatter {
   }
   void widen(size_t w) { max_width_ = std::max(max_width_, static_cast<int64_t>(w)); }
 
-  Reader r_;
+  ElementReader r_;
   bool floating_ = false;
   bool int_mode_ = true;
   bool sci_mode_ = false;
@@ -238,7 +211,9 @@ std::string add_suffixes(const std::string& body, const std::vector<std::string>
 
 }  // namespace
 
-std::string Tensor::toString() const {
+std::string repr(const Tensor& t) { return t.str(); }
+
+std::string Tensor::str() const {
   if (!defined()) return "[ Tensor (undefined) ]";
   const std::string prefix = "tensor(";
   const int64_t indent = static_cast<int64_t>(prefix.size());
@@ -258,7 +233,7 @@ std::string Tensor::toString() const {
   } else {
     if (dt != kFloat32 && dt != kInt64 && dt != kBool) suffixes.push_back(dtype_suffix);
     Printer p{sizes(), strides(), numel() > kThreshold};
-    const Reader reader{static_cast<const char*>(data_ptr()), dt};
+    const ElementReader reader{static_cast<const char*>(data_ptr()), dt};
     std::vector<int64_t> offsets;
     p.collect(0, 0, offsets);
     const Formatter f(reader, offsets);
@@ -269,6 +244,9 @@ std::string Tensor::toString() const {
   return add_suffixes(prefix + body, suffixes, indent);
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.toString(); }
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (print_style() == PrintStyle::Python) return os << t.str();
+  return print(os, t, 80);
+}
 
 }  // namespace graft

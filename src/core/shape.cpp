@@ -1,6 +1,8 @@
 // Shape helpers: numel, contiguous strides, dim wrapping, broadcasting.
 #include "graft/core/shape.h"
 
+#include <ostream>
+
 namespace graft {
 
 std::string shape_str(IntArrayRef shape) {
@@ -11,6 +13,8 @@ std::string shape_str(IntArrayRef shape) {
   }
   return s + "]";
 }
+
+std::ostream& operator<<(std::ostream& os, IntArrayRef shape) { return os << shape_str(shape); }
 
 // Element counts are multiplied with overflow checks (issue 14, item 10): a shape such as
 // {2^31, 2^31, 2^31} would otherwise wrap to a small or negative count, and a tensor of that

@@ -114,9 +114,9 @@ TensorDict libtorch_optimizer_state(const TensorDict& tensors, const std::map<st
     return it->second;
   };
   auto number_tensor = [&](const IValue& v, const std::string& key) -> Tensor {
-    if (v.isBool()) return scalar_tensor(v.toBool(), kBool);
-    if (v.isDouble()) return scalar_tensor(v.toDouble(), kFloat64);
-    if (v.isInt()) return scalar_tensor(static_cast<double>(v.toInt()), kFloat64);
+    if (v.isBool()) return tensor(v.toBool(), kBool);
+    if (v.isDouble()) return tensor(v.toDouble(), kFloat64);
+    if (v.isInt()) return tensor(static_cast<double>(v.toInt()), kFloat64);
     if (v.isTuple()) {
       std::vector<double> xs;
       for (const auto& e : v.toTupleRef().elements()) {

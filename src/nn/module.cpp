@@ -450,8 +450,6 @@ void copy_module_state(const Module& from, Module& to) {
 // ---- printing ----
 
 namespace {
-std::atomic<PrintStyle> g_print_style{PrintStyle::Python};
-
 // LibTorch's operator<<: the module's own line, then its children, each on a line of its own.
 void print_libtorch(std::ostream& stream, const Module& module, const std::string& indentation) {
   module.pretty_print(stream);
@@ -467,9 +465,6 @@ void print_libtorch(std::ostream& stream, const Module& module, const std::strin
   stream << indentation << ")";
 }
 }  // namespace
-
-void set_print_style(PrintStyle style) noexcept { g_print_style.store(style, std::memory_order_relaxed); }
-PrintStyle print_style() noexcept { return g_print_style.load(std::memory_order_relaxed); }
 
 void Module::pretty_print(std::ostream& stream) const {
   if (print_style() == PrintStyle::LibTorch) {

@@ -197,7 +197,7 @@ Tensor sum_over(const std::vector<Tensor>& parameters, const char* op, F&& per_p
     Tensor term = per_param(p);
     total = total.defined() ? total + term : term;
   }
-  return total.defined() ? total : scalar_tensor(0.0, kFloat32);
+  return total.defined() ? total : tensor(0.0, kFloat32);
 }
 
 }  // namespace

@@ -31,6 +31,7 @@
 #include "graft/core/factory.h"
 #include "graft/core/warning.h"
 #include "graft/ops/ops.h"
+#include "loss_checks.h"
 #include "ops_common.h"
 
 namespace graft {
@@ -49,6 +50,7 @@ namespace {
 using autograd::Node;
 using autograd::set_history;
 using detail::cast;
+using namespace detail::loss;  // the checks shared with loss2.cpp
 
 std::string str(const char* s) { return s; }
 // A double as a user would write it: 1.5, -0.25, nan.
@@ -56,52 +58,6 @@ std::string num(double v) {
   std::ostringstream os;
   os << v;
   return os.str();
-}
-
-// Reduction of per-element losses: none keeps them, mean averages over all elements, sum adds.
-Tensor apply_reduction(const Tensor& loss, Reduction r) {
-  switch (r) {
-    case Reduction::None: return loss;
-    case Reduction::Sum: return loss.sum();
-    case Reduction::Mean: return loss.mean();
-  }
-  return loss;
-}
-
-void check_reduction(Reduction r, const char* op) {
-  GRAFT_CHECK(r == Reduction::None || r == Reduction::Mean || r == Reduction::Sum, op,
-              "reduction kNone, kMean or kSum", "reduction value " + std::to_string(static_cast<int>(r)),
-              "pass graft::kNone, graft::kMean or graft::kSum");
-}
-
-void check_defined(const Tensor& t, const char* op, const char* what) {
-  GRAFT_CHECK(t.defined(), op, str("a defined ") + what + " tensor", "an undefined tensor",
-              "pass a tensor (only the optional weights may be left undefined)");
-}
-
-void check_floating(const Tensor& t, const char* op, const char* what) {
-  check_defined(t, op, what);
-  GRAFT_CHECK(t.is_floating_point(), op, str("a floating-point ") + what,
-              str(what) + " of dtype " + dtype_name(t.dtype()) + " and shape " + shape_str(t.sizes()),
-              str("convert it first: ") + what + ".to(graft::kFloat32)");
-}
-
-// For the elementwise losses: input and target must broadcast together.
-Shape check_broadcast(const Tensor& input, const Tensor& target, const char* op) {
-  check_floating(input, op, "input");
-  check_defined(target, op, "target");
-  const IntArrayRef a = input.sizes(), b = target.sizes();
-  const size_t n = std::max(a.size(), b.size());
-  bool ok = true;
-  for (size_t i = 0; i < n && ok; ++i) {
-    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    ok = da == db || da == 1 || db == 1;
-  }
-  GRAFT_CHECK(ok, op, "input and target shapes that broadcast together",
-              "input of shape " + shape_str(a) + " and target of shape " + shape_str(b),
-              "give the target the input's shape (sizes must match or be 1 in every trailing dimension)");
-  return broadcast_shapes(a, b, op);
 }
 
 // A weight tensor (`what`) that must broadcast to `shape` without enlarging it.
@@ -118,18 +74,6 @@ void check_weight_broadcasts_to(const Tensor& w, IntArrayRef shape, const char* 
   GRAFT_CHECK(ok, op, str("a ") + what + " that broadcasts to the input's shape " + shape_str(shape),
               str(what) + " of shape " + shape_str(s),
               "its sizes must match the input's or be 1 in every trailing dimension");
-}
-
-// Values of `t` as doubles, read without recording (for argument checks only).
-std::vector<double> read_values(const Tensor& t) {
-  NoGradGuard ng;
-  if (t.is_meta()) return {};  // Note [Meta device]: value checks need values
-  return kernels::to_doubles(t);
-}
-std::vector<int64_t> read_indices(const Tensor& t) {
-  NoGradGuard ng;
-  if (t.is_meta()) return {};  // Note [Meta device]: value checks need values
-  return kernels::to_int64s(t);
 }
 
 // ---- class-index losses (nll_loss, cross_entropy) ----

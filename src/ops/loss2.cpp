@@ -22,6 +22,7 @@
 #include "graft/core/factory.h"
 #include "graft/ops/activation2.h"
 #include "graft/ops/ops.h"
+#include "loss_checks.h"
 #include "ops_common.h"
 
 namespace graft {
@@ -29,72 +30,20 @@ namespace graft {
 namespace {
 
 using detail::cast;
+using namespace detail::loss;  // the checks shared with loss.cpp
 
 std::string loss2_str(const char* s) { return s; }
-
-Tensor loss2_reduce(const Tensor& loss, Reduction r) {
-  switch (r) {
-    case Reduction::None:
-      return loss;
-    case Reduction::Sum:
-      return loss.sum();
-    case Reduction::Mean:
-      return loss.mean();
-  }
-  return loss;
-}
-
-void loss2_check_reduction(Reduction r, const char* op) {
-  GRAFT_CHECK(r == Reduction::None || r == Reduction::Mean || r == Reduction::Sum, op, "reduction kNone, kMean or kSum",
-              "reduction value " + std::to_string(static_cast<int>(r)),
-              "pass graft::kNone, graft::kMean or graft::kSum");
-}
-
-void loss2_check_defined(const Tensor& t, const char* op, const char* what) {
-  GRAFT_CHECK(t.defined(), op, loss2_str("a defined ") + what + " tensor", "an undefined tensor",
-              "pass a tensor (only the optional weight may be left undefined)");
-}
-
-void loss2_check_floating(const Tensor& t, const char* op, const char* what) {
-  loss2_check_defined(t, op, what);
-  GRAFT_CHECK(t.is_floating_point(), op, loss2_str("a floating-point ") + what,
-              loss2_str(what) + " of dtype " + dtype_name(t.dtype()) + " and shape " + shape_str(t.sizes()),
-              loss2_str("convert it first: ") + what + ".to(graft::kFloat32)");
-}
 
 // The elementwise losses' input (floating) and target (any dtype, converted to the input's, as
 // PyTorch promotes), which must broadcast together.
 Tensor loss2_elementwise_target(const Tensor& input, const Tensor& target, const char* op) {
-  loss2_check_floating(input, op, "input");
-  loss2_check_defined(target, op, "target");
-  const IntArrayRef a = input.sizes(), b = target.sizes();
-  const size_t n = std::max(a.size(), b.size());
-  bool ok = true;
-  for (size_t i = 0; i < n && ok; ++i) {
-    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    ok = da == db || da == 1 || db == 1;
-  }
-  GRAFT_CHECK(ok, op, "input and target shapes that broadcast together",
-              "input of shape " + shape_str(a) + " and target of shape " + shape_str(b),
-              "give the target the input's shape (sizes must match or be 1 in every trailing dimension)");
+  check_broadcast(input, target, op);
   return target.is_floating_point() ? target : cast(target, input.dtype());
-}
-
-std::vector<int64_t> loss2_indices(const Tensor& t) {
-  NoGradGuard ng;
-  if (t.is_meta()) return {};  // Note [Meta device]: value checks need values
-  return kernels::to_int64s(t);
-}
-std::vector<double> loss2_values(const Tensor& t) {
-  NoGradGuard ng;
-  if (t.is_meta()) return {};
-  return kernels::to_doubles(t);
 }
 
 // The class-index losses' input: (N, C), (C) or 0-dim (one class), non-empty.
 void loss2_check_class_input(const Tensor& input, const char* op) {
-  loss2_check_floating(input, op, "input");
+  check_floating(input, op, "input");
   const int64_t nd = input.dim();
   GRAFT_CHECK((nd == 2 && input.size(1) != 0) || (nd == 1 && input.size(0) != 0) || nd == 0, op,
               "a non-empty vector (C) or matrix (N, C) input", "input of shape " + shape_str(input.sizes()),
@@ -102,7 +51,7 @@ void loss2_check_class_input(const Tensor& input, const char* op) {
 }
 
 void loss2_check_index_target(const Tensor& target, const char* op) {
-  loss2_check_defined(target, op, "target");
+  check_defined(target, op, "target");
   GRAFT_CHECK(target.dtype() == kInt64, op, "an int64 target of class indices",
               "target of dtype " + loss2_str(dtype_name(target.dtype())) + " and shape " + shape_str(target.sizes()),
               "class indices are int64: target.to(graft::kInt64)");
@@ -113,11 +62,11 @@ void loss2_check_index_target(const Tensor& target, const char* op) {
 Tensor soft_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   const detail::MetaOpScope meta_scope("soft_margin_loss", {&input, &target});  // Note [Meta device]
   const char* op = "soft_margin_loss";
-  loss2_check_reduction(reduction, op);
+  check_reduction(reduction, op);
   const Tensor y = loss2_elementwise_target(input, target, op);
   // log(1 + exp(-y x)) = -log_sigmoid(y x): ATen's log1p(exp(.)) without its overflow to inf
   // (where ATen gives inf and a nan gradient for -y x above ~710 in float64, this is finite).
-  return loss2_reduce(-log_sigmoid(input * y), reduction);
+  return apply_reduction(-log_sigmoid(input * y), reduction);
 }
 
 Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
@@ -125,37 +74,37 @@ Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target, co
   const detail::MetaOpScope meta_scope("multilabel_soft_margin_loss",
                                        {&input, &target, &weight});  // Note [Meta device]
   const char* op = "multilabel_soft_margin_loss";
-  loss2_check_reduction(reduction, op);
+  check_reduction(reduction, op);
   const Tensor y = loss2_elementwise_target(input, target, op);
   GRAFT_CHECK(input.dim() >= 1, op, "an input of at least 1 dim (C) or (N, C)", "a 0-dim input",
               "the last dim holds the classes");
   Tensor loss = -(y * log_sigmoid(input) + (1.0 - y) * log_sigmoid(-input));
   if (weight.defined()) {
-    loss2_check_floating(weight, op, "weight");
+    check_floating(weight, op, "weight");
     loss = loss * cast(weight, input.dtype());  // broadcasts as PyTorch's loss * weight does
   }
   const int64_t class_dim = input.dim() - 1;
   loss = loss.sum({class_dim}) / static_cast<double>(input.size(class_dim));
-  return loss2_reduce(loss, reduction);
+  return apply_reduction(loss, reduction);
 }
 
 Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, double margin, Reduction reduction) {
   const detail::MetaOpScope meta_scope("hinge_embedding_loss", {&input, &target});  // Note [Meta device]
   const char* op = "hinge_embedding_loss";
-  loss2_check_reduction(reduction, op);
+  check_reduction(reduction, op);
   const Tensor y = loss2_elementwise_target(input, target, op);
   // ATen's composite: where(y != 1, max(0, margin - x), 0) + where(y != -1, x, 0).
   const Tensor margin_clamp = clamp_min(margin - input, 0.0);
   const Tensor loss =
       where(ne(y, Scalar(1.0)), margin_clamp, Scalar(0.0)) + where(ne(y, Scalar(-1.0)), input, Scalar(0.0));
-  return loss2_reduce(loss, reduction);
+  return apply_reduction(loss, reduction);
 }
 
 Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_input, bool full, double eps,
                         Reduction reduction) {
   const detail::MetaOpScope meta_scope("poisson_nll_loss", {&input, &target});  // Note [Meta device]
   const char* op = "poisson_nll_loss";
-  loss2_check_reduction(reduction, op);
+  check_reduction(reduction, op);
   const Tensor y = loss2_elementwise_target(input, target, op);
   Tensor loss = log_input ? exp(input) - y * input : input - y * log(input + eps);
   if (full) {
@@ -167,16 +116,16 @@ Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, bool log_inpu
     const Tensor stirling = ys * log(ys) - ys + 0.5 * log(ys * (2.0 * M_PI));
     loss = loss + where(big, stirling, Scalar(0.0));
   }
-  return loss2_reduce(loss, reduction);
+  return apply_reduction(loss, reduction);
 }
 
 Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var, bool full, double eps,
                          Reduction reduction) {
   const detail::MetaOpScope meta_scope("gaussian_nll_loss", {&input, &target, &var});  // Note [Meta device]
   const char* op = "gaussian_nll_loss";
-  loss2_check_reduction(reduction, op);
+  check_reduction(reduction, op);
   const Tensor y = loss2_elementwise_target(input, target, op);
-  loss2_check_floating(var, op, "var");
+  check_floating(var, op, "var");
   // PyTorch's shape rules: var of the input's shape; or the input's without its last dim
   // (unsqueezed to broadcast); or that with a last dim of 1.
   Tensor v = var;
@@ -191,7 +140,7 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
         "var of shape " + shape_str(vs), "var is of incorrect size (PyTorch's ValueError)");
     if (drop_last) v = var.unsqueeze(-1);
   }
-  for (double x : loss2_values(var))
+  for (double x : read_values(var))
     GRAFT_CHECK(!(x < 0), op, "var >= 0 everywhere", "a negative entry " + std::to_string(x),
                 "var has negative entry/entries (PyTorch's ValueError): it is a variance");
   // PyTorch clamps var to eps in place under no_grad: the value is max(var, eps) and the gradient
@@ -205,14 +154,14 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
   const Tensor d = input - y;
   Tensor loss = 0.5 * (log(vc) + d * d / vc);
   if (full) loss = loss + 0.5 * std::log(2.0 * M_PI);
-  return loss2_reduce(loss, reduction);
+  return apply_reduction(loss, reduction);
 }
 
 Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, double margin, const Tensor& weight,
                          Reduction reduction) {
   const detail::MetaOpScope meta_scope("multi_margin_loss", {&input, &target, &weight});  // Note [Meta device]
   const char* op = "multi_margin_loss";
-  loss2_check_reduction(reduction, op);
+  check_reduction(reduction, op);
   GRAFT_CHECK(p == 1 || p == 2, op, "p 1 or 2", "p " + std::to_string(p), "only p == 1 and p == 2 supported");
   loss2_check_class_input(input, op);
   loss2_check_index_target(target, op);
@@ -223,12 +172,12 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
               "target of shape " + shape_str(target.sizes()) + " for input of shape " + shape_str(input.sizes()),
               "inconsistent target size: input (N, C) takes target (N); input (C) a 0-dim target");
   if (weight.defined()) {
-    loss2_check_floating(weight, op, "weight");
+    check_floating(weight, op, "weight");
     GRAFT_CHECK(weight.dim() == 1 && weight.numel() == C, op,
                 "a 1-D weight of " + std::to_string(C) + " values (one per class)",
                 "weight of shape " + shape_str(weight.sizes()), "weight must be one-dimensional, one value per class");
   }
-  for (int64_t t : loss2_indices(target))
+  for (int64_t t : read_indices(target))
     GRAFT_CHECK(t >= 0 && t < C, op, "class indices in [0, " + std::to_string(C) + ")", "target " + std::to_string(t),
                 "target out of range");
   const Tensor x = input.reshape({nframe, C});
@@ -243,13 +192,13 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
   z = where(is_y, Scalar(0.0), z);
   Tensor loss = z.sum({1}) / static_cast<double>(C);  // (N)
   if (reduction == Reduction::None && target.dim() == 0) loss = loss.reshape({});
-  return loss2_reduce(loss, reduction);
+  return apply_reduction(loss, reduction);
 }
 
 Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   const detail::MetaOpScope meta_scope("multilabel_margin_loss", {&input, &target});  // Note [Meta device]
   const char* op = "multilabel_margin_loss";
-  loss2_check_reduction(reduction, op);
+  check_reduction(reduction, op);
   loss2_check_class_input(input, op);
   loss2_check_index_target(target, op);
   const int64_t nd = input.dim();
@@ -259,7 +208,7 @@ Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reducti
   GRAFT_CHECK(ok, op, "a target of the input's shape " + shape_str(input.sizes()),
               "target of shape " + shape_str(target.sizes()),
               "inconsistent target size: one row of class indices per sample, padded with -1");
-  for (int64_t t : loss2_indices(target))
+  for (int64_t t : read_indices(target))
     GRAFT_CHECK(t >= -1 && t < C, op, "class indices in [-1, " + std::to_string(C) + ")", "target " + std::to_string(t),
                 "target out of range: a sample's targets end at its first -1");
   const Tensor x = input.reshape({nframe, C});
@@ -279,7 +228,7 @@ Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, Reducti
   z = z * count.unsqueeze(2) * non.unsqueeze(1);
   Tensor loss = z.sum({1, 2}) / static_cast<double>(C);  // (N)
   if (reduction == Reduction::None && nd <= 1) loss = loss.reshape({});
-  return loss2_reduce(loss, reduction);
+  return apply_reduction(loss, reduction);
 }
 
 }  // namespace graft

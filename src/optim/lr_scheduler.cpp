@@ -128,8 +128,8 @@ void LRScheduler::step() {
 
 StateDict LRScheduler::state_dict() const {
   StateDict sd("state dict key");
-  sd.insert("last_epoch", scalar_tensor(last_epoch_));
-  sd.insert("step_count", scalar_tensor(step_count_));
+  sd.insert("last_epoch", tensor(last_epoch_));
+  sd.insert("step_count", tensor(step_count_));
   sd.insert("base_lrs", tensor(base_lrs_, kFloat64));
   sd.insert("last_lr", tensor(last_lr_, kFloat64));
   return sd;
@@ -424,10 +424,10 @@ bool ReduceLROnPlateau::is_better(double a, double best) const {
 
 StateDict ReduceLROnPlateau::state_dict() const {
   StateDict sd("state dict key");
-  sd.insert("best", scalar_tensor(best_, kFloat64));
-  sd.insert("num_bad_epochs", scalar_tensor(num_bad_epochs_));
-  sd.insert("cooldown_counter", scalar_tensor(cooldown_counter_));
-  sd.insert("last_epoch", scalar_tensor(last_epoch_));
+  sd.insert("best", tensor(best_, kFloat64));
+  sd.insert("num_bad_epochs", tensor(num_bad_epochs_));
+  sd.insert("cooldown_counter", tensor(cooldown_counter_));
+  sd.insert("last_epoch", tensor(last_epoch_));
   sd.insert("last_lr", tensor(last_lr_, kFloat64));
   return sd;
 }

@@ -35,8 +35,8 @@ class OptionsCollector : public OptionsVisitor {
 class OptionsSaver : public OptionsVisitor {
  public:
   OptionsSaver(StateDict& out, std::string prefix) : out_(out), prefix_(std::move(prefix)) {}
-  void operator()(const char* name, double& v) override { out_.insert(prefix_ + name, scalar_tensor(v, kFloat64)); }
-  void operator()(const char* name, bool& v) override { out_.insert(prefix_ + name, scalar_tensor(v)); }
+  void operator()(const char* name, double& v) override { out_.insert(prefix_ + name, tensor(v, kFloat64)); }
+  void operator()(const char* name, bool& v) override { out_.insert(prefix_ + name, tensor(v)); }
   void operator()(const char* name, std::tuple<double, double>& v) override {
     out_.insert(prefix_ + name, tensor({std::get<0>(v), std::get<1>(v)}, kFloat64));
   }
@@ -95,7 +95,7 @@ class StateSaver : public ParamStateVisitor {
  public:
   StateSaver(StateDict& out, std::string prefix) : out_(out), prefix_(std::move(prefix)) {}
   void operator()(const char* name, int64_t& v, bool) override {
-    out_.insert(prefix_ + name, scalar_tensor(static_cast<double>(v), kFloat64));
+    out_.insert(prefix_ + name, tensor(static_cast<double>(v), kFloat64));
   }
   void operator()(const char* name, Tensor& v, bool) override {
     if (v.defined()) out_.insert(prefix_ + name, v);
@@ -392,7 +392,7 @@ StateDict Optimizer::state_dict() const {
     const std::string prefix = "param_groups." + std::to_string(gi) + ".";
     OptionsSaver saver(out, prefix);
     const_cast<OptimizerOptions&>(g.options()).visit(saver);
-    if (g.initial_lr()) out.insert(prefix + "initial_lr", scalar_tensor(*g.initial_lr(), kFloat64));
+    if (g.initial_lr()) out.insert(prefix + "initial_lr", tensor(*g.initial_lr(), kFloat64));
     std::vector<int64_t> ids;
     for (size_t i = 0; i < g.params().size(); ++i) ids.push_back(id++);
     out.insert(prefix + "params", tensor(ids, kInt64));

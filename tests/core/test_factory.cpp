@@ -65,8 +65,9 @@ TEST(Factory, TensorNestedShapes) {
   EXPECT_EQ(s.numel(), 1);
   EXPECT_EQ(s.dtype(), kFloat32);
   EXPECT_EQ(s.item<double>(), 2.5);
-  EXPECT_EQ(scalar_tensor(int64_t{3}).dtype(), kInt64);
-  EXPECT_EQ(scalar_tensor(true).dtype(), kBool);
+  EXPECT_EQ(scalar_tensor(int64_t{3}).dtype(), kFloat32);  // LibTorch: the options' dtype, whatever the value
+  EXPECT_EQ(scalar_tensor(true).dtype(), kFloat32);
+  EXPECT_EQ(scalar_tensor(true).item<float>(), 1.0f);
 }
 
 TEST(Factory, TensorOptionsOverrideDtypeAndRequiresGrad) {
@@ -88,9 +89,42 @@ TEST(Factory, TensorOptionsOverrideDtypeAndRequiresGrad) {
 }
 
 TEST(Factory, TensorErrors) {
-  EXPECT_TRUE(throws_error([] { tensor({{1.0, 2.0}, {3.0}}); }, {"tensor", "row", "length 1", "2"}));
-  EXPECT_TRUE(throws_error([] { tensor({{{1, 2}, {3}}}); }, {"tensor", "rectangular"}));
+  // LibTorch 1.13's own messages (printed by a LibTorch program) are in the hints.
+  EXPECT_TRUE(throws_error([] { tensor({{{1, 2}, {3, 4}}, {{5, 6}, {7}}}); },
+                           {"tensor", "rectangular",
+                            "Expected all sub-lists to have sizes: 2 (e.g. {5, 6}), but got sub-list {7} with sizes: 1"}));
+  EXPECT_TRUE(throws_error([] { tensor({{1.5, 2.0}, {3.0}}); },
+                           {"Expected all sub-lists to have sizes: 2 (e.g. {1.5, 2}), but got sub-list {3} with sizes: 1"}));
+  EXPECT_TRUE(throws_error([] { tensor({{{1, 2, 3}}, {{1, 2}}}); },
+                           {"Expected all sub-lists to have sizes: 1 3 (e.g. {{1, 2, 3}}), but got sub-list {{1, 2}} with "
+                            "sizes: 1 2"}));
+  EXPECT_TRUE(throws_error([] { tensor({{1, 2}, {1.5, 2.5}}); },
+                           {"tensor", "one scalar type", "Expected all elements of the tensor to have the same scalar type: "
+                                                         "Int, but got element of scalar type: Double"}));
   EXPECT_TRUE(throws_error([] { tensor({1, 2}, requires_grad()); }, {"requires_grad", "floating-point", "int64"}));
+}
+
+// LibTorch's TensorDataContainer rules, as a LibTorch 1.13 program printed them: int and int64_t
+// give int64, float and double the default dtype, bool, uint8_t and int16_t their own; an empty
+// braced list is float32 of shape [0]; a list of sizes is int64; nesting goes to any depth.
+TEST(Factory, TensorTakesWhatLibTorchsTensorTakes) {
+  EXPECT_EQ(tensor({}).sizes().vec(), S{0});
+  EXPECT_EQ(tensor({}).dtype(), kFloat32);
+  EXPECT_EQ(tensor(1).dtype(), kInt64);
+  EXPECT_EQ(tensor(true).dtype(), kBool);
+  EXPECT_EQ(tensor(uint8_t{3}).dtype(), kUInt8);
+  EXPECT_EQ(tensor(1.5f).dtype(), kFloat32);
+  EXPECT_EQ(tensor(int16_t{2}).dtype(), kInt16);
+  EXPECT_EQ(tensor(IntArrayRef{1, 2}).dtype(), kInt64);
+  EXPECT_EQ(tensor({{1, 2}, {3, 4}}, kFloat64).dtype(), kFloat64);
+  EXPECT_EQ(values(tensor({{1, 2}, {3, 4}}, kFloat64)), (V{1, 2, 3, 4}));
+  // 2^53 + 1 is exact through int64 (a double would round it to 2^53).
+  EXPECT_EQ(tensor({int64_t{9007199254740993}}).item<int64_t>(), int64_t{9007199254740993});
+  const Tensor deep = tensor({{{{1.0}, {2.0}}, {{3.0}, {4.0}}}, {{{5.0}, {6.0}}, {{7.0}, {8.0}}}});
+  EXPECT_EQ(deep.sizes().vec(), (S{2, 2, 2, 1}));
+  EXPECT_EQ(values(deep), (V{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(tensor(std::vector<bool>{true, false}).dtype(), kBool);
+  EXPECT_EQ(values(tensor(std::vector<float>{0.5f, 2.0f})), (V{0.5, 2}));
 }
 
 // ---- constant fills ----

@@ -253,8 +253,8 @@ TEST(Half, CloneContiguousCopyAndViews) {
 }
 
 TEST(Half, Printing) {
-  EXPECT_EQ(make({1.5, -2}, {2}).to(kBFloat16).toString(), "tensor([ 1.5000, -2.0000], dtype=graft.bfloat16)");
-  EXPECT_EQ(make({1, 2, 3, 4}, {2, 2}).to(kFloat16).t().toString(),
+  EXPECT_EQ(make({1.5, -2}, {2}).to(kBFloat16).str(), "tensor([ 1.5000, -2.0000], dtype=graft.bfloat16)");
+  EXPECT_EQ(make({1, 2, 3, 4}, {2, 2}).to(kFloat16).t().str(),
             "tensor([[1., 3.],\n        [2., 4.]], dtype=graft.float16)");
 }
 

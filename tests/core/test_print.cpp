@@ -1,4 +1,4 @@
-// Printing: graft's toString() / operator<< against strings PyTorch 1.13 printed for the same tensors
+// Printing in Python's style: graft's str() / repr() / operator<< under PrintStyle::Python against strings PyTorch 1.13 printed for the same tensors
 // (tests/fixtures/gen_print_fixtures.py wrote tests/fixtures/print_fixtures.inc), plus hand-written
 // cases for what the fixtures cannot build (half precision, views, undefined tensors).
 #include <gtest/gtest.h>
@@ -53,41 +53,43 @@ TEST(Print, MatchesPyTorchFixtures) {
   for (const auto& c : print_cases()) {
     SCOPED_TRACE(c.name);
     const Tensor t = build(c);
-    EXPECT_EQ(t.toString(), c.expected) << "case " << c.name;
+    EXPECT_EQ(t.str(), c.expected) << "case " << c.name;
   }
 }
 
-TEST(Print, StreamOperatorAndStrMatchToString) {
+TEST(Print, StreamOperatorInPythonStyleAndReprMatchStr) {
+  const PrintStyleGuard python(PrintStyle::Python);
   for (const auto& c : print_cases()) {
     const Tensor t = build(c);
     std::ostringstream os;
     os << t;
+    EXPECT_EQ(repr(t), c.expected) << "case " << c.name;
     EXPECT_EQ(os.str(), c.expected) << "case " << c.name;
     EXPECT_EQ(t.str(), c.expected) << "case " << c.name;
   }
 }
 
 TEST(Print, HandWrittenBasics) {
-  EXPECT_EQ(tensor({{1.0, 2.0}, {3.0, 4.0}}, requires_grad()).toString(),
+  EXPECT_EQ(tensor({{1.0, 2.0}, {3.0, 4.0}}, requires_grad()).str(),
             "tensor([[1., 2.],\n        [3., 4.]], requires_grad=True)");
-  EXPECT_EQ(scalar_tensor(3.5).toString(), "tensor(3.5000)");
-  EXPECT_EQ(tensor({1, 2, 3}).toString(), "tensor([1, 2, 3])");
-  EXPECT_EQ(tensor({true, false}).toString(), "tensor([ True, False])");
-  EXPECT_EQ(tensor({1.5, 2.0}, kFloat64).toString(), "tensor([1.5000, 2.0000], dtype=graft.float64)");
-  EXPECT_EQ(zeros({0}).toString(), "tensor([])");
-  EXPECT_EQ(tensor({NAN, INFINITY, -INFINITY}).toString(), "tensor([nan, inf, -inf])");
-  EXPECT_EQ(tensor({1e10, 1.0}).toString(), "tensor([1.0000e+10, 1.0000e+00])");
+  EXPECT_EQ(tensor(3.5).str(), "tensor(3.5000)");
+  EXPECT_EQ(tensor({1, 2, 3}).str(), "tensor([1, 2, 3])");
+  EXPECT_EQ(tensor({true, false}).str(), "tensor([ True, False])");
+  EXPECT_EQ(tensor({1.5, 2.0}, kFloat64).str(), "tensor([1.5000, 2.0000], dtype=graft.float64)");
+  EXPECT_EQ(zeros({0}).str(), "tensor([])");
+  EXPECT_EQ(tensor({NAN, INFINITY, -INFINITY}).str(), "tensor([nan, inf, -inf])");
+  EXPECT_EQ(tensor({1e10, 1.0}).str(), "tensor([1.0000e+10, 1.0000e+00])");
 }
 
-TEST(Print, UndefinedTensor) { EXPECT_EQ(Tensor().toString(), "[ Tensor (undefined) ]"); }
+TEST(Print, UndefinedTensor) { EXPECT_EQ(Tensor().str(), "[ Tensor (undefined) ]"); }
 
 TEST(Print, GradFnNameOfNonLeaf) {
   Tensor a = tensor({1.0, 2.0}, requires_grad());
   Tensor b = tensor({3.0, 4.0});
-  EXPECT_EQ((a * b).toString(), "tensor([3., 8.], grad_fn=<MulBackward0>)");
-  EXPECT_EQ((a + b).toString(), "tensor([4., 6.], grad_fn=<AddBackward0>)");
+  EXPECT_EQ((a * b).str(), "tensor([3., 8.], grad_fn=<MulBackward0>)");
+  EXPECT_EQ((a + b).str(), "tensor([4., 6.], grad_fn=<AddBackward0>)");
   // a detached result prints no autograd suffix
-  EXPECT_EQ((a * b).detach().toString(), "tensor([3., 8.])");
+  EXPECT_EQ((a * b).detach().str(), "tensor([3., 8.])");
 }
 
 TEST(Print, HalfPrecision) {
@@ -95,18 +97,18 @@ TEST(Print, HalfPrecision) {
   // tensor([ 1.5000, -2.0000], dtype=torch.float16 / torch.bfloat16).
   uint16_t half[2] = {0x3E00, 0xC000};
   uint16_t bf16[2] = {0x3FC0, 0xC000};
-  EXPECT_EQ(from_blob(half, {2}, kFloat16).toString(), "tensor([ 1.5000, -2.0000], dtype=graft.float16)");
-  EXPECT_EQ(from_blob(bf16, {2}, kBFloat16).toString(), "tensor([ 1.5000, -2.0000], dtype=graft.bfloat16)");
+  EXPECT_EQ(from_blob(half, {2}, kFloat16).str(), "tensor([ 1.5000, -2.0000], dtype=graft.float16)");
+  EXPECT_EQ(from_blob(bf16, {2}, kBFloat16).str(), "tensor([ 1.5000, -2.0000], dtype=graft.bfloat16)");
   uint16_t special[3] = {0x7C00, 0x7E00, 0x0001};  // inf, nan, smallest subnormal (2^-24)
-  EXPECT_EQ(from_blob(special, {3}, kFloat16).toString(), "tensor([       inf,        nan, 5.9605e-08], dtype=graft.float16)");
+  EXPECT_EQ(from_blob(special, {3}, kFloat16).str(), "tensor([       inf,        nan, 5.9605e-08], dtype=graft.float16)");
 }
 
 TEST(Print, ViewsPrintTheirOwnElements) {
   // PyTorch: torch.arange(12.).reshape(3, 4)[:, 1::2] and torch.tensor([1., 2., 3.]).expand(2, 3)
   Tensor m = make({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4}, kFloat32);
-  EXPECT_EQ(m.slice(1, 1, 4, 2).toString(), "tensor([[ 1.,  3.],\n        [ 5.,  7.],\n        [ 9., 11.]])");
-  EXPECT_EQ(tensor({1.0f, 2.0f, 3.0f}).expand({2, 3}).toString(), "tensor([[1., 2., 3.],\n        [1., 2., 3.]])");
-  EXPECT_EQ(m.select(0, 1).toString(), "tensor([4., 5., 6., 7.])");
+  EXPECT_EQ(m.slice(1, 1, 4, 2).str(), "tensor([[ 1.,  3.],\n        [ 5.,  7.],\n        [ 9., 11.]])");
+  EXPECT_EQ(tensor({1.0f, 2.0f, 3.0f}).expand({2, 3}).str(), "tensor([[1., 2., 3.],\n        [1., 2., 3.]])");
+  EXPECT_EQ(m.select(0, 1).str(), "tensor([4., 5., 6., 7.])");
 }
 
 }  // namespace

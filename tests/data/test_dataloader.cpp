@@ -67,7 +67,7 @@ class ItemDataset : public data::Dataset {
     if (sleep_us_) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
     --active_;
     GRAFT_CHECK(i != throw_at_, "ItemDataset::get", "a readable example", "a broken one at " + std::to_string(i), "");
-    return {full({3}, static_cast<double>(i)), scalar_tensor(i)};
+    return {full({3}, static_cast<double>(i)), tensor(i)};
   }
   int max_active() const { return max_active_.load(); }
 
@@ -91,7 +91,7 @@ TEST(TensorDataset, RowsAndErrors) {
   EXPECT_TRUE(throws_error([&] { ds.get(-1); }, {"TensorDataset::get", "-1"}));
   EXPECT_TRUE(throws_error([] { data::TensorDataset(zeros({4, 2}), zeros({3})); },
                            {"TensorDataset", "4 examples", "3 targets"}));
-  EXPECT_TRUE(throws_error([] { data::TensorDataset(scalar_tensor(1.0), zeros({3})); }, {"first (example) dim"}));
+  EXPECT_TRUE(throws_error([] { data::TensorDataset(tensor(1.0), zeros({3})); }, {"first (example) dim"}));
   // Data that requires grad is stored detached.
   data::TensorDataset g(ones({2, 2}, requires_grad()), zeros({2}));
   EXPECT_FALSE(g.get(0).data.requires_grad());

@@ -18,7 +18,7 @@ struct Pairs : data::datasets::Dataset<Pairs> {
   explicit Pairs(size_t n) : n_(n) {}
   data::Example<> get(size_t index) override {
     const auto i = static_cast<double>(index);
-    return {make({i, 10 * i}, {2}), graft::scalar_tensor(static_cast<int64_t>(index % 3))};
+    return {make({i, 10 * i}, {2}), graft::tensor(static_cast<int64_t>(index % 3))};
   }
   std::optional<size_t> size() const override { return n_; }
   size_t n_;
@@ -37,7 +37,7 @@ std::pair<std::vector<double>, std::vector<int64_t>> epoch(Loader& loader) {
 }
 
 TEST(LibTorchData, Example) {
-  data::Example<> e(graft::tensor({1.0, 2.0}), graft::scalar_tensor(int64_t{3}));
+  data::Example<> e(graft::tensor({1.0, 2.0}), graft::tensor(int64_t{3}));
   EXPECT_EQ(values(e.data), (std::vector<double>{1, 2}));
   EXPECT_EQ(e.target.item<int64_t>(), 3);
   data::Example<int, std::string> custom{4, "four"};
@@ -68,7 +68,7 @@ TEST(LibTorchData, CustomDatasetMapNormalizeStack) {
 TEST(LibTorchData, NormalizePerChannelAndLambdas) {
   // A (2, 1, 2) image: channel 0 = {1, 3}, channel 1 = {10, 20}; means {1, 10}, stds {2, 5}.
   data::transforms::Normalize<> norm({1.0, 10.0}, {2.0, 5.0});
-  data::Example<> e(make({1, 3, 10, 20}, {2, 1, 2}, kFloat32), graft::scalar_tensor(int64_t{0}));
+  data::Example<> e(make({1, 3, 10, 20}, {2, 1, 2}, kFloat32), graft::tensor(int64_t{0}));
   data::Example<> out = norm.apply(e);
   EXPECT_EQ(values(out.data), (std::vector<double>{0, 1, 0, 2}));
   EXPECT_EQ(norm.mean.sizes().vec(), (std::vector<int64_t>{2, 1, 1}));

@@ -492,6 +492,7 @@ TEST(SyncBatchNorm, EqualsBatchNormOnTheGlobalBatch) {
 // SyncBatchNorm is BatchNorm's base with its own statistics: BatchNorm's state, reset_parameters and
 // PyTorch's repr, "SyncBatchNorm(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
 TEST(SyncBatchNorm, HasBatchNormsStateAndRepr) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   nn::SyncBatchNorm bn(nn::SyncBatchNormOptions(4).momentum(std::nullopt));
   std::vector<std::string> keys;
   for (const auto& item : bn->state_dict()) keys.push_back(item.key());

@@ -177,7 +177,7 @@ TEST(PickleInterop, WritesFilesTorchLoadReads) {
   t.insert("i8", tensor({-128, 127}, kInt8));
   t.insert("u8", tensor({0, 255}, kUInt8));
   t.insert("b", tensor({true, false}, kBool));
-  t.insert("scalar", scalar_tensor(3.25));
+  t.insert("scalar", tensor(3.25));
   t.insert("empty", zeros({0, 3}));
   pickle_save(IValue(t), dir + "/tensors.pt");
 
@@ -210,7 +210,7 @@ TEST(PickleInterop, WritesFilesTorchLoadReads) {
   for (size_t k = 0; k < entries.size(); ++k) {
     const auto& [name, shape] = entries[k];
     if (name == "bn.num_batches_tracked") {
-      sd.insert(name, scalar_tensor(int64_t{7}, kInt64));
+      sd.insert(name, tensor(int64_t{7}, kInt64));
       continue;
     }
     int64_t numel = 1;

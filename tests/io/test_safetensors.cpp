@@ -129,7 +129,7 @@ TEST(Safetensors, RoundTripsEveryDtypeShapeAndStride) {
   std::memcpy(i64.data_ptr(), iv, sizeof iv);
   d.insert("i64", i64);
   d.insert("bool", make({1, 0, 0, 1}, {2, 2}, kBool));
-  d.insert("scalar", scalar_tensor(2.5));
+  d.insert("scalar", tensor(2.5));
   d.insert("empty", zeros({0, 5}));
   d.insert("expanded", tensor({1.f, 2.f}).expand({3, 2}));
   d.insert("grad", ones({2}, requires_grad()) * 3);  // has history: only its data is saved
@@ -344,7 +344,7 @@ TEST(Checkpoint, PartsWithPrefixes) {
   model.insert("fc1.weight", make({1, 2, 3, 4}, {2, 2}, kFloat32));
   model.insert("fc1.bias", make({5, 6}, {2}, kFloat32));
   optim.insert("state.0.exp_avg", make({0.5, 0.25}, {2}, kFloat32));
-  optim.insert("state.0.step", scalar_tensor(int64_t{10}));
+  optim.insert("state.0.step", tensor(int64_t{10}));
   io::save_checkpoint(path, {{"model.", model}, {"optim.", optim}}, {{"epoch", "3"}});
 
   io::Checkpoint c = io::load_checkpoint(path);

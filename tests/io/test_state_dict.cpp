@@ -245,14 +245,14 @@ TEST(StateDict, ADtypeMismatchIsAnErrorUnlessConverting) {
 
   // An int32 counter converts to the int64 buffer; a float counter does not.
   impl::GenericDict d = sd_net_dict();
-  d.insert_or_assign("bn.num_batches_tracked", scalar_tensor(int32_t{42}, kInt32));
+  d.insert_or_assign("bn.num_batches_tracked", tensor(int32_t{42}, kInt32));
   const std::string p32 = dir / "i32.pt";
   pickle_save(IValue(d), p32);
   SdNet n2;
   load_state_dict(n2, p32, convert);
   EXPECT_EQ(n2->bn->num_batches_tracked.dtype(), kInt64);
   EXPECT_EQ(n2->bn->num_batches_tracked.item<int64_t>(), 42);
-  d.insert_or_assign("bn.num_batches_tracked", scalar_tensor(3.0, kFloat32));
+  d.insert_or_assign("bn.num_batches_tracked", tensor(3.0, kFloat32));
   const std::string pf = dir / "float_counter.pt";
   pickle_save(IValue(d), pf);
   SdNet n3;

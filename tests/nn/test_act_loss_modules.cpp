@@ -50,6 +50,7 @@ TEST(ActivationModules, ForwardEqualsTheFunctionals) {
 }
 
 TEST(ActivationModules, NamesAndPrinting) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   EXPECT_EQ(nn::SELU()->name(), "SELU");
   EXPECT_EQ(nn::Hardswish()->name(), "Hardswish");
   EXPECT_EQ(repr(*nn::Hardtanh()), "Hardtanh(min_val=-1.0, max_val=1.0)");
@@ -100,6 +101,7 @@ TEST(LossModules, OptionsDefaultsAndSpellings) {
 }
 
 TEST(LossModules, ForwardEqualsTheFunctionals) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   const Tensor a = make({0.5, 2.0, -1.0, 0.1, 1.2, -0.3}, {2, 3});
   const Tensor b = make({0.0, 0.4, 1.0, 0.2, -0.7, 0.9}, {2, 3});
   const Tensor c = make({1.0, -0.2, 0.3, 0.8, 0.1, -1.5}, {2, 3});

@@ -318,6 +318,7 @@ template <class T> std::string printed(const T& module) {
 
 // The strings PyTorch 1.13 prints: repr(torch.nn.PReLU()), ...
 TEST(Activation2Print, PythonForms) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   EXPECT_EQ(printed(nn::PReLU()), "PReLU(num_parameters=1)");
   EXPECT_EQ(printed(nn::PReLU(nn::PReLUOptions().num_parameters(3).init(0.1))), "PReLU(num_parameters=3)");
   EXPECT_EQ(printed(nn::RReLU()), "RReLU(lower=0.125, upper=0.3333333333333333)");

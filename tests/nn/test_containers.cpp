@@ -479,8 +479,10 @@ TEST(Cloneable, NonCloneableModuleSaysHow) {
 
 // ---- printing ----
 
-TEST(PrintStyle, PythonIsTheDefault) {
-  EXPECT_EQ(nn::print_style(), nn::PrintStyle::Python);
+TEST(PrintStyle, LibTorchIsTheDefault) {
+  EXPECT_EQ(nn::print_style(), nn::PrintStyle::LibTorch);
+  EXPECT_EQ(printed(nn::Linear(3, 4)), "graft::nn::Linear(in_features=3, out_features=4, bias=true)");
+  const PrintStyleGuard python(PrintStyle::Python);
   EXPECT_EQ(printed(nn::Linear(3, 4)), "Linear(in_features=3, out_features=4, bias=True)");
 }
 
@@ -520,10 +522,11 @@ TEST(PrintStyle, LibTorchForms) {
 
 TEST(PrintStyle, GuardRestoresAndPythonFormsOfParameterContainers) {
   {
-    nn::PrintStyleGuard style(nn::PrintStyle::LibTorch);
-    EXPECT_EQ(nn::print_style(), nn::PrintStyle::LibTorch);
+    nn::PrintStyleGuard style(nn::PrintStyle::Python);
+    EXPECT_EQ(nn::print_style(), nn::PrintStyle::Python);
   }
-  EXPECT_EQ(nn::print_style(), nn::PrintStyle::Python);
+  EXPECT_EQ(nn::print_style(), nn::PrintStyle::LibTorch);
+  const PrintStyleGuard python(PrintStyle::Python);
   // PyTorch 1.13's reprs.
   EXPECT_EQ(printed(nn::ParameterList(zeros({2, 3}), zeros({3}))),
             "ParameterList(\n"

@@ -27,6 +27,7 @@ void expect_pytorch_bound(const Tensor& t, int64_t fan_in) {
 }
 
 TEST(Conv1dModule, OptionsShapesForwardAndRepr) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   manual_seed(1);
   const auto o = nn::Conv1dOptions(4, 6, 3);
   EXPECT_EQ(o.stride()[0], 1);
@@ -62,6 +63,7 @@ TEST(Conv1dModule, OptionsShapesForwardAndRepr) {
 }
 
 TEST(Conv3dModule, OptionsShapesForwardAndRepr) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   manual_seed(4);
   nn::Conv3d conv(nn::Conv3dOptions(4, 2, {3, 2, 1}).stride({1, 2, 1}).padding(1).groups(2));
   EXPECT_EQ(conv->weight.sizes().vec(), (std::vector<int64_t>{2, 2, 3, 2, 1}));
@@ -85,6 +87,7 @@ TEST(Conv3dModule, OptionsShapesForwardAndRepr) {
 }
 
 TEST(ConvTranspose1dModule, OptionsShapesForwardAndRepr) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   manual_seed(8);
   nn::ConvTranspose1d up(nn::ConvTranspose1dOptions(4, 6, 4).stride(2).padding(1).output_padding(1).groups(2));
   EXPECT_EQ(up->weight.sizes().vec(), (std::vector<int64_t>{4, 3, 4}));  // (in, out / groups, k)
@@ -109,6 +112,7 @@ TEST(ConvTranspose1dModule, OptionsShapesForwardAndRepr) {
 }
 
 TEST(Pool1dModules, ForwardAndRepr) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   const Tensor x = rnd({2, 3, 9}, 11);
   nn::MaxPool1d mp(nn::MaxPool1dOptions(3).stride(2).padding(1));
   EXPECT_TRUE(all_close(mp(x), F::max_pool1d(x, F::MaxPool1dFuncOptions(3).stride(2).padding(1)), 0, 0));
@@ -125,6 +129,7 @@ TEST(Pool1dModules, ForwardAndRepr) {
 }
 
 TEST(AdaptiveMaxPool2dModule, ForwardIndicesAndRepr) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   const Tensor x = rnd({2, 3, 7, 5}, 12);
   nn::AdaptiveMaxPool2d pool(nn::AdaptiveMaxPool2dOptions({3, 2}));
   auto [y, idx] = pool->forward_with_indices(x);

@@ -39,6 +39,7 @@ void channel_stats(const Tensor& x, std::vector<double>& mean, std::vector<doubl
 // ---- Conv2d ----
 
 TEST(Conv2dModule, ForwardStateDictAndRepr) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   manual_seed(1);
   nn::Conv2d conv(nn::Conv2dOptions(4, 6, {3, 2}).stride(2).padding(1).dilation({2, 1}).groups(2));
   EXPECT_EQ(conv->weight.sizes().vec(), (std::vector<int64_t>{6, 2, 3, 2}));
@@ -114,6 +115,7 @@ TEST(Conv2dModule, CloneIsDeep) {
 // ---- pools ----
 
 TEST(PoolingModules, ForwardAndRepr) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   const Tensor x = rnd({2, 3, 7, 6}, 11);
   nn::MaxPool2d mp(nn::MaxPool2dOptions(3).stride(2).padding(1));
   EXPECT_TRUE(all_close(mp(x), F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1)), 0, 0));
@@ -151,6 +153,7 @@ TEST(PoolingModules, InASequential) {
 // ---- BatchNorm ----
 
 TEST(BatchNormModule, StateDictReprAndInit) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   nn::BatchNorm2d bn(3);
   EXPECT_EQ(keys(*bn), (std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}));
   EXPECT_TRUE(all_close(bn->weight, {1, 1, 1}, {3}, 0, 0));
@@ -256,6 +259,7 @@ TEST(BatchNormModule, GradcheckErrorsAndStateDictRoundTrip) {
 // ---- LayerNorm ----
 
 TEST(LayerNormModule, ForwardStateDictAndRepr) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   nn::LayerNorm ln(nn::LayerNormOptions({3, 4}).eps(1e-3));
   EXPECT_EQ(keys(*ln), (std::vector<std::string>{"weight", "bias"}));
   EXPECT_EQ(ln->weight.sizes().vec(), (std::vector<int64_t>{3, 4}));

@@ -328,6 +328,7 @@ TEST(Losses, WeightsAreBuffers) {
 // ---- containers ----
 
 TEST(Sequential, ForwardIndexingAndNames) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   manual_seed(10);
   nn::Sequential seq(nn::Linear(4, 3), nn::ReLU(), nn::Linear(3, 2));
   EXPECT_EQ(seq->size(), 3u);
@@ -589,6 +590,7 @@ std::shared_ptr<nn::Module> build_case(const std::string& id) {
 }
 
 TEST(PyTorchFixtures, ReprStateDictKeysAndParameterNames) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   const Fixtures& f = fixtures();
   ASSERT_GE(f.reprs.size(), 30u);
   for (const auto& [id, expected] : f.reprs) {

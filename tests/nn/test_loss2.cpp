@@ -371,6 +371,7 @@ template <class T> std::string loss2_printed(const T& module) {
 
 // PyTorch 1.13's losses have no extra_repr: repr(torch.nn.SoftMarginLoss(reduction='sum')) is "SoftMarginLoss()".
 TEST(Loss2Print, PythonForms) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   EXPECT_EQ(loss2_printed(nn::SoftMarginLoss(kSum)), "SoftMarginLoss()");
   EXPECT_EQ(loss2_printed(nn::MultiLabelSoftMarginLoss()), "MultiLabelSoftMarginLoss()");
   EXPECT_EQ(loss2_printed(nn::HingeEmbeddingLoss(nn::HingeEmbeddingLossOptions().margin(2))), "HingeEmbeddingLoss()");

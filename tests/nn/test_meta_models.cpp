@@ -182,7 +182,7 @@ TEST(MetaModels, DefaultDeviceGuardMakesFactoriesMetaAndRestoresTheCpu) {
   EXPECT_TRUE(throws_error([] { DefaultDeviceGuard g(kCUDA); }, {"DefaultDeviceGuard", "cuda"}));
   // Printing shows the shape, not values; reading values is an error.
   const Tensor m = zeros({2, 3}, TensorOptions(kFloat64).device(kMeta));
-  EXPECT_EQ(m.toString(), "tensor(..., device='meta', size=(2, 3), dtype=graft.float64)");
+  EXPECT_EQ(m.str(), "tensor(..., device='meta', size=(2, 3), dtype=graft.float64)");
   EXPECT_TRUE(throws_error([&] { (void)m.to(kCPU); }, {"meta", "CPU"}));
   EXPECT_TRUE(throws_error([&] { (void)m.data_ptr<double>(); }, {"meta"}));
 }

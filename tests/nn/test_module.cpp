@@ -352,6 +352,7 @@ TEST(Module, CloneIsDeep) {
 }
 
 TEST(Module, PrettyPrint) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   Net net;
   std::ostringstream os;
   os << net;

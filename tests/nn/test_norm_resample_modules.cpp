@@ -20,6 +20,7 @@ namespace F = nn::functional;
 Tensor rnd_f32(IntArrayRef shape, uint64_t seed) { return uniform_sample(shape, seed, -2, 2).to(kFloat32); }
 
 TEST(GroupNormModule, ParametersReprAndForward) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   nn::GroupNorm gn(nn::GroupNormOptions(2, 4).eps(1e-3));
   EXPECT_EQ(keys(*gn), (std::vector<std::string>{"weight", "bias"}));
   EXPECT_TRUE(all_close(gn->weight, {1, 1, 1, 1}, {4}, 0, 0));
@@ -35,6 +36,7 @@ TEST(GroupNormModule, ParametersReprAndForward) {
 }
 
 TEST(InstanceNormModule, DefaultsHaveNoStateAndUseInstanceStatistics) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   nn::InstanceNorm2d in(3);
   EXPECT_TRUE(keys(*in).empty());
   EXPECT_FALSE(in->options.affine());
@@ -72,6 +74,7 @@ TEST(InstanceNormModule, RunningStatsTrainAndEval) {
 }
 
 TEST(UpsampleModule, OptionsReprAndForward) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   const Tensor x = rnd_f32({1, 2, 3, 4}, 4);
   nn::Upsample up(nn::UpsampleOptions().scale_factor(std::vector<double>{2, 2}));
   EXPECT_EQ(repr(*up), "Upsample(scale_factor=(2.0, 2.0), mode='nearest')");
@@ -83,6 +86,7 @@ TEST(UpsampleModule, OptionsReprAndForward) {
 }
 
 TEST(PadModules, OptionsReprAndForward) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   const Tensor x = rnd_f32({1, 2, 3, 4}, 5);
   const Tensor x1 = x.view({2, 3, 4});
   nn::ReflectionPad2d rp(nn::ReflectionPad2dOptions({1, 2, 2, 0}));
@@ -108,6 +112,7 @@ TEST(PadModules, OptionsReprAndForward) {
 }
 
 TEST(PixelShuffleModules, RoundTrip) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   const Tensor x = rnd_f32({2, 8, 2, 3}, 6);
   nn::PixelShuffle ps(2);
   nn::PixelUnshuffle pu(nn::PixelUnshuffleOptions(2));

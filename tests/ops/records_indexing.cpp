@@ -179,7 +179,7 @@ GRAFT_OP_RECORDS(indexing) {
                               {"cat", "tensor 1", "[3, 3]", "[2, 3]", "dimension 1"}},
                              {[] { cat({zeros({2, 3}), zeros({2, 3, 1})}, 0); },
                               {"cat", "tensor 1", "[2, 3, 1]", "[2, 3]", "number of dimensions"}},
-                             {[] { cat({zeros({2}), scalar_tensor(1.0)}, 0); }, {"cat", "zero-dimensional", "position 1"}},
+                             {[] { cat({zeros({2}), tensor(1.0)}, 0); }, {"cat", "zero-dimensional", "position 1"}},
                              {[] { cat({zeros({2, 3}), zeros({2, 3})}, 2); }, {"cat", "dim 2"}}}});
   recs.push_back({.name = "cat", .variant = "dim1_mixed_sizes",
                   .fn = [](const TensorList& a) { return cat(a, 1); },

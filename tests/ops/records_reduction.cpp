@@ -179,7 +179,7 @@ GRAFT_OP_RECORDS(reduction) {
                                   [] { return std::vector<TensorList>{{r({2, 3, 4}, 1)}, {r({5}, 2)}, {r({}, 3)}}; }));
   recs.back().errors = {dim_out_of_range([](const Tensor& x) { sum(x, {2}); }, "sum"),
                         repeated_dims([](const Tensor& x) { sum(x, {1, -1}); }, "sum"),
-                        {[] { sum(scalar_tensor(1.0), {0, -1}); }, {"sum", "each dim at most once", "[0, -1]"}}};
+                        {[] { sum(tensor(1.0), {0, -1}); }, {"sum", "each dim at most once", "[0, -1]"}}};
   recs.push_back(reduction_record("sum", "dim1", {1}, false, [](const Tensor& x) { return x.sum({1}); }, ref_sum,
                                   [] { return shapes_234(4); }));
   recs.push_back(reduction_record("sum", "dims02_keepdim", {0, 2}, true,

@@ -172,7 +172,7 @@ GRAFT_OP_RECORDS(views) {
                   .samples = [] { return std::vector<TensorList>{{r({2, 7}, 13)}}; },
                   .errors = {{[] { zeros({4}).slice(0, 0, 4, 0); }, {"slice", "positive step", "step 0"}},
                              {[] { zeros({4}).slice(1, 0, 4, 1); }, {"slice", "dim 1"}},
-                             {[] { scalar_tensor(1.0).slice(0, 0, 1, 1); }, {"slice", "0-dim"}}}});
+                             {[] { tensor(1.0).slice(0, 0, 1, 1); }, {"slice", "0-dim"}}}});
   recs.push_back({.name = "slice", .variant = "step3_clamped_end",
                   .fn = [](const TensorList& a) { return a[0].slice(0, 1, 100, 3); },
                   .reference = [](const TensorList& a) { return ref_slice(a[0], 0, 1, 100, 3); },
@@ -186,7 +186,7 @@ GRAFT_OP_RECORDS(views) {
                   .samples = [] { return std::vector<TensorList>{{r({3, 4}, 16)}}; },
                   .errors = {{[] { zeros({3, 4}).select(1, 4); }, {"select", "index 4", "size 4"}},
                              {[] { zeros({3, 4}).select(0, -4); }, {"select", "index -4"}},
-                             {[] { scalar_tensor(1.0).select(0, 0); }, {"select", "0-dim"}}}});
+                             {[] { tensor(1.0).select(0, 0); }, {"select", "0-dim"}}}});
   recs.push_back({.name = "select", .variant = "dim0",
                   .fn = [](const TensorList& a) { return select(a[0], 0, 1); },
                   .reference = [](const TensorList& a) {

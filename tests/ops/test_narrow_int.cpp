@@ -141,6 +141,7 @@ TEST(NarrowInt, InPlaceKeepsTheDtypeAndWraps) {
 }
 
 TEST(NarrowInt, FactoriesPrintingAndItem) {
+  const PrintStyleGuard python(PrintStyle::Python);  // compares PyTorch's repr
   const Tensor a = arange(4, kInt32);
   EXPECT_EQ(a.dtype(), kInt32);
   EXPECT_EQ(a.element_size(), 4);

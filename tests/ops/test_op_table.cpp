@@ -210,12 +210,14 @@ TEST(OpCoverage, EveryPublicOpIsListed) {
   // F::adaptive_max_pool2d_with_indices is LibTorch's name for the op adaptive_max_pool2d's pair;
   // F::interpolate only picks upsample_nearest2d or upsample_bilinear2d (their records cover it);
   // F::softmin (softmax of -x) and F::normalize (x / max(norm, eps)) are compositions of listed ops,
-  // as in LibTorch, checked against PyTorch in tests/ops/test_act_loss_fixtures.cpp.
+  // as in LibTorch, checked against PyTorch in tests/ops/test_act_loss_fixtures.cpp;
+  // F::local_response_norm is PyTorch's composition (pad, avg_pool, pow), checked against PyTorch
+  // in tests/nn/test_norm3d.cpp.
   // is_autocast_enabled (autocast.h) asks for the mode, it computes nothing; detail::attention_probs
   // and detail::attention_additive_mask (attention.h) are scaled_dot_product_attention's own formula,
   // shared with MultiheadAttention, not ops of their own.
   const std::set<std::string> not_ops = {"var_all",     "std_all", "adaptive_max_pool2d_with_indices",
-                                         "interpolate", "softmin", "normalize", "is_autocast_enabled",
+                                         "interpolate", "softmin", "normalize", "local_response_norm", "is_autocast_enabled",
                                          "attention_probs", "attention_additive_mask"};
   size_t declared = 0;
   // Every ops header, so that an op declared beside its guard (attention.h, rnn.h) is seen too.

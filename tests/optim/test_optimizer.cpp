@@ -185,19 +185,19 @@ TEST(OptimizerStateDict, MismatchesAreClearErrors) {
       [&] { dst.load_state_dict(edited([](auto& e) { e.insert("state.0.bogus", zeros({4, 3}, kFloat64)); })); },
       {"unexpected key 'state.0.bogus'"}));
   EXPECT_TRUE(throws_error(
-      [&] { dst.load_state_dict(edited([](auto& e) { e.insert("param_groups.0.momentum", scalar_tensor(0.9, kFloat64)); })); },
+      [&] { dst.load_state_dict(edited([](auto& e) { e.insert("param_groups.0.momentum", tensor(0.9, kFloat64)); })); },
       {"unexpected key 'param_groups.0.momentum'"}));
   EXPECT_TRUE(throws_error(
-      [&] { dst.load_state_dict(edited([](auto& e) { e.insert("state.9.step", scalar_tensor(1.0, kFloat64)); })); },
+      [&] { dst.load_state_dict(edited([](auto& e) { e.insert("state.9.step", tensor(1.0, kFloat64)); })); },
       {"state for id 9"}));
   EXPECT_TRUE(throws_error(
-      [&] { dst.load_state_dict(edited([](auto& e) { e.insert("lr", scalar_tensor(1.0, kFloat64)); })); },
+      [&] { dst.load_state_dict(edited([](auto& e) { e.insert("lr", tensor(1.0, kFloat64)); })); },
       {"the key 'lr'", "state.<id>.<name>"}));
   EXPECT_TRUE(throws_error(
       [&] { dst.load_state_dict(edited([](auto& e) { e["param_groups.1.lr"] = tensor({0.1, 0.2}, kFloat64); })); },
       {"param_groups.1.lr to be a single number", "shape [2]"}));
   EXPECT_TRUE(throws_error(
-      [&] { dst.load_state_dict(edited([](auto& e) { e["param_groups.0.lr"] = scalar_tensor(-1.0, kFloat64); })); },
+      [&] { dst.load_state_dict(edited([](auto& e) { e["param_groups.0.lr"] = tensor(-1.0, kFloat64); })); },
       {"Adam", "a learning rate >= 0", "lr = -1"}));
   {
     OrderedDict<std::string, Tensor> e;
@@ -416,7 +416,7 @@ TEST(Optimizer, CustomOptimizerWithItsOwnStep) {
   EXPECT_TRUE(all_close(w, {0.75, -0.75}, {2}, 0, 0));
   auto sd = opt.state_dict();
   EXPECT_EQ(sd.keys(), (std::vector<std::string>{"param_groups.0.lr", "param_groups.0.params"}));
-  sd.insert("state.0.step", scalar_tensor(1.0, kFloat64));
+  sd.insert("state.0.step", tensor(1.0, kFloat64));
   EXPECT_TRUE(throws_error([&] { opt.load_state_dict(sd); }, {"SignSGD keeps none", "state for id 0"}));
   EXPECT_TRUE(throws_error([&] { SignSGD({w}, SignSGDOptions(-1)); }, {"SignSGD", "a learning rate >= 0"}));
 }

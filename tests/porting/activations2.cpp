@@ -87,9 +87,6 @@ int main() {
   show("threshold_inplace", z, {9, 9, 2});
 
   // ---- printing (LibTorch's pretty_print) ----
-#ifdef GRAFT_CHECK
-  graft::nn::set_print_style(graft::nn::PrintStyle::LibTorch);
-#endif
   print_module("PReLU", torch::nn::PReLU(torch::nn::PReLUOptions().num_parameters(3)));
   print_module("RReLU", torch::nn::RReLU());
   print_module("RReLU with options", torch::nn::RReLU(torch::nn::RReLUOptions().lower(0.2).upper(0.4).inplace(true)));

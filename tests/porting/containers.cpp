@@ -259,10 +259,6 @@ void cloning() {
 }
 
 void printing() {
-#ifdef GRAFT_CHECK
-  // graft prints PyTorch's form by default; LibTorch's is one switch away (docs/porting.md).
-  graft::nn::set_print_style(graft::nn::PrintStyle::LibTorch);
-#endif
   print_lines("Linear", printed(torch::nn::Linear(3, 4)));
   print_lines("Linear without bias", printed(torch::nn::Linear(torch::nn::LinearOptions(3, 4).bias(false))));
   print_lines("Conv2d", printed(torch::nn::Conv2d(1, 2, 3)));

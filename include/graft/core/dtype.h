@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 
 namespace graft {
@@ -72,6 +73,9 @@ const DTypeInfo& dtype_info(DType t);
 
 size_t element_size(DType t);
 const char* dtype_name(DType t);  // "float32", "float64", "int64", "bool", ...
+// `std::cout << dtype` writes LibTorch's c10::ScalarType name ("Float", "Long"), as
+// `std::cout << t.scalar_type()` does in LibTorch (its `t.dtype()`, a TypeMeta, writes "float").
+std::ostream& operator<<(std::ostream& os, DType t);
 inline bool is_floating_point(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }
@@ -125,6 +129,9 @@ struct Device {
   bool operator==(const Device&) const = default;
   std::string str() const;
 };
+
+// `std::cout << device` writes Device::str(), "cpu", "meta", "cuda:0", as LibTorch does.
+std::ostream& operator<<(std::ostream& os, const Device& device);
 
 // The device factories use when their options name none: kCPU, or kMeta inside a
 // DefaultDeviceGuard (thread-local, as PyTorch's `with torch.device("meta"):`).

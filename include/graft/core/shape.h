@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <span>
 #include <string>
 #include <vector>
@@ -105,6 +106,8 @@ class Shape {
 
 // "[2, 3]", the way every graft error message prints a shape.
 std::string shape_str(IntArrayRef shape);
+// `std::cout << t.sizes()` writes shape_str's form, as LibTorch's ArrayRef does: "[2, 3]", "[]".
+std::ostream& operator<<(std::ostream& os, IntArrayRef shape);
 int64_t numel_of(IntArrayRef sizes);
 Shape contiguous_strides(IntArrayRef sizes);
 // Wraps a possibly negative dim into [0, ndim); throws a graft::Error naming `op` when out of range.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "graft/core/dtype.h"
+#include "graft/core/print_style.h"
 #include "graft/core/scalar.h"
 #include "graft/core/shape.h"
 #include "graft/core/storage.h"
@@ -361,9 +362,13 @@ class Tensor {
   Tensor& random_(int64_t to, Generator* generator = nullptr) const;
   // (also const overloads are not provided: an in-place op changes the tensor it is called on)
 
-  // Printing in PyTorch's layout: tensor([[1., 2.], [3., 4.]], requires_grad=True)
+  // LibTorch's type string, the backend and the scalar type: "CPUFloatType", "MetaLongType",
+  // "UndefinedType" for an undefined tensor.
   std::string toString() const;
-  std::string str() const { return toString(); }
+  // PyTorch's repr: "tensor([[1., 2.], [3., 4.]], requires_grad=True)" (graft::repr).
+  std::string str() const;
+  // LibTorch's TensorBase::print(): "[CPUFloatType [2, 3]]" and a newline to std::cerr.
+  void print() const;
 
   TensorImpl& impl() const;
   TensorImpl* unsafe_impl() const { return impl_.get(); }
@@ -377,7 +382,14 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
+// Writes the tensor in the current print style (Note [Print styles]): LibTorch's form by default.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+// LibTorch's at::print: values in columns that fit `linesize` characters, then "[ CPUFloatType{2,3} ]"
+// (Note [LibTorch's tensor print]); print(t) writes to std::cout with linesize 80.
+std::ostream& print(std::ostream& stream, const Tensor& tensor, int64_t linesize);
+void print(const Tensor& tensor, int64_t linesize = 80);
+// PyTorch's repr of the tensor: "tensor([1., 2.], requires_grad=True)".
+std::string repr(const Tensor& tensor);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator+(const Tensor& a, const Scalar& b);

@@ -594,5 +594,96 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiM
 Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target,
                               const MultilabelMarginLossFuncOptions& options = {});
 
+// ---- local response normalisation (issue 32; defined in src/nn/modules/norm3d.cpp) ----
+}  // namespace nn::functional
+namespace nn {
+// The options of nn::LocalResponseNorm and F::local_response_norm (LibTorch's LocalResponseNormOptions).
+struct LocalResponseNormOptions {
+  LocalResponseNormOptions(int64_t size) : size_(size) {}  // NOLINT
+  GRAFT_ARG(int64_t, size);
+  GRAFT_ARG(double, alpha) = 1e-4;
+  GRAFT_ARG(double, beta) = 0.75;
+  GRAFT_ARG(double, k) = 1.0;
+};
+}  // namespace nn
+namespace nn::functional {
+using LocalResponseNormFuncOptions = LocalResponseNormOptions;
+// input (N, C, *), at least 3 dims: input / (k + alpha * avg of input^2 over the channels
+// [c - size/2, c + (size-1)/2], zeros outside, always divided by size)^beta, as PyTorch.
+Tensor local_response_norm(const Tensor& input, const LocalResponseNormFuncOptions& options);
+
+// ---- Fold / Unfold (issue 32): LibTorch 1.13's FoldOptions / UnfoldOptions (nn::FoldOptions and
+// nn::UnfoldOptions are these, as LibTorch's FoldFuncOptions are its FoldOptions) and the
+// functionals over graft::fold / graft::unfold (graft/ops/ops.h: shapes, checks, gradients). F::unfold
+// also takes an unbatched (C, H, W) input, as PyTorch 1.13's F.unfold does; LibTorch 1.13's C++
+// F::unfold takes 4-D inputs only.
+struct FoldFuncOptions {
+  FoldFuncOptions(ExpandingArray<2> output_size, ExpandingArray<2> kernel_size)
+      : output_size_(output_size), kernel_size_(kernel_size) {}
+  GRAFT_ARG(ExpandingArray<2>, output_size);  // the image's (H, W)
+  GRAFT_ARG(ExpandingArray<2>, kernel_size);
+  GRAFT_ARG(ExpandingArray<2>, dilation) = 1;
+  GRAFT_ARG(ExpandingArray<2>, padding) = 0;  // zeros on both sides of each dim
+  GRAFT_ARG(ExpandingArray<2>, stride) = 1;
+};
+struct UnfoldFuncOptions {
+  UnfoldFuncOptions(ExpandingArray<2> kernel_size) : kernel_size_(kernel_size) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<2>, kernel_size);
+  GRAFT_ARG(ExpandingArray<2>, dilation) = 1;
+  GRAFT_ARG(ExpandingArray<2>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<2>, stride) = 1;
+};
+// (N, C kH kW, L) or (C kH kW, L) -> (N, C, H, W) or (C, H, W), overlapping blocks summed.
+inline Tensor fold(const Tensor& input, const FoldFuncOptions& options) {
+  return graft::fold(input, *options.output_size(), *options.kernel_size(), *options.dilation(), *options.padding(),
+                     *options.stride());
+}
+// (N, C, H, W) or (C, H, W) -> (N, C kH kW, L) or (C kH kW, L): one column per sliding block.
+inline Tensor unfold(const Tensor& input, const UnfoldFuncOptions& options) {
+  return graft::unfold(input, *options.kernel_size(), *options.dilation(), *options.padding(), *options.stride());
+}
+
+// ---- bilinear, embedding_bag (issue 32; src/nn/modules/bilinear.cpp, embedding_bag.cpp) ----
+// F::bilinear(input1, input2, weight, bias) is the op graft::bilinear (graft/ops/ops.h).
+using graft::bilinear;
+}  // namespace nn::functional
+
+// EmbeddingBag's mode: kSum or kMean (the Reductions of those names; kNone is an error) or kMax,
+// spelt as LibTorch's torch::kSum / kMean / kMax (one type here, where LibTorch has a variant of
+// three tag types).
+struct MaxMode {};
+inline constexpr MaxMode kMax{};
+class EmbeddingBagMode {
+ public:
+  enum class Kind { Sum, Mean, Max };  // in ATen's order: mode 0, 1, 2
+  EmbeddingBagMode(Reduction reduction);  // NOLINT(google-explicit-constructor)
+  EmbeddingBagMode(MaxMode) : kind_(Kind::Max) {}  // NOLINT(google-explicit-constructor)
+  Kind kind() const { return kind_; }
+  int64_t aten_mode() const { return static_cast<int64_t>(kind_); }
+  const char* name() const;  // PyTorch's "sum", "mean", "max"
+  bool operator==(const EmbeddingBagMode& other) const = default;
+
+ private:
+  Kind kind_ = Kind::Mean;
+};
+
+namespace nn::functional {
+struct EmbeddingBagFuncOptions {
+  GRAFT_ARG(Tensor, offsets) = {};  // 1-D input only: where each bag starts
+  GRAFT_ARG(std::optional<double>, max_norm) = std::nullopt;
+  GRAFT_ARG(double, norm_type) = 2.;
+  GRAFT_ARG(bool, scale_grad_by_freq) = false;
+  GRAFT_ARG(EmbeddingBagMode, mode) = kMean;
+  GRAFT_ARG(bool, sparse) = false;  // must stay false: graft has no sparse gradients
+  GRAFT_ARG(Tensor, per_sample_weights) = {};
+  GRAFT_ARG(bool, include_last_offset) = false;
+  GRAFT_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+};
+// input int64 / int32, 1-D with offsets or 2-D (B, L) without; weight (num, dim) -> (B, dim): the
+// op graft::embedding_bag (its rules there). max_norm first renormalises, in place and without
+// recording, the rows of weight that input names whose norm_type-norm exceeds max_norm (to
+// max_norm / (norm + 1e-7) times themselves), as PyTorch's F.embedding_bag.
+Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingBagFuncOptions& options = {});
+
 }  // namespace nn::functional
 }  // namespace graft

@@ -307,30 +307,13 @@ class Module : public std::enable_shared_from_this<Module> {
 
 std::ostream& operator<<(std::ostream& stream, const Module& module);
 
-// Note [Print styles]
-// `std::cout << module` prints in one of two styles, chosen process-wide:
-// - PrintStyle::Python (the default): PyTorch's repr, "Linear(in_features=3, out_features=4, bias=True)",
-//   children as "(name): ..." lines indented by two spaces; what graft's tests and fixtures check.
-// - PrintStyle::LibTorch: LibTorch's operator<<, "graft::nn::Linear(in_features=3, out_features=4,
-//   bias=true)" (torch:: renamed), each module's libtorch_repr() (or its pretty_print override),
-//   then, when it has children, "(\n", one "  (name): child" line each, indented, and ")".
-// Python stays the default because graft's own tests and its Python-side fixtures compare with
-// PyTorch's repr; a ported LibTorch program that prints modules calls
-// set_print_style(PrintStyle::LibTorch) once (or holds a PrintStyleGuard) to print what LibTorch does.
-enum class PrintStyle { Python, LibTorch };
-void set_print_style(PrintStyle style) noexcept;
-PrintStyle print_style() noexcept;
-// Sets a style for a scope and restores the previous one.
-class PrintStyleGuard {
- public:
-  explicit PrintStyleGuard(PrintStyle style) noexcept : previous_(print_style()) { set_print_style(style); }
-  ~PrintStyleGuard() { set_print_style(previous_); }
-  PrintStyleGuard(const PrintStyleGuard&) = delete;
-  PrintStyleGuard& operator=(const PrintStyleGuard&) = delete;
-
- private:
-  PrintStyle previous_;
-};
+// `std::cout << module` prints in the process-wide print style (Note [Print styles] in
+// graft/core/print_style.h): LibTorch's form by default, PyTorch's repr under PrintStyle::Python.
+// nn:: spellings of the style's names, which were nn's own before tensors followed the style too.
+using graft::PrintStyle;
+using graft::PrintStyleGuard;
+using graft::print_style;
+using graft::set_print_style;
 
 // Cloneable<Derived>: derive from it (instead of Module) and implement reset(), which registers
 // every parameter, buffer and submodule (LibTorch's pattern: the constructor calls reset()). Then

@@ -33,8 +33,10 @@
   /* resampling, padding */ X(upsample_nearest2d) X(upsample_bilinear2d) X(constant_pad_nd)        \
       X(reflection_pad1d) X(reflection_pad2d) X(replication_pad1d) X(replication_pad2d) X(pad)     \
       X(pixel_shuffle) X(pixel_unshuffle)                                                          \
+  /* sliding blocks */ X(unfold) X(fold)                                                           \
   /* joining and indexing */ X(cat) X(stack) X(split) X(split_with_sizes) X(chunk) X(index_select) \
       X(gather) X(scatter_add) X(index_add) X(embedding) X(one_hot)                                \
+  /* bilinear, bags of embeddings */ X(bilinear) X(embedding_bag)                                  \
   /* distances */ X(cosine_similarity) X(pairwise_distance)                                        \
   /* losses */ X(cross_entropy) X(nll_loss) X(mse_loss) X(l1_loss) X(smooth_l1_loss)               \
       X(binary_cross_entropy) X(binary_cross_entropy_with_logits) X(huber_loss) X(kl_div)          \

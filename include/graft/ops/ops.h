@@ -174,6 +174,24 @@ Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bia
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx = std::nullopt);
 // int64 (*,) -> int64 (*, num_classes); num_classes = -1 means max(input) + 1.
 Tensor one_hot(const Tensor& input, int64_t num_classes = -1);
+// Bilinear and bags of embeddings (issue 32; both in src/ops/embedding_bag.cpp, composites of
+// recorded ops, so double backward comes with them).
+// y = x1^T A x2 + b per output feature: input1 (..., in1), input2 (..., in2) with the same leading
+// dims, weight (out, in1, in2), bias (out) or undefined -> (..., out).
+Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight, const Tensor& bias = {});
+// Sums (mode 0), means (1) or maxima (2) of bags of rows of weight (num, dim), ATen's arguments:
+// indices int64 / int32, 1-D with offsets (bag b starts at offsets[b], offsets[0] == 0,
+// non-decreasing, <= indices' length; include_last_offset: offsets has one more entry, the end
+// of the last bag) or 2-D (B, L): B bags of L, offsets undefined. Entries equal to padding_idx
+// (negative counts from the end) are left out (and from a mean's count); an empty bag gives 0.
+// per_sample_weights (indices' shape, weight's dtype; mode 0 only) scale each row. mode 2's gradient
+// goes to each bag's first maximum per feature. scale_grad_by_freq divides a row's gradient by its
+// index's count in indices (not with mode 2). sparse must be false (graft has no sparse tensors).
+// Returns the output (B, dim) only, where ATen returns (output, offset2bag, bag_size, max_indices).
+Tensor embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
+                     bool scale_grad_by_freq = false, int64_t mode = 0, bool sparse = false,
+                     const Tensor& per_sample_weights = {}, bool include_last_offset = false,
+                     std::optional<int64_t> padding_idx = std::nullopt);
 
 // Convolution, pooling (input (N, C, H, W), or (C, H, W) unbatched; each size is one value for both
 // dims or {height, width}, as in ATen) and normalisation (conv.cpp, pooling.cpp, normalization.cpp).
@@ -253,6 +271,16 @@ Tensor pad(const Tensor& input, IntArrayRef pad, std::string_view mode = "consta
 // (N, C r^2, H, W) <-> (N, C, H r, W r).
 Tensor pixel_shuffle(const Tensor& input, int64_t upscale_factor);
 Tensor pixel_unshuffle(const Tensor& input, int64_t downscale_factor);
+// Sliding blocks (fold.cpp; F::unfold / F::fold and nn::Unfold / nn::Fold, ATen's im2col / col2im):
+// unfold: input (N, C, H, W) or (C, H, W) -> (N, C kH kW, L) or (C kH kW, L), column l holding
+// block l's values (row (c kH + i) kW + j: channel c, kernel tap (i, j); 0 in the padding), L the
+// blocks' count oH oW. fold, its adjoint: (N, C kH kW, L) or (C kH kW, L) -> (N, C, H, W) or
+// (C, H, W) with (H, W) = output_size, overlapping blocks summed. Each size is one value or
+// {height, width}. Float32 / float64; each is the other's backward.
+Tensor unfold(const Tensor& input, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
+              IntArrayRef stride);
+Tensor fold(const Tensor& input, IntArrayRef output_size, IntArrayRef kernel_size, IntArrayRef dilation,
+            IntArrayRef padding, IntArrayRef stride);
 
 // Distances (distance.cpp): cos of the angle between x1 and x2 along dim (broadcast), each norm clamped
 // to at least eps; the p-norm of x1 - x2 + eps along the last dim.

@@ -59,4 +59,33 @@ class FlattenImpl : public Cloneable<FlattenImpl> {
 };
 GRAFT_MODULE(Flatten);
 
+// ---- Bilinear (issue 32; src/nn/modules/bilinear.cpp) ----
+struct BilinearOptions {
+  BilinearOptions(int64_t in1_features, int64_t in2_features, int64_t out_features)
+      : in1_features_(in1_features), in2_features_(in2_features), out_features_(out_features) {}
+  GRAFT_ARG(int64_t, in1_features);
+  GRAFT_ARG(int64_t, in2_features);
+  GRAFT_ARG(int64_t, out_features);
+  GRAFT_ARG(bool, bias) = true;
+};
+
+// y = x1^T A x2 + b (graft::bilinear): weight (out_features, in1_features, in2_features), bias
+// (out_features) or undefined. PyTorch's initialisation: weight and bias ~ U(-1/sqrt(in1), 1/sqrt(in1)).
+class BilinearImpl : public Cloneable<BilinearImpl> {
+ public:
+  BilinearImpl(int64_t in1_features, int64_t in2_features, int64_t out_features)
+      : BilinearImpl(BilinearOptions(in1_features, in2_features, out_features)) {}
+  explicit BilinearImpl(const BilinearOptions& options);
+  void reset() override;
+  void reset_parameters();
+  // input1 (..., in1_features), input2 (..., in2_features) -> (..., out_features).
+  Tensor forward(const Tensor& input1, const Tensor& input2);
+  std::string extra_repr() const override;
+
+  BilinearOptions options;
+  Tensor weight;
+  Tensor bias;
+};
+GRAFT_MODULE(Bilinear);
+
 }  // namespace graft::nn

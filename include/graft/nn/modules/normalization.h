@@ -166,4 +166,86 @@ GRAFT_MODULE(InstanceNorm2d);
 extern template class InstanceNormImplBase<InstanceNorm1dImpl, 1>;
 extern template class InstanceNormImplBase<InstanceNorm2dImpl, 2>;
 
+// ---- BatchNorm3d, InstanceNorm3d, LocalResponseNorm, CrossMapLRN2d (src/nn/modules/norm3d.cpp) ----
+
+using BatchNorm3dOptions = BatchNormOptions;
+
+// Input (N, C, D, H, W).
+class BatchNorm3dImpl : public BatchNormImplBase<BatchNorm3dImpl> {
+ public:
+  explicit BatchNorm3dImpl(const BatchNormOptions& options) : BatchNormImplBase(options) { reset(); }
+  std::string libtorch_repr() const override;
+
+ protected:
+  void check_input_dim(const Tensor& input) const override;
+};
+GRAFT_MODULE(BatchNorm3d);
+
+extern template class BatchNormImplBase<BatchNorm3dImpl>;
+
+using InstanceNorm3dOptions = InstanceNormOptions;
+
+// Input (N, C, D, H, W) or unbatched (C, D, H, W); the semantics of InstanceNormImplBase above (the
+// same members and state). A class of its own because InstanceNormImplBase's member definitions
+// live in normalization.cpp, instantiated there for 1-D and 2-D only.
+class InstanceNorm3dImpl : public Cloneable<InstanceNorm3dImpl> {
+ public:
+  explicit InstanceNorm3dImpl(const InstanceNormOptions& options) : options(options) { reset(); }
+  void reset() override;
+  void reset_running_stats();
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  std::string libtorch_repr() const override;
+  bool uses_batch_statistics() const noexcept override { return false; }
+
+  InstanceNormOptions options;
+  Tensor weight, bias;                                      // undefined unless affine
+  Tensor running_mean, running_var, num_batches_tracked;   // undefined unless track_running_stats
+};
+GRAFT_MODULE(InstanceNorm3d);
+
+// LocalResponseNormOptions (size, alpha, beta, k) is declared with F::local_response_norm in
+// graft/nn/functional.h. Input (N, C, *) with at least 3 dims: each value divided by (k + alpha *
+// mean of x^2 over a window of `size` channels around it)^beta (PyTorch's LocalResponseNorm).
+class LocalResponseNormImpl : public Cloneable<LocalResponseNormImpl> {
+ public:
+  LocalResponseNormImpl(int64_t size) : LocalResponseNormImpl(LocalResponseNormOptions(size)) {}  // NOLINT
+  explicit LocalResponseNormImpl(const LocalResponseNormOptions& options);
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  std::string libtorch_repr() const override;
+
+  LocalResponseNormOptions options;
+};
+GRAFT_MODULE(LocalResponseNorm);
+
+struct CrossMapLRN2dOptions {
+  CrossMapLRN2dOptions(int64_t size) : size_(size) {}  // NOLINT
+  GRAFT_ARG(int64_t, size);
+  GRAFT_ARG(double, alpha) = 1e-4;
+  GRAFT_ARG(double, beta) = 0.75;
+  GRAFT_ARG(int64_t, k) = 1;  // an integer, as in LibTorch
+};
+
+// LibTorch's (and Lua Torch's) legacy cross-map LRN. Input (N, C, H, W) only: out = x * scale^-beta
+// with scale = k + alpha / size * (sum of x^2 over the channel window). Trap, kept for
+// compatibility: the window of channel c is [c - h, c + h] (h = (size - 1) / 2, clipped to the
+// channels) plus channel 0 always, which the legacy running-sum forward never subtracts. The
+// gradient is the exact derivative of this forward (LibTorch's hand-written backward is not, and
+// differs from it).
+class CrossMapLRN2dImpl : public Cloneable<CrossMapLRN2dImpl> {
+ public:
+  CrossMapLRN2dImpl(int64_t size) : CrossMapLRN2dImpl(CrossMapLRN2dOptions(size)) {}  // NOLINT
+  explicit CrossMapLRN2dImpl(const CrossMapLRN2dOptions& options);
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  std::string libtorch_repr() const override;
+
+  CrossMapLRN2dOptions options;
+};
+GRAFT_MODULE(CrossMapLRN2d);
+
 }  // namespace graft::nn
