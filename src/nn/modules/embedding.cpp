@@ -5,43 +5,58 @@
 #include "graft/core/factory.h"
 #include "graft/core/shape.h"
 #include "graft/nn/init.h"
+#include "embedding_internal.h"
 
 namespace graft::nn {
 
-EmbeddingImpl::EmbeddingImpl(EmbeddingOptions options_) : options(std::move(options_)) {
-  const int64_t num = options.num_embeddings();
-  GRAFT_CHECK(num >= 0 && options.embedding_dim() >= 0, "Embedding", "non-negative num_embeddings and embedding_dim",
-              std::to_string(num) + " and " + std::to_string(options.embedding_dim()),
-              "pass num_embeddings and embedding_dim >= 0");
-  if (auto idx = options.padding_idx()) {
-    GRAFT_CHECK(*idx < num && *idx >= -num, "Embedding", "padding_idx within num_embeddings " + std::to_string(num),
-                "padding_idx " + std::to_string(*idx), "negative values count from the end");
-    if (*idx < 0) options.padding_idx(*idx + num);
+namespace detail {
+
+std::optional<int64_t> checked_embedding_options(int64_t num, int64_t dim, std::optional<int64_t> padding_idx,
+                                                 const char* module) {
+  GRAFT_CHECK(num >= 0 && dim >= 0, module, "non-negative num_embeddings and embedding_dim",
+              std::to_string(num) + " and " + std::to_string(dim), "pass num_embeddings and embedding_dim >= 0");
+  if (!padding_idx) return padding_idx;
+  GRAFT_CHECK(*padding_idx < num && *padding_idx >= -num, module,
+              "padding_idx within num_embeddings " + std::to_string(num), "padding_idx " + std::to_string(*padding_idx),
+              "Padding_idx must be within num_embeddings; negative values count from the end");
+  return *padding_idx < 0 ? *padding_idx + num : *padding_idx;
+}
+
+Tensor embedding_weight(const Tensor& given, int64_t num, int64_t dim, std::optional<int64_t> padding_idx,
+                        const char* module) {
+  if (given.defined()) {
+    GRAFT_CHECK(given.dim() == 2 && given.size(0) == num && given.size(1) == dim, module,
+                "_weight of shape " + shape_str({num, dim}), "shape " + shape_str(given.sizes()),
+                "pass _weight of shape (num_embeddings, embedding_dim), or leave it unset");
+    return given.detach().clone();
   }
+  Tensor weight = graft::empty({num, dim});
+  init_embedding_weight(weight, padding_idx);
+  return weight;
+}
+
+void init_embedding_weight(const Tensor& weight, std::optional<int64_t> padding_idx) {
+  init::normal_(weight);
+  if (padding_idx) {
+    NoGradGuard no_grad;
+    weight.select(0, *padding_idx).zero_();
+  }
+}
+
+}  // namespace detail
+
+EmbeddingImpl::EmbeddingImpl(EmbeddingOptions options_) : options(std::move(options_)) {
+  options.padding_idx(
+      detail::checked_embedding_options(options.num_embeddings(), options.embedding_dim(), options.padding_idx(), "Embedding"));
   reset();
 }
 
 void EmbeddingImpl::reset() {
-  const Tensor& given = options._weight();
-  if (given.defined()) {
-    GRAFT_CHECK(given.dim() == 2 && given.size(0) == options.num_embeddings() && given.size(1) == options.embedding_dim(),
-                "Embedding", "_weight of shape " + shape_str({options.num_embeddings(), options.embedding_dim()}),
-                "shape " + shape_str(given.sizes()),
-                "pass _weight of shape (num_embeddings, embedding_dim), or leave it unset");
-    weight = register_parameter("weight", given.detach().clone());
-  } else {
-    weight = register_parameter("weight", graft::empty({options.num_embeddings(), options.embedding_dim()}));
-    reset_parameters();
-  }
+  weight = register_parameter("weight", detail::embedding_weight(options._weight(), options.num_embeddings(),
+                                                                 options.embedding_dim(), options.padding_idx(), "Embedding"));
 }
 
-void EmbeddingImpl::reset_parameters() {
-  init::normal_(weight);
-  if (auto idx = options.padding_idx()) {
-    NoGradGuard no_grad;
-    weight.select(0, *idx).zero_();
-  }
-}
+void EmbeddingImpl::reset_parameters() { detail::init_embedding_weight(weight, options.padding_idx()); }
 
 Tensor EmbeddingImpl::forward(const Tensor& indices) {
   return functional::embedding(indices, weight, functional::EmbeddingFuncOptions().padding_idx(options.padding_idx()));

@@ -8,6 +8,7 @@
 #include "graft/core/shape.h"
 #include "graft/nn/init.h"
 #include "graft/nn/modules/embedding.h"
+#include "embedding_internal.h"
 
 namespace graft {
 
@@ -82,41 +83,18 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
 namespace nn {
 
 EmbeddingBagImpl::EmbeddingBagImpl(EmbeddingBagOptions options_) : options(std::move(options_)) {
-  const int64_t num = options.num_embeddings();
-  GRAFT_CHECK(num >= 0 && options.embedding_dim() >= 0, "EmbeddingBag", "non-negative num_embeddings and embedding_dim",
-              std::to_string(num) + " and " + std::to_string(options.embedding_dim()),
-              "pass num_embeddings and embedding_dim >= 0");
-  if (auto idx = options.padding_idx()) {
-    GRAFT_CHECK(*idx < num && *idx >= -num, "EmbeddingBag", "padding_idx within num_embeddings " + std::to_string(num),
-                "padding_idx " + std::to_string(*idx),
-                "Padding_idx must be within num_embeddings; negative values count from the end");
-    if (*idx < 0) options.padding_idx(*idx + num);
-  }
+  options.padding_idx(detail::checked_embedding_options(options.num_embeddings(), options.embedding_dim(),
+                                                        options.padding_idx(), "EmbeddingBag"));
   reset();
 }
 
 void EmbeddingBagImpl::reset() {
-  const Tensor& given = options._weight();
-  if (given.defined()) {
-    GRAFT_CHECK(
-        given.dim() == 2 && given.size(0) == options.num_embeddings() && given.size(1) == options.embedding_dim(),
-        "EmbeddingBag", "_weight of shape " + shape_str({options.num_embeddings(), options.embedding_dim()}),
-        "shape " + shape_str(given.sizes()),
-        "pass _weight of shape (num_embeddings, embedding_dim), or leave it unset");
-    weight = register_parameter("weight", given.detach().clone());
-  } else {
-    weight = register_parameter("weight", graft::empty({options.num_embeddings(), options.embedding_dim()}));
-    reset_parameters();
-  }
+  weight = register_parameter("weight", detail::embedding_weight(options._weight(), options.num_embeddings(),
+                                                                 options.embedding_dim(), options.padding_idx(),
+                                                                 "EmbeddingBag"));
 }
 
-void EmbeddingBagImpl::reset_parameters() {
-  init::normal_(weight);
-  if (auto idx = options.padding_idx()) {
-    NoGradGuard no_grad;
-    weight.select(0, *idx).zero_();
-  }
-}
+void EmbeddingBagImpl::reset_parameters() { detail::init_embedding_weight(weight, options.padding_idx()); }
 
 Tensor EmbeddingBagImpl::forward(const Tensor& input, const Tensor& offsets, const Tensor& per_sample_weights) {
   return functional::embedding_bag(input, weight,

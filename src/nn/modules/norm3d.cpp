@@ -63,65 +63,6 @@ std::string BatchNorm3dImpl::libtorch_repr() const {
   return s.str();
 }
 
-// ---- InstanceNorm3d (InstanceNormImplBase's definitions in normalization.cpp, for D = 3) ----
-
-void InstanceNorm3dImpl::reset() {
-  detail::register_norm_state(*this, "pass num_features = the input's channel count");
-  reset_parameters();
-}
-
-void InstanceNorm3dImpl::reset_running_stats() {
-  if (!options.track_running_stats()) return;
-  NoGradGuard ng;
-  running_mean.zero_();
-  running_var.fill_(1);
-  num_batches_tracked.zero_();
-}
-
-void InstanceNorm3dImpl::reset_parameters() {
-  reset_running_stats();
-  if (options.affine()) {
-    init::ones_(weight);
-    init::zeros_(bias);
-  }
-}
-
-Tensor InstanceNorm3dImpl::forward(const Tensor& input) {
-  GRAFT_CHECK(input.dim() == 4 || input.dim() == 5, "InstanceNorm3d",
-              "a 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input", rank_str(input),
-              input.dim() == 3 ? "use InstanceNorm2d for (N, C, H, W) and (C, H, W) inputs" : "");
-  const bool unbatched = input.dim() == 4;
-  // As InstanceNormImplBase::forward: input statistics in training or without running statistics;
-  // the running statistics move in the first run of a checkpointed segment only.
-  const bool use_input_stats = is_training() || !options.track_running_stats();
-  const bool pass_stats = options.track_running_stats() && (!is_training() || !autograd::is_checkpoint_recompute());
-  const Tensor y = functional::instance_norm(unbatched ? input.unsqueeze(0) : input,
-                                             functional::InstanceNormFuncOptions()
-                                                 .running_mean(pass_stats ? running_mean : Tensor())
-                                                 .running_var(pass_stats ? running_var : Tensor())
-                                                 .weight(weight)
-                                                 .bias(bias)
-                                                 .use_input_stats(use_input_stats)
-                                                 .momentum(options.momentum())
-                                                 .eps(options.eps()));
-  return unbatched ? y.squeeze(0) : y;
-}
-
-std::string InstanceNorm3dImpl::extra_repr() const {
-  return std::to_string(options.num_features()) + ", eps=" + graft::detail::py_repr(options.eps()) +
-         ", momentum=" + graft::detail::py_repr(options.momentum()) +
-         ", affine=" + graft::detail::py_bool(options.affine()) +
-         ", track_running_stats=" + graft::detail::py_bool(options.track_running_stats());
-}
-
-std::string InstanceNorm3dImpl::libtorch_repr() const {
-  std::ostringstream s;
-  s << std::boolalpha << "graft::nn::InstanceNorm3d(" << options.num_features() << ", eps=" << options.eps()
-    << ", momentum=" << options.momentum() << ", affine=" << options.affine()
-    << ", track_running_stats=" << options.track_running_stats() << ")";
-  return s.str();
-}
-
 // ---- local_response_norm / LocalResponseNorm ----
 
 Tensor functional::local_response_norm(const Tensor& input, const LocalResponseNormFuncOptions& options) {

@@ -1,4 +1,5 @@
-// BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d.
+// BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d (the
+// others of norm3d.cpp).
 #include "graft/nn/modules/normalization.h"
 
 #include "../../core/format.h"
@@ -121,9 +122,14 @@ void InstanceNormImplBase<Derived, D>::reset_parameters() {
 
 template <class Derived, int64_t D>
 Tensor InstanceNormImplBase<Derived, D>::forward(const Tensor& input) {
-  const std::string shapes = D == 1 ? "a 2-D (C, L) or 3-D (N, C, L) input" : "a 3-D (C, H, W) or 4-D (N, C, H, W) input";
+  const std::string shapes = D == 1   ? "a 2-D (C, L) or 3-D (N, C, L) input"
+                             : D == 2 ? "a 3-D (C, H, W) or 4-D (N, C, H, W) input"
+                                      : "a 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input";
   GRAFT_CHECK(input.dim() == D + 1 || input.dim() == D + 2, this->name(), shapes,
-              "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(input.dim()) + "-D)", "");
+              "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(input.dim()) + "-D)",
+              input.dim() == D && D > 1 ? "use InstanceNorm" + std::to_string(D - 1) + "d for " + std::to_string(D) +
+                                              "-D and " + std::to_string(D + 1) + "-D inputs"
+                                        : "");
   const bool unbatched = input.dim() == D + 1;
   // Statistics of the input in training, or whenever there are no running statistics; running
   // statistics are updated in the first run of a checkpointed segment only (as BatchNorm's).
@@ -151,5 +157,6 @@ std::string InstanceNormImplBase<Derived, D>::extra_repr() const {
 
 template class InstanceNormImplBase<InstanceNorm1dImpl, 1>;
 template class InstanceNormImplBase<InstanceNorm2dImpl, 2>;
+template class InstanceNormImplBase<InstanceNorm3dImpl, 3>;
 
 }  // namespace graft::nn

@@ -185,25 +185,13 @@ extern template class BatchNormImplBase<BatchNorm3dImpl>;
 
 using InstanceNorm3dOptions = InstanceNormOptions;
 
-// Input (N, C, D, H, W) or unbatched (C, D, H, W); the semantics of InstanceNormImplBase above (the
-// same members and state). A class of its own because InstanceNormImplBase's member definitions
-// live in normalization.cpp, instantiated there for 1-D and 2-D only.
-class InstanceNorm3dImpl : public Cloneable<InstanceNorm3dImpl> {
+// Input (N, C, D, H, W) or unbatched (C, D, H, W).
+class InstanceNorm3dImpl : public InstanceNormImplBase<InstanceNorm3dImpl, 3> {
  public:
-  explicit InstanceNorm3dImpl(const InstanceNormOptions& options) : options(options) { reset(); }
-  void reset() override;
-  void reset_running_stats();
-  void reset_parameters();
-  Tensor forward(const Tensor& input);
-  std::string extra_repr() const override;
-  std::string libtorch_repr() const override;
-  bool uses_batch_statistics() const noexcept override { return false; }
-
-  InstanceNormOptions options;
-  Tensor weight, bias;                                      // undefined unless affine
-  Tensor running_mean, running_var, num_batches_tracked;   // undefined unless track_running_stats
+  explicit InstanceNorm3dImpl(const InstanceNormOptions& options) : InstanceNormImplBase(options) { reset(); }
 };
 GRAFT_MODULE(InstanceNorm3d);
+extern template class InstanceNormImplBase<InstanceNorm3dImpl, 3>;
 
 // LocalResponseNormOptions (size, alpha, beta, k) is declared with F::local_response_norm in
 // graft/nn/functional.h. Input (N, C, *) with at least 3 dims: each value divided by (k + alpha *
