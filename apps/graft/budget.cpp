@@ -80,8 +80,10 @@ int64_t program_share(const TrainConfig& cfg) {
 //      products; Note [Micro-batches] in train_step.h). They need every gradient whole, so they
 //      replace the step inside backward when graft chose it, and are not chosen with --batch-norm,
 //      --log or --report, or the user's own --step-in-backward;
-//   8. recomputing the whole forward in backward, by segments (--checkpoint-segments: the fewest
-//      that fit, or those with the lowest peak; about a third more time, the same numbers).
+//   8. recomputing the forward in backward, by segments: for the Transformer first every module a
+//      segment keeping its matrix products' outputs (--selective-recompute, Note [Selective
+//      recomputation]: a few percent more time); else the whole forward (--checkpoint-segments:
+//      the fewest that fit, or those with the lowest peak; about a third more time, the same numbers).
 // The batch size, the model and the optimiser stay the user's: when nothing fits, the error says
 // so before anything is trained, with the smallest budget that would fit (every saving taken).
 }  // namespace
@@ -174,7 +176,23 @@ BudgetChoice choose_for_budget(const TrainConfig& given, const Task& task, const
       }
     }
   }
-  // 8. Recomputing the forward by segments (checkpoint_sequential): the fewest segments that fit.
+  // 8. Recomputing the forward by segments (checkpoint_sequential): first every module a segment
+  //    that keeps its matrix products' outputs (--selective-recompute: the element-wise work and
+  //    attention's core recomputed, a few percent more time); else the fewest segments that fit
+  //    recomputing everything.
+  if (!fits() && c.config.checkpoint_segments == 0 && task.has_attention()) {
+    TrainConfig with = c.config;
+    with.checkpoint_segments = segmentable_modules(c.config, task, in.d);
+    with.selective_recompute = true;
+    with.eval_batch_size = given.eval_batch_size;
+    const Prediction q = plan_for(with);
+    if (q.run_peak <= budget) {
+      c.config = with;
+      p = q;
+      c.choices.push_back("--checkpoint-segments " + std::to_string(with.checkpoint_segments));
+      c.choices.push_back("--selective-recompute");
+    }
+  }
   if (!fits() && c.config.checkpoint_segments == 0) {
     const int64_t modules = segmentable_modules(c.config, task, in.d);
     Prediction best = p;

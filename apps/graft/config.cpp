@@ -159,6 +159,9 @@ void validate(const TrainConfig& config, const std::string& command) {
               "no --log or --report (their gradient monitor reads every gradient after backward)",
               c.log.empty() ? "--report" : "--log", "leave --step-in-backward out to monitor the gradients");
   // Micro-batches accumulate every gradient before the step (Note [Micro-batches] in train_step.h).
+  GRAFT_CHECK(!c.selective_recompute || c.checkpoint_segments > 0 || !c.memory_budget.empty(),
+              command + " --selective-recompute", "--checkpoint-segments N (N > 0)", "no checkpoint segments",
+              "it says what checkpoint segments keep: add --checkpoint-segments, e.g. the model's block count + 1");
   GRAFT_CHECK(c.micro_batches == 1 || !c.step_in_backward, command + " --micro-batches",
               "no --step-in-backward (it steps each parameter as its gradient completes; micro-batches need every "
               "gradient accumulated first)", "--step-in-backward", "choose one of the two");

@@ -52,6 +52,9 @@ struct TrainConfig {
   int64_t eval_limit = 0;       // evaluate on the first N held-out examples (images, or text windows); 0: all
   int64_t eval_batch_size = 0;  // held-out examples per evaluation batch; 0: the model's (1000 images, 64 windows)
   int64_t checkpoint_segments = 0;  // > 0: the forward through checkpoint_sequential (one process)
+  // With checkpoint segments: each keeps its linears' outputs (CheckpointPolicy::kSaveMatmuls) and
+  // recomputes only the element-wise work and attention's core (Note [Selective recomputation])
+  bool selective_recompute = false;
   bool chunked_loss = false;  // the output layer and the loss fused, chunked over rows (F::linear_cross_entropy)
   // > 1: each batch in this many micro-batches, one forward and backward each, their gradients
   // accumulated (optim::GradAccumulator, weighted by rows) before one step: the same update, the

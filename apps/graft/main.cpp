@@ -86,6 +86,9 @@ void add_memory_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
   cmd->add_option("--checkpoint-segments", cfg.checkpoint_segments,
                   "recompute the forward in backward by this many segments (checkpoint_sequential; 0: none)")
       ->capture_default_str();
+  cmd->add_flag("--selective-recompute", cfg.selective_recompute,
+                "with --checkpoint-segments: keep each segment's matrix products' outputs and recompute only the "
+                "element-wise work and attention's core (a few percent more time instead of a third)");
   cmd->add_option("--micro-batches", cfg.micro_batches,
                   "split each batch into this many micro-batches, gradients accumulated before one step (the same "
                   "update; the activations of one micro-batch); not with --step-in-backward or --batch-norm")

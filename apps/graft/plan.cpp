@@ -121,7 +121,8 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
         in_flight_per_example > 0 ? bytes_on(x.device(), in_flight_per_example * static_cast<double>(b)) : Tensor();
     const Tensor target = zeros(with_batch(b, form.target_sizes), x.options().dtype(form.target_dtype));
     (void)TrainStep{model,    nullptr,           opt.get(),           nullptr,           nullptr,
-                    segments, cfg.chunked_loss, cfg.step_in_backward, cfg.micro_batches}(x, target);
+                    segments, cfg.chunked_loss, cfg.step_in_backward, cfg.micro_batches,
+                    cfg.selective_recompute ? CheckpointPolicy::kSaveMatmuls : CheckpointPolicy::kRecomputeAll}(x, target);
   };
   Prediction r;
   {

@@ -134,6 +134,7 @@ std::vector<std::pair<std::string, std::string>> rank_flags(const TrainConfig& c
           {"--zero", std::to_string(c.zero)},
           {"--eval-limit", std::to_string(c.eval_limit)},
           {"--checkpoint-segments", std::to_string(c.checkpoint_segments)},
+          {"--selective-recompute", on_off(c.selective_recompute)},
           {"--chunked-loss", on_off(c.chunked_loss)},
           {"--step-in-backward", on_off(c.step_in_backward)},
           {"--micro-batches", std::to_string(c.micro_batches)},

@@ -254,7 +254,8 @@ EpochSums Run::train_epoch(int64_t epoch) {
     const bool gather = par_.monitored && par_.zero && cfg_.zero == 2 && step % std::max<int64_t>(1, cfg_.monitor_every) == 0;
     TrainStep train_step{model_,  par_.ddp.get(),           &opt_,           nullptr,
                          nullptr, cfg_.checkpoint_segments, cfg_.chunked_loss, cfg_.step_in_backward,
-                         cfg_.micro_batches};
+                         cfg_.micro_batches,
+                         cfg_.selective_recompute ? CheckpointPolicy::kSaveMatmuls : CheckpointPolicy::kRecomputeAll};
     if (gather || monitor_)
       train_step.after_backward = [&] {
         if (gather) par_.zero->gather_gradients();

@@ -50,7 +50,9 @@ StepResult TrainStep::operator()(const Tensor& data, const Tensor& batch_target)
       if (fused_output) {
         std::tie(loss, correct) = one.fused_forward(x, y);
       } else {
-        const Tensor logits = checkpoint_segments > 0 ? checkpoint_sequential(model, checkpoint_segments, x) : model->forward(x);
+        const Tensor logits = checkpoint_segments > 0
+                                  ? checkpoint_sequential(model, checkpoint_segments, x, checkpoint_policy)
+                                  : model->forward(x);
         loss = F::cross_entropy(logits, y);
         NoGradGuard no_grad;
         correct = eq(argmax(logits, 1), y).sum();
@@ -81,7 +83,7 @@ StepResult TrainStep::operator()(const Tensor& data, const Tensor& batch_target)
     return r;
   }
   const Tensor logits = ddp                       ? (*ddp)(data)
-                        : checkpoint_segments > 0 ? checkpoint_sequential(model, checkpoint_segments, data)
+                        : checkpoint_segments > 0 ? checkpoint_sequential(model, checkpoint_segments, data, checkpoint_policy)
                                                   : model->forward(data);
   r.loss = F::cross_entropy(logits, target);
   backward_and_step();
@@ -99,7 +101,8 @@ std::pair<Tensor, Tensor> TrainStep::fused_forward(const Tensor& data, const Ten
   nn::Sequential body;
   for (size_t i = 0; i + 1 < model->size(); ++i) body->push_back(model->entries()[i]);
   body->train(model->is_training());
-  Tensor h = checkpoint_segments > 0 ? checkpoint_sequential(body, checkpoint_segments, data) : body->forward(data);
+  Tensor h = checkpoint_segments > 0 ? checkpoint_sequential(body, checkpoint_segments, data, checkpoint_policy)
+                                     : body->forward(data);
   h = h.reshape({-1, head[0].size(1)});
   Tensor loss = F::linear_cross_entropy(h, head[0], head[1], target);
   Tensor correct = count_correct(h, head[0], head[1], target);

@@ -55,6 +55,8 @@ struct TrainStep {
   bool fused_output = false;        // the output layer and the loss as F::linear_cross_entropy (one process)
   bool step_in_backward = false;    // an optim::StepInBackward steps (and frees) each gradient during backward
   int64_t micro_batches = 1;        // > 1: Note [Micro-batches] (one process)
+  // What checkpoint segments keep: nothing, or their linears' outputs (--selective-recompute)
+  CheckpointPolicy checkpoint_policy = CheckpointPolicy::kRecomputeAll;
 
   // data: (B, ...) inputs; target: (B) labels or (B, T) next bytes (flattened here).
   StepResult operator()(const Tensor& data, const Tensor& target);

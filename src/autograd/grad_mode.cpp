@@ -37,6 +37,15 @@ void AnomalyMode::set_enabled(bool e) { anomaly_enabled = e; }
 bool is_checkpoint_recompute() { return checkpoint_recomputing; }
 CheckpointRecomputeGuard::CheckpointRecomputeGuard() : prev_(checkpoint_recomputing) { checkpoint_recomputing = true; }
 CheckpointRecomputeGuard::~CheckpointRecomputeGuard() { checkpoint_recomputing = prev_; }
+
+namespace detail {
+namespace {
+thread_local KeptOutputs* current_kept = nullptr;
+}  // namespace
+KeptOutputs* kept_outputs() { return current_kept; }
+KeptOutputsScope::KeptOutputsScope(KeptOutputs* kept) : prev_(current_kept) { current_kept = kept; }
+KeptOutputsScope::~KeptOutputsScope() { current_kept = prev_; }
+}  // namespace detail
 }  // namespace autograd
 
 }  // namespace graft

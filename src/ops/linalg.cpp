@@ -8,6 +8,7 @@
 #include "../kernels/linalg.h"
 #include "../kernels/linear_epilogue.h"
 #include "ops/autocast_internal.h"
+#include "graft/autograd/grad_mode.h"
 #include "graft/core/memory.h"
 #include "graft/ops/ops.h"
 #include "ops_common.h"
@@ -20,6 +21,9 @@ using autograd::set_history;
 using kernels::linalg::gemm_into;
 
 namespace {
+const char* kKeptHint =
+    "a checkpoint that keeps its linears' outputs (CheckpointPolicy::kSaveMatmuls) must run the same linears, "
+    "in the same order and on the same shapes, when it is recomputed in backward";
 
 // d mat2 of mat1 @ mat2 for the incoming gradient g: mat1^T @ g, laid out like mat2. When mat2 is
 // the transpose of a contiguous matrix (linear's weight.t()), it is computed as (g^T @ mat1)^T, so
@@ -386,9 +390,55 @@ void check_linear_args(const Tensor& input, const Tensor& weight, const Tensor& 
 }
 }  // namespace
 
+namespace {
+// A linear inside a checkpoint that keeps its products' outputs (Note [Selective recomputation] in
+// graft/autograd/grad_mode.h): the forward computes and keeps y, the recompute takes it back; both
+// record LinearBackward0, which saves x and W.
+Tensor kept_linear(const Tensor& input, const Tensor& weight, const Tensor& bias, autograd::detail::KeptOutputs& kept) {
+  const int64_t in = weight.size(1), out = weight.size(0);
+  Tensor y;
+  if (!kept.replay) {
+    const autograd::detail::KeptOutputsScope plain(nullptr);
+    const NoGradGuard no_grad;
+    y = linear(input, weight, bias);
+    kept.outputs.push_back(y);
+  } else {
+    GRAFT_CHECK(kept.next < kept.outputs.size(), "checkpoint",
+                "the recompute to run the " + std::to_string(kept.outputs.size()) + " linears the forward ran",
+                "linear number " + std::to_string(kept.next + 1), kKeptHint);
+    y = kept.outputs[kept.next++];
+    Shape expected(input.sizes());
+    expected[expected.size() - 1] = out;
+    GRAFT_CHECK(y.sizes().equals(expected) && y.dtype() == input.dtype(), "checkpoint",
+                "linear number " + std::to_string(kept.next) + " of the recompute to give the forward's " +
+                    shape_str(y.sizes()) + " " + dtype_name(y.dtype()),
+                shape_str(expected) + " " + dtype_name(input.dtype()), kKeptHint);
+  }
+  y = y.detach();  // a handle of its own: the kept one stays without history
+  const Shape bias_shape = bias.defined() ? Shape(bias.sizes()) : Shape();
+  const bool per_feature = bias.defined() && bias.numel() == out;
+  if (auto node = make_node("LinearBackward0", forward_op(OpId::linear), {&input, &weight, &bias},
+                            [in, out, bias_shape, per_feature](Node& n, const Tensor& g) -> TensorList {
+                              const Tensor x = n.saved(0), w = n.saved(1);
+                              const Tensor g2 = g.reshape({-1, out});
+                              return {n.needs_input_grad(0) ? g.matmul(w) : Tensor(),
+                                      n.needs_input_grad(1) ? g2.t().mm(x.reshape({-1, in})) : Tensor(),
+                                      n.needs_input_grad(2) ? (per_feature ? g2.sum(0) : g2.sum()).reshape(bias_shape)
+                                                            : Tensor()};
+                            })) {
+    node->save(input);
+    node->save(weight);
+    set_history(y, node);
+  }
+  return y;
+}
+}  // namespace
+
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   memory::OpScope op_scope("linear");  // names its allocations in the memory report
   check_linear_args(input, weight, bias, "linear");
+  if (auto* kept = autograd::detail::kept_outputs(); kept && !detail::lowp_dtype({&input, &weight, &bias}))
+    return kept_linear(input, weight, bias, *kept);
   if (const auto h = detail::lowp_dtype({&input, &weight, &bias})) {
     // One lower precision product with the weight as it is (saved without a copy, Note [Autocast]);
     // any leading dims fold into the rows.

@@ -131,8 +131,12 @@ const char* kSameSavesHint =
 
 class CheckpointBackward final : public Node {
  public:
-  CheckpointBackward(CheckpointFunction fn, const Generator::State& rng)
-      : Node("CheckpointBackward0", autograd::ForwardOp::unlisted("checkpoint")), fn_(std::move(fn)), rng_(rng) {}
+  CheckpointBackward(CheckpointFunction fn, const Generator::State& rng, CheckpointPolicy policy)
+      : Node("CheckpointBackward0", autograd::ForwardOp::unlisted("checkpoint")), fn_(std::move(fn)), rng_(rng),
+        kept_(policy == CheckpointPolicy::kSaveMatmuls ? std::make_shared<autograd::detail::KeptOutputs>() : nullptr) {}
+
+  // The linears' outputs kept by the forward (kSaveMatmuls), or nullptr.
+  autograd::detail::KeptOutputs* kept() const { return kept_.get(); }
 
   TensorList apply(const Tensor& grad_output) override {
     const autograd::detail::BackwardPassInfo* pass = autograd::detail::current_backward_pass();
@@ -152,7 +156,12 @@ class CheckpointBackward final : public Node {
     }
     Tensor out;
     auto count = std::make_shared<size_t>(0);
+    if (kept_) {
+      kept_->replay = true;
+      kept_->next = 0;
+    }
     {
+      const autograd::detail::KeptOutputsScope keep(kept_.get());
       GeneratorReplay replay(rng_);
       autograd::CheckpointRecomputeGuard recompute;
       EnableGradGuard grad_on;
@@ -175,6 +184,10 @@ class CheckpointBackward final : public Node {
           [](const Tensor& t) { return t; });
       out = fn_(detached);
     }
+    GRAFT_CHECK(!kept_ || kept_->next == kept_->outputs.size(), "checkpoint",
+                "the recompute to run the " + std::to_string(kept_ ? kept_->outputs.size() : 0) +
+                    " linears the forward ran",
+                std::to_string(kept_ ? kept_->next : 0) + " linears", kSameSavesHint);
     GRAFT_CHECK(*count == forward_saves_.size(), "checkpoint",
                 "the recompute to save " + std::to_string(forward_saves_.size()) + " tensors for backward, as the "
                 "forward did", std::to_string(*count) + " saved tensors", kSameSavesHint);
@@ -212,6 +225,7 @@ class CheckpointBackward final : public Node {
  private:
   CheckpointFunction fn_;
   Generator::State rng_;
+  std::shared_ptr<autograd::detail::KeptOutputs> kept_;
 
  public:
   std::vector<SavedMeta> forward_saves_;  // set by checkpoint_impl after the forward
@@ -219,7 +233,7 @@ class CheckpointBackward final : public Node {
 
 // checkpoint() with a hint: record=false when nothing inside fn can require grad (no input and no
 // parameter of a Sequential segment does), so the output needs no node.
-Tensor checkpoint_impl(const CheckpointFunction& fn, const TensorList& inputs, bool record) {
+Tensor checkpoint_impl(const CheckpointFunction& fn, const TensorList& inputs, bool record, CheckpointPolicy policy) {
   GRAFT_CHECK(static_cast<bool>(fn), "checkpoint", "a function to run", "an empty std::function",
               "pass a callable that takes the input tensors and returns a Tensor");
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -230,11 +244,12 @@ Tensor checkpoint_impl(const CheckpointFunction& fn, const TensorList& inputs, b
                 "return the segment's output from the checkpointed function");
   };
   if (!GradMode::is_enabled() || !record) {
+    const autograd::detail::KeptOutputsScope keep_none(nullptr);  // an enclosing checkpoint's are its own
     Tensor out = fn(inputs);
     check_output(out);
     return out;
   }
-  auto node = std::make_shared<CheckpointBackward>(fn, generator_state());
+  auto node = std::make_shared<CheckpointBackward>(fn, generator_state(), policy);
   autograd::collect_edges(*node, inputs);
   // Saved before fn runs: an fn that changes an input in place makes backward fail loudly
   // (the recompute would start from the changed value) instead of silently differ.
@@ -251,6 +266,7 @@ Tensor checkpoint_impl(const CheckpointFunction& fn, const TensorList& inputs, b
           return placeholder;
         },
         [](const Tensor& t) { return t; });
+    const autograd::detail::KeptOutputsScope keep(node->kept());
     out = fn(inputs);
     node->forward_saves_ = std::move(*saves);
   }
@@ -302,9 +318,11 @@ std::string mib(int64_t bytes) {
 
 }  // namespace
 
-Tensor checkpoint(const CheckpointFunction& fn, const TensorList& inputs) { return checkpoint_impl(fn, inputs, true); }
+Tensor checkpoint(const CheckpointFunction& fn, const TensorList& inputs, CheckpointPolicy policy) {
+  return checkpoint_impl(fn, inputs, true, policy);
+}
 
-Tensor checkpoint_sequential(nn::SequentialImpl& seq, int64_t segments, const Tensor& input) {
+Tensor checkpoint_sequential(nn::SequentialImpl& seq, int64_t segments, const Tensor& input, CheckpointPolicy policy) {
   check_segments(seq, segments);
   GRAFT_CHECK(input.defined(), "checkpoint_sequential", "a defined input", "an undefined tensor", "");
   if (!GradMode::is_enabled()) return seq.forward(input);
@@ -323,16 +341,17 @@ Tensor checkpoint_sequential(nn::SequentialImpl& seq, int64_t segments, const Te
           for (const auto& e : run) h = e.forward(h);
           return h;
         },
-        {x}, record);
+        {x}, record, policy);
   }
   for (size_t i = bounds.back().first; i < entries.size(); ++i) x = entries[i].forward(x);
   return x;
 }
 
-Tensor checkpoint_sequential(const nn::Sequential& seq, int64_t segments, const Tensor& input) {
+Tensor checkpoint_sequential(const nn::Sequential& seq, int64_t segments, const Tensor& input,
+                             CheckpointPolicy policy) {
   GRAFT_CHECK(!seq.is_empty(), "checkpoint_sequential", "a constructed Sequential", "an empty holder (nullptr)",
               "construct the Sequential, e.g. nn::Sequential(nn::Linear(4, 4))");
-  return checkpoint_sequential(*seq.ptr(), segments, input);
+  return checkpoint_sequential(*seq.ptr(), segments, input, policy);
 }
 
 std::string CheckpointPlan::str() const {

@@ -65,6 +65,7 @@ check --model gpt "${text[@]}" --heads 2 --depth 3 --batch-size 16 --checkpoint-
 check --model lstm "${text[@]}"
 check --model lstm "${text[@]}" --depth 1 --batch-size 8 --optimizer sgd --workers 0
 check --model gpt "${text[@]}" --checkpoint-segments 2 --eval-batch-size 8
+check --model gpt "${text[@]}" --depth 2 --checkpoint-segments 4 --selective-recompute --optimizer adam  # linears' outputs kept
 check --model mlp "${images[@]}" --batch-size 500 --checkpoint-segments 3
 check --model cnn "${images[@]}" --memory-budget 160MiB  # graft chooses a smaller evaluation batch
 check --model gpt "${text[@]}" --optimizer adam --step-in-backward --optimizer-state int8 --chunked-loss

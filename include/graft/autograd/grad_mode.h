@@ -2,6 +2,10 @@
 // CheckpointRecomputeGuard.
 #pragma once
 
+#include <vector>
+
+#include "graft/core/tensor.h"
+
 namespace graft {
 
 struct GradMode {
@@ -83,6 +87,38 @@ class CheckpointRecomputeGuard {
  private:
   bool prev_;
 };
+
+namespace detail {
+// Note [Selective recomputation]
+// A checkpoint taken with CheckpointPolicy::kSaveMatmuls (graft/utils/checkpoint.h) keeps the
+// outputs of its matrix products (graft::linear) instead of recomputing them: while its forward
+// runs, each linear's output is appended to the checkpoint's KeptOutputs; while its recompute runs,
+// each linear takes the next kept output instead of multiplying again (the same linears run in the
+// same order: a count or shape that differs is an error). In both passes the linear's node is
+// LinearBackward0 (saves x and W; gx = g W, gW = g^T x, gb = sum of g over the rows), so the two
+// passes save the same tensors. What is recomputed is then only the cheap element-wise work
+// (layer norms, activations, residual adds, dropout) and attention's core, as the selective
+// policies of PyTorch's activation checkpointing and Korthikanti et al. (2022) do; what is kept
+// per Transformer block is its input and its four products' outputs.
+struct KeptOutputs {
+  std::vector<Tensor> outputs;
+  size_t next = 0;      // the next output a recompute takes
+  bool replay = false;  // false: the forward, appending; true: the recompute, taking
+};
+// The running checkpoint's kept outputs on this thread, or nullptr (the policy keeps nothing, or no
+// checkpoint runs). A checkpoint inside a selective one keeps its own (or none).
+KeptOutputs* kept_outputs();
+class KeptOutputsScope {
+ public:
+  explicit KeptOutputsScope(KeptOutputs* kept);
+  ~KeptOutputsScope();
+  KeptOutputsScope(const KeptOutputsScope&) = delete;
+  KeptOutputsScope& operator=(const KeptOutputsScope&) = delete;
+
+ private:
+  KeptOutputs* prev_;
+};
+}  // namespace detail
 
 }  // namespace autograd
 }  // namespace graft
