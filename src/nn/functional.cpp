@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "graft/core/factory.h"
+#include "graft/nn/init.h"
 #include "graft/ops/ops.h"
 #include "ops/linear_cross_entropy.h"
 #include "nn/maybe_inplace.h"
@@ -146,42 +147,100 @@ Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& options
 }
 // LibTorch's F::interpolate: checks the options (they are not the op's), turns scale_factor into
 // the output size (floor(size * scale)) and passes the scales on unless recompute_scale_factor.
+// The mode picks the op by the input's rank: 3-D (N, C, W) kNearest / kLinear, 4-D (N, C, H, W)
+// kNearest / kBilinear / kBicubic, 5-D (N, C, D, H, W) kNearest / kTrilinear; kNearestExact and
+// kArea (adaptive average pooling to the output size, the scales unused, as in PyTorch) take any.
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
   const char* op = "interpolate";
   const auto& size = options.size();
   const auto& scale = options.scale_factor();
-  const char* mode = interpolate_mode_name(options.mode());
+  const InterpolateMode m = options.mode();
+  const char* mode = interpolate_mode_name(m);
   GRAFT_CHECK(input.defined(), op, "a defined input", "an undefined tensor", "");
   GRAFT_CHECK(size.has_value() != scale.has_value(), op, "exactly one of size and scale_factor",
               size ? "both size and scale_factor" : "neither size nor scale_factor", "set one of them");
   GRAFT_CHECK(!(size && options.recompute_scale_factor().value_or(false)), op,
               "recompute_scale_factor only with a scale_factor", "recompute_scale_factor with an explicit size", "");
   GRAFT_CHECK(!options.antialias(), op, "antialias=false", "antialias=true", "graft has no antialiased interpolation");
-  const bool linear = options.mode() == kBilinear;
-  GRAFT_CHECK(input.dim() == 4 && (options.mode() == kNearest || linear), op,
-              "a 4-D (N, C, H, W) input with mode kNearest or kBilinear",
-              "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(input.dim()) + "-D) and mode " + mode,
-              "graft implements nearest and bilinear 2-D interpolation");
-  GRAFT_CHECK(linear || !options.align_corners().has_value(), op, "align_corners only with the linear modes",
-              std::string("align_corners with mode ") + mode, "leave align_corners unset for kNearest");
+  const bool linear = m == InterpolateMode::Linear || m == kBilinear || m == kBicubic || m == kTrilinear;
+  GRAFT_CHECK(linear || !options.align_corners().has_value(), op,
+              "align_corners only with the linear modes (linear, bilinear, bicubic, trilinear)",
+              std::string("align_corners with mode ") + mode, "leave align_corners unset for this mode");
+  const std::string got = "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(input.dim()) +
+                          "-D) and mode " + mode;
+  GRAFT_CHECK(input.dim() >= 3 && input.dim() <= 5, op,
+              "a 3-D (N, C, W), 4-D (N, C, H, W) or 5-D (N, C, D, H, W) input", got,
+              input.dim() == 2 ? "add a batch dim with input.unsqueeze(0)" : "");
+  const int64_t spatial = input.dim() - 2;
+  const bool fits = m == kNearest || m == kNearestExact || m == kArea || (spatial == 1 && m == InterpolateMode::Linear) ||
+                    (spatial == 2 && (m == kBilinear || m == kBicubic)) || (spatial == 3 && m == kTrilinear);
+  static const char* const kRankModes[] = {"", "a 3-D input with mode kNearest, kNearestExact, kLinear or kArea",
+                                           "a 4-D input with mode kNearest, kNearestExact, kBilinear, kBicubic or kArea",
+                                           "a 5-D input with mode kNearest, kNearestExact, kTrilinear or kArea"};
+  GRAFT_CHECK(fits, op, std::string(kRankModes[spatial]) + " (the mode sets the input's rank)", got,
+              std::string("kLinear takes a 3-D input, kBilinear and kBicubic 4-D, kTrilinear 5-D"));
+  static const char* const kSizes[] = {"", "{oW}", "{oH, oW}", "{oD, oH, oW}"};
+  static const char* const kScales[] = {"", "{sW}", "{sH, sW}", "{sD, sH, sW}"};
+  const std::string for_rank = " for a " + std::to_string(input.dim()) + "-D input";
   std::vector<int64_t> out;
-  std::optional<double> sh, sw;
+  std::vector<std::optional<double>> sc(static_cast<size_t>(spatial));
   if (size) {
     out = *size;
-    GRAFT_CHECK(out.size() == 2, op, "size of 2 values {oH, oW} for a 4-D input",
-                "size of " + std::to_string(out.size()) + " values", "");
+    GRAFT_CHECK(static_cast<int64_t>(out.size()) == spatial, op,
+                "size of " + std::to_string(spatial) + " values " + kSizes[spatial] + for_rank,
+                "size of " + std::to_string(out.size()) + " values (input of shape " + shape_str(input.sizes()) + ")", "");
   } else {
-    GRAFT_CHECK(scale->size() == 2, op, "scale_factor of 2 values {sH, sW} for a 4-D input",
-                "scale_factor of " + std::to_string(scale->size()) + " values", "");
-    for (size_t i = 0; i < 2; ++i)
+    GRAFT_CHECK(static_cast<int64_t>(scale->size()) == spatial, op,
+                "scale_factor of " + std::to_string(spatial) + " values " + kScales[spatial] + for_rank,
+                "scale_factor of " + std::to_string(scale->size()) + " values (input of shape " +
+                    shape_str(input.sizes()) + ")",
+                "");
+    for (double f : *scale)
+      GRAFT_CHECK(std::isfinite(f) && f > 0, op, "positive finite scale factors",
+                  "scale_factor " + std::to_string(f), "");
+    for (size_t i = 0; i < static_cast<size_t>(spatial); ++i)
       out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(input.size(static_cast<int64_t>(i) + 2)) * (*scale)[i])));
-    if (!options.recompute_scale_factor().value_or(false)) {
-      sh = (*scale)[0];
-      sw = (*scale)[1];
-    }
+    if (!options.recompute_scale_factor().value_or(false))
+      for (size_t i = 0; i < sc.size(); ++i) sc[i] = (*scale)[i];
   }
-  if (linear) return graft::upsample_bilinear2d(input, out, options.align_corners().value_or(false), sh, sw);
-  return graft::upsample_nearest2d(input, out, sh, sw);
+  const bool align = options.align_corners().value_or(false);
+  if (m == kArea) {
+    if (spatial == 1) return graft::adaptive_avg_pool1d(input, out);
+    if (spatial == 2) return graft::adaptive_avg_pool2d(input, out);
+    // 3-D: the average over a box is the average over D of the averages over (H, W), so pool
+    // (H, W) with the 2-D op, then D with the 1-D op (graft has no adaptive_avg_pool3d).
+    const int64_t N = input.size(0), C = input.size(1), D = input.size(2);
+    GRAFT_CHECK(out[0] > 0 && out[1] > 0 && out[2] > 0, op, "output sizes greater than 0",
+                "output size (" + std::to_string(out[0]) + ", " + std::to_string(out[1]) + ", " +
+                    std::to_string(out[2]) + ")", "");
+    const Tensor hw = graft::adaptive_avg_pool2d(input.reshape({N, C * D, input.size(3), input.size(4)}), {out[1], out[2]});
+    const Tensor d = graft::adaptive_avg_pool1d(hw.reshape({N * C, D, out[1] * out[2]}).transpose(1, 2), {out[0]});
+    return d.transpose(1, 2).reshape({N, C, out[0], out[1], out[2]});
+  }
+  if (m == kNearestExact) {
+    if (spatial == 1) return graft::_upsample_nearest_exact1d(input, out, sc[0]);
+    if (spatial == 2) return graft::_upsample_nearest_exact2d(input, out, sc[0], sc[1]);
+    return graft::_upsample_nearest_exact3d(input, out, sc[0], sc[1], sc[2]);
+  }
+  if (spatial == 1) {
+    if (m == kNearest) return graft::upsample_nearest1d(input, out, sc[0]);
+    return graft::upsample_linear1d(input, out, align, sc[0]);
+  }
+  if (spatial == 2) {
+    if (m == kNearest) return graft::upsample_nearest2d(input, out, sc[0], sc[1]);
+    if (m == kBicubic) return graft::upsample_bicubic2d(input, out, align, sc[0], sc[1]);
+    return graft::upsample_bilinear2d(input, out, align, sc[0], sc[1]);
+  }
+  if (m == kNearest) return graft::upsample_nearest3d(input, out, sc[0], sc[1], sc[2]);
+  return graft::upsample_trilinear3d(input, out, align, sc[0], sc[1], sc[2]);
+}
+// LibTorch's torch::kLinear is graft's init Nonlinearity (graft/nn/init.h); as an interpolation
+// mode it means InterpolateMode::Linear, any other nonlinearity is an error.
+InterpolateFuncOptions& InterpolateFuncOptions::mode(Nonlinearity m) {
+  GRAFT_CHECK(m == Nonlinearity::Linear, "InterpolateFuncOptions::mode", "an interpolation mode (kLinear of the nonlinearities)",
+              "another nonlinearity", "pass kNearest, kLinear, kBilinear, kBicubic, kTrilinear or kArea");
+  mode_ = InterpolateMode::Linear;
+  return *this;
 }
 // As LibTorch's F::pad: the value belongs to kConstant; a non-zero one with another mode is an error (the op's).
 Tensor pad(const Tensor& input, const PadFuncOptions& options) {
@@ -202,6 +261,7 @@ namespace graft {
 const char* interpolate_mode_name(InterpolateMode m) {
   switch (m) {
     case InterpolateMode::Nearest: return "nearest";
+    case InterpolateMode::Linear: return "linear";
     case InterpolateMode::Bilinear: return "bilinear";
     case InterpolateMode::Bicubic: return "bicubic";
     case InterpolateMode::Trilinear: return "trilinear";

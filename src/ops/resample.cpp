@@ -1,12 +1,15 @@
-// Resampling and padding: upsample_nearest2d, upsample_bilinear2d, the reflection and replication
+// Resampling and padding: upsample_nearest{1,2,3}d, _upsample_nearest_exact{1,2,3}d,
+// upsample_linear1d, upsample_bilinear2d,
+// upsample_trilinear3d, upsample_bicubic2d, the reflection and replication
 // pads (1-D and 2-D), constant_pad_nd, pad (the mode dispatch, incl. circular) and
 // pixel_shuffle / pixel_unshuffle, with PyTorch's (2.x) index formulas and argument rules.
 //
 // Note [Resampling as separable index maps]
-// Nearest and bilinear upsampling and the reflect / replicate / circular pads compute each output
-// element as a weighted sum of input elements, separably along H and W:
-//   y[p, oh, ow] = sum_a sum_b wh[oh][a] ww[ow][b] x[p, ih[oh][a], iw[ow][b]]
-// with one tap of weight 1 per output position for nearest and the pads, two taps for bilinear.
+// Nearest, (bi/tri)linear and bicubic upsampling and the reflect / replicate / circular pads compute
+// each output element as a weighted sum of input elements, separably along D, H and W:
+//   y[p, od, oh, ow] = sum_c sum_a sum_b wd[od][c] wh[oh][a] ww[ow][b] x[p, id[od][c], ih[oh][a], iw[ow][b]]
+// with one tap of weight 1 per output position for nearest and the pads, two taps for linear, four
+// for bicubic (dims the op does not resample have the identity map of size 1).
 // An Axis holds one dim's map and one kernel (src/kernels/resample.cpp) runs every such op (p runs
 // over the leading dims).
 // The ops are linear in x, so the backward is the adjoint map (gx[p, ih, iw] += wh ww g[p, oh, ow]
@@ -15,10 +18,15 @@
 // Source positions, as ATen computes them (o an output position, n the input size, m the output size):
 //   nearest    i = o when m == n, o / 2 when m == 2 n, else min(floor(o * s), n - 1) in float,
 //              s = 1 / scale when a scale is given, else n / m
+//   nearest-exact  i = min(floor((o + 1/2) s), n - 1) in float, s as for nearest
 //   bilinear   align_corners: src = o (n - 1) / (m - 1) (0 when m == 1); else
 //              src = max((o + 1/2) s - 1/2, 0) with s as for nearest; taps i0 = floor(src) and
 //              i0 + 1 (i0 itself at the last position), weights 1 - (src - i0) and src - i0, in the
 //              input's precision
+//   bicubic    src as bilinear but not clamped at 0 (align_corners as bilinear); i0 = floor(src),
+//              t = src - i0, taps i0 - 1 .. i0 + 2 clamped to [0, n - 1], weights Keys' cubic
+//              convolution with A = -0.75: W(t + 1), W(t), W(1 - t), W(2 - t), where
+//              W(x) = (A + 2)|x|^3 - (A + 3)|x|^2 + 1 for |x| <= 1, A|x|^3 - 5A|x|^2 + 8A|x| - 4A for 1 < |x| < 2
 //   reflect    i = o - before; i < 0: -i; i >= n: 2 (n - 1) - i            (needs before, after < n)
 //   replicate  i = clamp(o - before, 0, n - 1)
 //   circular   the input cropped by the negative amounts (length k, from c = max(-before, 0)), then
@@ -46,9 +54,11 @@ namespace {
 // One spatial dim's map (Note [Resampling as separable index maps]; the kernel's struct).
 using kernels::resample::Axis;
 
+Axis identity_axis(int64_t n);
+
 struct Plan {
-  Axis h, w;          // h is the identity map of size 1 for 1-D ops
-  int spatial = 2;    // 1: (..., W), 2: (..., H, W)
+  Axis d = identity_axis(1), h, w;  // d is the identity map of size 1 for 1-D and 2-D ops, h for 1-D
+  int spatial = 2;    // 1: (..., W), 2: (..., H, W), 3: (..., D, H, W)
   const char* node_name;      // "ReflectionPad2DBackward0"
   const char* backward_name;  // "ReflectionPad2DBackwardBackward0"
   const char* backward_op;    // "reflection_pad2d_backward"
@@ -78,12 +88,29 @@ Axis gather_axis(int64_t in, int64_t out, F&& f) {
   return a;
 }
 
+// A floored source coordinate as an index in [lo, hi]: a tiny scale can make it infinite (or NaN
+// from 0 * inf), which must not reach an integer cast.
+template <class T>
+int64_t clamp_index(T v, int64_t lo, int64_t hi) {
+  if (!(v >= static_cast<T>(lo))) return lo;
+  if (!(v <= static_cast<T>(hi))) return hi;
+  return static_cast<int64_t>(v);
+}
+
 Axis nearest_axis(int64_t in, int64_t out, std::optional<double> scale) {
   const float s = scale && *scale > 0 ? static_cast<float>(1.0 / *scale) : static_cast<float>(in) / static_cast<float>(out);
   return gather_axis(in, out, [&](int64_t o) -> int64_t {
     if (out == in) return o;
     if (out == 2 * in) return o >> 1;
-    return std::min(static_cast<int64_t>(std::floor(static_cast<float>(o) * s)), in - 1);
+    return clamp_index(std::floor(static_cast<float>(o) * s), 0, in - 1);
+  });
+}
+
+Axis nearest_exact_axis(int64_t in, int64_t out, std::optional<double> scale) {
+  const float s = scale && *scale > 0 ? static_cast<float>(1.0 / *scale) : static_cast<float>(in) / static_cast<float>(out);
+  return gather_axis(in, out, [&](int64_t o) -> int64_t {
+    const auto src = static_cast<float>((static_cast<double>(o) + 0.5) * static_cast<double>(s));
+    return clamp_index(std::floor(src), 0, in - 1);
   });
 }
 
@@ -98,12 +125,38 @@ Axis bilinear_axis(int64_t in, int64_t out, bool align_corners, std::optional<do
   a.taps = 2;
   for (int64_t o = 0; o < out; ++o) {
     const T src = align_corners ? s * static_cast<T>(o) : std::max(s * (static_cast<T>(o) + T(0.5)) - T(0.5), T(0));
-    const int64_t i0 = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
+    const int64_t i0 = clamp_index(std::floor(src), 0, in - 1);
     const T l1 = std::min(std::max(src - static_cast<T>(i0), T(0)), T(1));
     a.idx.push_back(i0);
     a.idx.push_back(i0 < in - 1 ? i0 + 1 : i0);
     a.w.push_back(static_cast<double>(T(1) - l1));
     a.w.push_back(static_cast<double>(l1));
+  }
+  return a;
+}
+
+template <class T>
+Axis bicubic_axis(int64_t in, int64_t out, bool align_corners, std::optional<double> scale) {
+  T s;
+  if (align_corners) s = out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : T(0);
+  else s = scale && *scale > 0 ? static_cast<T>(1.0 / *scale) : static_cast<T>(in) / static_cast<T>(out);
+  constexpr T A = T(-0.75);
+  const auto near = [&](T x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };         // |x| <= 1
+  const auto far = [&](T x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };   // 1 < |x| < 2
+  Axis a;
+  a.in = in;
+  a.out = out;
+  a.taps = 4;
+  for (int64_t o = 0; o < out; ++o) {
+    const T src = align_corners ? s * static_cast<T>(o) : s * (static_cast<T>(o) + T(0.5)) - T(0.5);
+    const T fl = std::floor(src);
+    const int64_t i0 = clamp_index(fl, -2, in + 1);
+    const T t = src - fl;
+    const T w[4] = {far(t + 1), near(t), near(1 - t), far(2 - t)};
+    for (int64_t k = 0; k < 4; ++k) {
+      a.idx.push_back(std::clamp<int64_t>(i0 - 1 + k, 0, in - 1));
+      a.w.push_back(static_cast<double>(w[k]));
+    }
   }
   return a;
 }
@@ -134,7 +187,8 @@ Axis pad_axis(int64_t n, int64_t before, int64_t after, PadKind kind) {
 Shape mapped_shape(IntArrayRef in, const Plan& p) {
   Shape s(in);
   s[s.size() - 1] = p.w.out;
-  if (p.spatial == 2) s[s.size() - 2] = p.h.out;
+  if (p.spatial >= 2) s[s.size() - 2] = p.h.out;
+  if (p.spatial == 3) s[s.size() - 3] = p.d.out;
   return s;
 }
 
@@ -154,7 +208,7 @@ Tensor map_backward(const Tensor& g, const PlanPtr& p, const Shape& in_shape) {
     const Tensor gc = g.detach().contiguous();
     gx = zeros(in_shape, TensorOptions(g.dtype()).device(g.device()));
     // Note [Meta device]: the kernel checks the dtype, then runs nothing on meta.
-    kernels::resample::adjoint(p->backward_op, p->h, p->w, gc, gx, planes_of(in_shape, *p));
+    kernels::resample::adjoint(p->backward_op, p->d, p->h, p->w, gc, gx, planes_of(in_shape, *p));
   }
   if (auto node = autograd::make_node(p->backward_name, autograd::ForwardOp::unlisted(p->backward_op), {&g},
                                       [p](Node&, const Tensor& gg) -> TensorList { return {map_forward(gg, p)}; }))
@@ -170,7 +224,7 @@ Tensor map_forward(const Tensor& x, const PlanPtr& p) {
     const Tensor xc = x.detach().contiguous();
     y = make_empty(mapped_shape(x.sizes(), *p), x.dtype(), x.device());
     // Note [Meta device]: the kernel checks the dtype, then runs nothing on meta.
-    kernels::resample::forward(ops::op_name(p->op), p->h, p->w, xc, y, planes_of(in_shape, *p));
+    kernels::resample::forward(ops::op_name(p->op), p->d, p->h, p->w, xc, y, planes_of(in_shape, *p));
   }
   if (auto node = make_node(p->node_name, p->op, {&x}, [p, in_shape](Node&, const Tensor& g) -> TensorList {
         return {map_backward(g, p, in_shape)};
@@ -191,19 +245,63 @@ void check_defined(const Tensor& x, const char* op) {
 
 // ---- upsampling ----
 
-// A non-empty (N, C, H, W) float input and a positive output_size {oH, oW}.
-void check_upsample(const Tensor& x, IntArrayRef output_size, const char* op) {
+const char* const kSpatialNames[] = {"", "(N, C, W)", "(N, C, H, W)", "(N, C, D, H, W)"};
+const char* const kSizeNames[] = {"", "{oW}", "{oH, oW}", "{oD, oH, oW}"};
+
+// A non-empty (N, C, *spatial) float input and a positive output_size of `spatial` values.
+void check_upsample(const Tensor& x, IntArrayRef output_size, int spatial, const char* op) {
   check_defined(x, op);
-  GRAFT_CHECK(x.dim() == 4, op, "a 4-D (N, C, H, W) input",
+  const std::string rank = std::to_string(spatial + 2);
+  GRAFT_CHECK(x.dim() == spatial + 2, op, "a " + rank + "-D " + kSpatialNames[spatial] + " input",
               "input of shape " + shape_str(x.sizes()) + " (" + std::to_string(x.dim()) + "-D)",
-              x.dim() == 3 ? "add a batch dim with input.unsqueeze(0)" : "");
+              x.dim() == spatial + 1 ? "add a batch dim with input.unsqueeze(0)" : "");
   GRAFT_CHECK(x.is_floating_point(), op, "a floating-point input (float32 or float64)",
               std::string("a ") + dtype_name(x.dtype()) + " input", "convert it: input.to(graft::kFloat32)");
-  GRAFT_CHECK(output_size.size() == 2, op, "output_size of 2 values {oH, oW}",
-              "output_size of " + std::to_string(output_size.size()) + " values", "pass {height, width}");
-  GRAFT_CHECK(output_size[0] > 0 && output_size[1] > 0 && x.size(2) > 0 && x.size(3) > 0 && x.size(1) > 0, op,
-              "input and output sizes greater than 0",
+  GRAFT_CHECK(output_size.size() == static_cast<size_t>(spatial), op,
+              "output_size of " + std::to_string(spatial) + " values " + kSizeNames[spatial],
+              "output_size of " + std::to_string(output_size.size()) + " values", "");
+  bool positive = true;
+  for (int64_t d = 1; d < x.dim(); ++d) positive = positive && x.size(d) > 0;
+  for (int64_t v : output_size) positive = positive && v > 0;
+  GRAFT_CHECK(positive, op, "input and output sizes greater than 0",
               "input of shape " + shape_str(x.sizes()) + " and output_size " + ints_str(output_size), "");
+}
+
+enum class Interp { Nearest, NearestExact, Linear, Cubic };
+
+Axis interp_axis(Interp kind, DType dtype, int64_t in, int64_t out, bool align, std::optional<double> scale) {
+  const bool f32 = dtype == kFloat32;
+  switch (kind) {
+    case Interp::Nearest: return nearest_axis(in, out, scale);
+    case Interp::NearestExact: return nearest_exact_axis(in, out, scale);
+    case Interp::Linear:
+      return f32 ? bilinear_axis<float>(in, out, align, scale) : bilinear_axis<double>(in, out, align, scale);
+    case Interp::Cubic:
+      return f32 ? bicubic_axis<float>(in, out, align, scale) : bicubic_axis<double>(in, out, align, scale);
+  }
+  return {};
+}
+
+// The upsample ops: scales lists the op's scales in dim order (d, h, w; as many as spatial dims);
+// names are the op's ("upsample_linear1d") and its nodes' ("UpsampleLinear1D").
+Tensor upsample_op(const Tensor& x, IntArrayRef output_size, int spatial, Interp kind, bool align,
+                   std::vector<std::optional<double>> scales, const char* op, const char* node, const char* bnode,
+                   const char* bop, OpId id) {
+  check_upsample(x, output_size, spatial, op);
+  auto p = std::make_shared<Plan>();
+  p->spatial = spatial;
+  if (spatial == 1) p->h = identity_axis(1);
+  Axis* axes[] = {&p->d, &p->h, &p->w};
+  for (int k = 0; k < spatial; ++k) {
+    const int64_t dim = x.dim() - spatial + k;
+    *axes[3 - spatial + k] = interp_axis(kind, x.dtype(), x.size(dim), output_size[static_cast<size_t>(k)], align,
+                                         scales[static_cast<size_t>(k)]);
+  }
+  p->node_name = node;
+  p->backward_name = bnode;
+  p->backward_op = bop;
+  p->op = id;
+  return map_forward(x, p);
 }
 
 // ---- padding ----
@@ -266,38 +364,66 @@ Tensor circular_pad(const Tensor& x, IntArrayRef padding, int spatial) {
 
 }  // namespace
 
+Tensor upsample_nearest1d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales) {
+  return upsample_op(input, output_size, 1, Interp::Nearest, false, {scales}, "upsample_nearest1d",
+                     "UpsampleNearest1DBackward0", "UpsampleNearest1DBackwardBackward0", "upsample_nearest1d_backward",
+                     OpId::upsample_nearest1d);
+}
 Tensor upsample_nearest2d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_h,
                           std::optional<double> scales_w) {
-  const char* op = "upsample_nearest2d";
-  check_upsample(input, output_size, op);
-  auto p = std::make_shared<Plan>();
-  p->h = nearest_axis(input.size(2), output_size[0], scales_h);
-  p->w = nearest_axis(input.size(3), output_size[1], scales_w);
-  p->node_name = "UpsampleNearest2DBackward0";
-  p->backward_name = "UpsampleNearest2DBackwardBackward0";
-  p->backward_op = "upsample_nearest2d_backward";
-  p->op = OpId::upsample_nearest2d;
-  return map_forward(input, p);
+  return upsample_op(input, output_size, 2, Interp::Nearest, false, {scales_h, scales_w}, "upsample_nearest2d",
+                     "UpsampleNearest2DBackward0", "UpsampleNearest2DBackwardBackward0", "upsample_nearest2d_backward",
+                     OpId::upsample_nearest2d);
 }
-
+Tensor upsample_nearest3d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_d,
+                          std::optional<double> scales_h, std::optional<double> scales_w) {
+  return upsample_op(input, output_size, 3, Interp::Nearest, false, {scales_d, scales_h, scales_w},
+                     "upsample_nearest3d", "UpsampleNearest3DBackward0", "UpsampleNearest3DBackwardBackward0",
+                     "upsample_nearest3d_backward", OpId::upsample_nearest3d);
+}
+Tensor _upsample_nearest_exact1d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales) {
+  return upsample_op(input, output_size, 1, Interp::NearestExact, false, {scales}, "_upsample_nearest_exact1d",
+                     "_UpsampleNearestExact1DBackward0", "_UpsampleNearestExact1DBackwardBackward0",
+                     "_upsample_nearest_exact1d_backward", OpId::_upsample_nearest_exact1d);
+}
+Tensor _upsample_nearest_exact2d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_h,
+                                 std::optional<double> scales_w) {
+  return upsample_op(input, output_size, 2, Interp::NearestExact, false, {scales_h, scales_w},
+                     "_upsample_nearest_exact2d", "_UpsampleNearestExact2DBackward0",
+                     "_UpsampleNearestExact2DBackwardBackward0", "_upsample_nearest_exact2d_backward",
+                     OpId::_upsample_nearest_exact2d);
+}
+Tensor _upsample_nearest_exact3d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_d,
+                                 std::optional<double> scales_h, std::optional<double> scales_w) {
+  return upsample_op(input, output_size, 3, Interp::NearestExact, false, {scales_d, scales_h, scales_w},
+                     "_upsample_nearest_exact3d", "_UpsampleNearestExact3DBackward0",
+                     "_UpsampleNearestExact3DBackwardBackward0", "_upsample_nearest_exact3d_backward",
+                     OpId::_upsample_nearest_exact3d);
+}
+Tensor upsample_linear1d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                         std::optional<double> scales) {
+  return upsample_op(input, output_size, 1, Interp::Linear, align_corners, {scales}, "upsample_linear1d",
+                     "UpsampleLinear1DBackward0", "UpsampleLinear1DBackwardBackward0", "upsample_linear1d_backward",
+                     OpId::upsample_linear1d);
+}
 Tensor upsample_bilinear2d(const Tensor& input, IntArrayRef output_size, bool align_corners,
                            std::optional<double> scales_h, std::optional<double> scales_w) {
-  const char* op = "upsample_bilinear2d";
-  check_upsample(input, output_size, op);
-  auto p = std::make_shared<Plan>();
-  const int64_t H = input.size(2), W = input.size(3);
-  if (input.dtype() == kFloat32) {
-    p->h = bilinear_axis<float>(H, output_size[0], align_corners, scales_h);
-    p->w = bilinear_axis<float>(W, output_size[1], align_corners, scales_w);
-  } else {
-    p->h = bilinear_axis<double>(H, output_size[0], align_corners, scales_h);
-    p->w = bilinear_axis<double>(W, output_size[1], align_corners, scales_w);
-  }
-  p->node_name = "UpsampleBilinear2DBackward0";
-  p->backward_name = "UpsampleBilinear2DBackwardBackward0";
-  p->backward_op = "upsample_bilinear2d_backward";
-  p->op = OpId::upsample_bilinear2d;
-  return map_forward(input, p);
+  return upsample_op(input, output_size, 2, Interp::Linear, align_corners, {scales_h, scales_w}, "upsample_bilinear2d",
+                     "UpsampleBilinear2DBackward0", "UpsampleBilinear2DBackwardBackward0",
+                     "upsample_bilinear2d_backward", OpId::upsample_bilinear2d);
+}
+Tensor upsample_trilinear3d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                            std::optional<double> scales_d, std::optional<double> scales_h,
+                            std::optional<double> scales_w) {
+  return upsample_op(input, output_size, 3, Interp::Linear, align_corners, {scales_d, scales_h, scales_w},
+                     "upsample_trilinear3d", "UpsampleTrilinear3DBackward0", "UpsampleTrilinear3DBackwardBackward0",
+                     "upsample_trilinear3d_backward", OpId::upsample_trilinear3d);
+}
+Tensor upsample_bicubic2d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                          std::optional<double> scales_h, std::optional<double> scales_w) {
+  return upsample_op(input, output_size, 2, Interp::Cubic, align_corners, {scales_h, scales_w}, "upsample_bicubic2d",
+                     "UpsampleBicubic2DBackward0", "UpsampleBicubic2DBackwardBackward0", "upsample_bicubic2d_backward",
+                     OpId::upsample_bicubic2d);
 }
 
 Tensor reflection_pad1d(const Tensor& input, IntArrayRef padding) {

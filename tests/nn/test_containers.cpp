@@ -164,7 +164,7 @@ TEST(AnyModule, ForwardsToTheHeldModule) {
   EXPECT_TRUE(graft::equal(any.any_forward(x).get<Tensor>(), linear(x)));
   EXPECT_EQ(any.ptr().get(), linear.ptr().get());
   EXPECT_EQ(any.ptr<nn::LinearImpl>().get(), linear.ptr().get());
-  EXPECT_EQ(any.ptr<nn::Conv2dImpl>(), nullptr);
+  EXPECT_TRUE(has(error_of([&] { any.ptr<nn::Conv2dImpl>(); }), "Attempted to cast module"));  // LibTorch: throws
   EXPECT_EQ(&any.get<nn::LinearImpl>(), linear.get());
   nn::Linear back = any.get<nn::Linear>();
   EXPECT_EQ(back.get(), linear.get());
@@ -535,6 +535,137 @@ TEST(PrintStyle, GuardRestoresAndPythonFormsOfParameterContainers) {
             ")");
   EXPECT_EQ(printed(nn::ParameterDict(OrderedDict<std::string, Tensor>{{"b", zeros({2, 2}, kFloat64)}})),
             "ParameterDict(  (b): Parameter containing: [torch.DoubleTensor of size 2x2])");
+}
+
+
+// ---- LibTorch's indexing surface (issue 32) ----
+
+TEST(ContainerIndexing, ModuleListIndexReturnsSharedPtrAndPtrOfWrongTypeIsNull) {
+  nn::Linear fc(2, 3);
+  nn::ModuleList list(fc, nn::ReLU());
+  std::shared_ptr<nn::Module> first = list[0];
+  EXPECT_EQ(first.get(), fc.get());
+  EXPECT_EQ(list[0]->as<nn::LinearImpl>(), fc.get());
+  EXPECT_EQ(list[1]->as<nn::LinearImpl>(), nullptr);
+  EXPECT_EQ(list->ptr<nn::LinearImpl>(0), fc.ptr());
+  EXPECT_EQ(list->ptr<nn::LinearImpl>(1), nullptr);  // LibTorch's dynamic_pointer_cast
+  const std::string at = error_of([&] { list->at<nn::LinearImpl>(1); });
+  EXPECT_TRUE(has(at, "ModuleList::at") && has(at, "index 1") && has(at, "Attempted to cast module")) << at;
+  const std::string range = error_of([&] { list->ptr(2); });
+  EXPECT_TRUE(has(range, "ModuleList::operator[]") && has(range, "Index out of range")) << range;
+  EXPECT_TRUE(has(error_of([&] { list->insert(3, nn::ReLU()); }), "Index out of range"));
+}
+
+TEST(ContainerIndexing, ModuleListInsertRenumbersEveryShiftedChild) {
+  // PyTorch's ModuleList.insert: the modules after the index move up one name each. Hand-derived:
+  // [A(2->2), relu, B(2->1)] with insert(1, C(2->2)) and insert(0, tanh) -> [tanh, A, C, relu, B].
+  nn::Linear a(2, 2), b(2, 1), c(2, 2);
+  nn::ModuleList list(a, nn::ReLU(), b);
+  list->insert(1, c);
+  list->insert(0, std::make_shared<nn::TanhImpl>());
+  list->insert(list->size(), nn::SigmoidImpl());
+  EXPECT_EQ(list->named_children().keys(), (std::vector<std::string>{"0", "1", "2", "3", "4", "5"}));
+  EXPECT_EQ(list->named_parameters().keys(),
+            (std::vector<std::string>{"1.weight", "1.bias", "2.weight", "2.bias", "4.weight", "4.bias"}));
+  EXPECT_EQ(list->named_children()["1"].get(), a.get());
+  EXPECT_EQ(list->named_children()["2"].get(), c.get());
+  EXPECT_EQ(list->named_children()["4"].get(), b.get());
+  EXPECT_TRUE(list->named_parameters()["4.weight"].is_alias_of(b->weight));
+}
+
+TEST(ContainerIndexing, ModuleListExtendsWithItselfASequentialAndAnyModules) {
+  nn::ModuleList list(nn::Linear(2, 2), nn::ReLU());
+  list->extend(*list);  // the list's own modules again, read before the first append
+  ASSERT_EQ(list->size(), 4u);
+  EXPECT_EQ(list[2], list[0]);
+  EXPECT_EQ(list[3], list[1]);
+  nn::Sequential seq(nn::Tanh(), nn::Linear(2, 1));
+  list->extend(*seq);  // a Sequential's entries are AnyModules
+  list->push_back(nn::AnyModule(nn::Sigmoid()));
+  ASSERT_EQ(list->size(), 7u);
+  EXPECT_EQ(list[4], seq[0]);
+  EXPECT_EQ(list[5], seq[1]);
+  EXPECT_NE(list[6]->as<nn::SigmoidImpl>(), nullptr);
+  EXPECT_TRUE(has(error_of([&] { list->push_back(nn::AnyModule()); }), "empty AnyModule"));
+}
+
+TEST(ContainerIndexing, SequentialFromOrderedDictAndNamedAnyModule) {
+  OrderedDict<std::string, nn::AnyModule> dict;
+  dict.insert("double", nn::AnyModule(nn::Linear(1, 1)));
+  dict.insert("act", nn::AnyModule(nn::ReLU()));
+  nn::Sequential seq(std::move(dict));
+  EXPECT_EQ(seq->named_children().keys(), (std::vector<std::string>{"double", "act"}));
+  {
+    NoGradGuard no_grad;
+    seq->at<nn::LinearImpl>(0).weight.fill_(2.0);
+    seq->at<nn::LinearImpl>(0).bias.fill_(-1.0);
+  }
+  // 3 -> 2 * 3 - 1 = 5 -> 5; -1 -> -3 -> 0.
+  EXPECT_TRUE(graft::equal(seq->forward(Tensor(graft::tensor({3.0f, -1.0f}).view({2, 1}))),
+                           graft::tensor({5.0f, 0.0f}).view({2, 1})));
+  nn::NamedAnyModule named("fc", nn::Linear(2, 2));
+  EXPECT_EQ(named.name(), "fc");
+  EXPECT_NE(named.module().ptr()->as<nn::LinearImpl>(), nullptr);
+  const nn::SequentialImpl::ConstIterator it = seq->begin();
+  EXPECT_EQ(it->ptr(), seq[0]);
+  const std::string wrong = error_of([&] { seq->ptr<nn::TanhImpl>(1); });
+  EXPECT_TRUE(has(wrong, "Sequential::at") && has(wrong, "Attempted to cast module")) << wrong;
+}
+
+TEST(ContainerIndexing, AnyModulePtrOfWrongTypeThrowsWithLibTorchsWords) {
+  nn::AnyModule any(nn::Linear(2, 2));
+  const std::string ptr = error_of([&] { any.ptr<nn::ReLUImpl>(); });
+  EXPECT_TRUE(has(ptr, "AnyModule::ptr") &&
+              has(ptr, "Attempted to cast module of type graft::nn::LinearImpl to type graft::nn::ReLUImpl"))
+      << ptr;
+  const std::string get = error_of([&] { any.get<nn::ReLU>(); });
+  EXPECT_TRUE(has(get, "AnyModule::get") && has(get, "Attempted to cast module")) << get;
+  EXPECT_NE(any.ptr<nn::LinearImpl>(), nullptr);
+  EXPECT_NE(any.ptr<nn::Module>(), nullptr);  // a base class of the held module
+}
+
+TEST(ContainerIndexing, ModuleDictItemsUpdatePopAndClearKeepTheRegistrationsInStep) {
+  nn::Linear fc(2, 2);
+  nn::ModuleDict dict(std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>>{
+      {"fc", fc.ptr()}, {"act", std::make_shared<nn::ReLUImpl>()}});
+  std::shared_ptr<nn::Module> m = dict["fc"];
+  EXPECT_EQ(m.get(), fc.get());
+  const std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>> items = dict->items();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[1].first, "act");
+  OrderedDict<std::string, std::shared_ptr<nn::Module>> more;
+  more.insert("act", std::make_shared<nn::TanhImpl>());
+  more.insert("out", std::make_shared<nn::LinearImpl>(2, 1));
+  dict->update(more);
+  nn::ModuleDict other(std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>>{
+      {"extra", std::make_shared<nn::SigmoidImpl>()}});
+  dict->update(other);
+  EXPECT_EQ(dict->keys(), (std::vector<std::string>{"fc", "act", "out", "extra"}));
+  EXPECT_NE(dict["act"]->as<nn::TanhImpl>(), nullptr);
+  EXPECT_EQ(dict->named_parameters().keys(),
+            (std::vector<std::string>{"fc.weight", "fc.bias", "out.weight", "out.bias"}));
+  // pop and clear unregister too (PyTorch's; LibTorch 1.13 keeps the children registered).
+  EXPECT_EQ(dict->pop("fc").get(), fc.get());
+  EXPECT_FALSE(dict->contains("fc"));
+  EXPECT_EQ(dict->named_parameters().keys(), (std::vector<std::string>{"out.weight", "out.bias"}));
+  EXPECT_EQ(dict->named_children().keys(), (std::vector<std::string>{"act", "out", "extra"}));
+  EXPECT_TRUE(has(error_of([&] { dict->pop("fc"); }), "'fc'"));
+  dict->clear();
+  EXPECT_TRUE(dict->empty());
+  EXPECT_TRUE(dict->named_children().is_empty());
+}
+
+TEST(ContainerIndexing, ZeroGradSetsToNoneByDefault) {
+  // LibTorch 2.x's default (1.13's was false): docs/porting.md.
+  nn::Linear fc(2, 1);
+  fc->forward(ones({1, 2})).sum().backward();
+  ASSERT_TRUE(fc->weight.grad().defined());
+  fc->zero_grad();
+  EXPECT_FALSE(fc->weight.grad().defined());
+  fc->forward(ones({1, 2})).sum().backward();
+  fc->zero_grad(false);
+  ASSERT_TRUE(fc->weight.grad().defined());
+  EXPECT_TRUE(graft::equal(fc->weight.grad(), zeros({1, 2})));
 }
 
 }  // namespace

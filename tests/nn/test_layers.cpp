@@ -407,7 +407,7 @@ TEST(ModuleList, PushInsertIterate) {
   Tensor x = graft::randn({4, 2});
   Tensor y = x;
   for (size_t i = 0; i < list->size(); ++i) {
-    if (auto* lin = list[i].as<nn::LinearImpl>()) y = lin->forward(y);
+    if (auto* lin = list[i]->as<nn::LinearImpl>()) y = lin->forward(y);
     else y = graft::relu(y);
   }
   EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{4, 1}));

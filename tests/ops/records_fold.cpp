@@ -88,15 +88,16 @@ GRAFT_OP_RECORDS(fold) {
     std::vector<int64_t> shape;
     FoldRefGeo g;
   };
-  for (const auto& [variant, shape, g] : std::vector<UnfoldCase>{
+  for (const UnfoldCase& c : std::vector<UnfoldCase>{
            {"k23", {2, 3, 4, 5}, {2, 3, 1, 1, 0, 0, 1, 1}},
            {"unbatched_dilation_padding_stride", {2, 5, 6}, {2, 2, 2, 2, 1, 1, 2, 1}},
            {"mixed", {1, 2, 7, 8}, {3, 3, 1, 2, 1, 0, 2, 2}}}) {
+    // (clang 14 cannot capture structured bindings: the case's fields are copied by name.)
     recs.push_back({.name = "unfold",
-                    .variant = variant,
-                    .fn = [g](const TensorList& a) { return F::unfold(a[0], unfold_opts(g)); },
-                    .reference = [g](const TensorList& a) { return unfold_ref(a[0], g); },
-                    .samples = lazy({{S(shape, 301)}}),
+                    .variant = c.variant,
+                    .fn = [g = c.g](const TensorList& a) { return F::unfold(a[0], unfold_opts(g)); },
+                    .reference = [g = c.g](const TensorList& a) { return unfold_ref(a[0], g); },
+                    .samples = lazy({{S(c.shape, 301)}}),
                     .errors = unfold_errors});
   }
 
@@ -106,7 +107,7 @@ GRAFT_OP_RECORDS(fold) {
     int64_t H, W;
     FoldRefGeo g;
   };
-  for (const auto& [variant, shape, H, W, g] : std::vector<FoldCase>{
+  for (const FoldCase& c : std::vector<FoldCase>{
            // 3 x 4 blocks of 2 x 2 over 4 x 5, overlapping
            {"k2", {2, 12, 12}, 4, 5, {2, 2, 1, 1, 0, 0, 1, 1}},
            // 3 x 3 blocks: (5 + 2 - 2 - 1) / 2 + 1 rows, (6 + 2 - 3) / 2 + 1 columns
@@ -114,10 +115,10 @@ GRAFT_OP_RECORDS(fold) {
            // kernel 3, padding 1 over 4 x 4: 16 blocks, every pixel in 4 to 9 of them
            {"overlap_padding", {1, 18, 16}, 4, 4, {3, 3, 1, 1, 1, 1, 1, 1}}}) {
     recs.push_back({.name = "fold",
-                    .variant = variant,
-                    .fn = [H, W, g](const TensorList& a) { return F::fold(a[0], fold_opts(H, W, g)); },
-                    .reference = [H, W, g](const TensorList& a) { return fold_ref(a[0], H, W, g); },
-                    .samples = lazy({{S(shape, 302)}}),
+                    .variant = c.variant,
+                    .fn = [H = c.H, W = c.W, g = c.g](const TensorList& a) { return F::fold(a[0], fold_opts(H, W, g)); },
+                    .reference = [H = c.H, W = c.W, g = c.g](const TensorList& a) { return fold_ref(a[0], H, W, g); },
+                    .samples = lazy({{S(c.shape, 302)}}),
                     .errors = fold_errors});
   }
   return recs;

@@ -350,11 +350,11 @@ TEST(Resample, InterpolateOptions) {
       [&] { F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 2}).align_corners(true)); },
       {"interpolate", "align_corners only with the linear modes", "nearest"}));
   EXPECT_TRUE(throws_error(
-      [&] { F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 2}).mode(kBicubic)); },
-      {"interpolate", "kNearest or kBilinear", "bicubic"}));
+      [&] { F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 2}).mode(kTrilinear)); },
+      {"interpolate", "a 4-D input with mode kNearest, kNearestExact, kBilinear, kBicubic or kArea", "trilinear"}));
   EXPECT_TRUE(throws_error(
       [&] { F::interpolate(x.view({2, 3, 4}), F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 2})); },
-      {"interpolate", "4-D", "[2, 3, 4]"}));
+      {"interpolate", "size of 1 values {oW} for a 3-D input", "[2, 3, 4]"}));
   EXPECT_TRUE(throws_error(
       [&] { F::interpolate(x, F::InterpolateFuncOptions().scale_factor(std::vector<double>{2})); },
       {"interpolate", "scale_factor of 2 values", "1 values"}));

@@ -208,7 +208,7 @@ TEST(OpCoverage, EveryPublicOpIsListed) {
   for (auto n : ops::op_names()) listed.insert(std::string(n));
   // var_all / std_all are the all-dims forms behind var(x) / std(x) (a braced list must not pick them);
   // F::adaptive_max_pool2d_with_indices is LibTorch's name for the op adaptive_max_pool2d's pair;
-  // F::interpolate only picks upsample_nearest2d or upsample_bilinear2d (their records cover it);
+  // F::interpolate only picks one of the upsample_* ops (their records cover it);
   // F::softmin (softmax of -x) and F::normalize (x / max(norm, eps)) are compositions of listed ops,
   // as in LibTorch, checked against PyTorch in tests/ops/test_act_loss_fixtures.cpp;
   // F::local_response_norm is PyTorch's composition (pad, avg_pool, pow), checked against PyTorch

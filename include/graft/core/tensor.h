@@ -212,6 +212,12 @@ class Tensor {
   TensorList chunk(int64_t chunks, int64_t dim = 0) const;
   TensorList unbind(int64_t dim = 0) const;
 
+  // ---- resize (LibTorch's resize_ and resize_as_, without the memory format: Note [resize_] in
+  // src/core/resize.cpp): new sizes with contiguous strides; the storage grows (new elements zero),
+  // never shrinks. An error on a tensor that requires grad, as in LibTorch.
+  const Tensor& resize_(IntArrayRef size) const;
+  const Tensor& resize_as_(const Tensor& the_template) const;
+
   // ---- conversions ----
   Tensor to(DType dtype, bool copy = false) const;
   // LibTorch's to(device[, dtype], non_blocking, copy). graft runs on the CPU: another device is an

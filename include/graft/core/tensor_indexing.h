@@ -10,9 +10,10 @@
 // is the end), None inserts a dim of size 1, true inserts a dim of size 1 and false one of size 0,
 // Ellipsis stands for as many full dims as the other indices leave, and a tensor is an advanced
 // index: int64 positions (any shape; the result has the index's shape in that dim's place) or a
-// 1-D bool mask (its true positions). The basic indices make views (they share x's memory and are
-// recorded by autograd as the views are); an advanced index makes a copy through index_select.
-// graft takes one advanced index per call (PyTorch broadcasts several together); more is an error.
+// bool mask (its true positions; a k-D mask covers k dims). The basic indices make views (they
+// share x's memory and are recorded by autograd as the views are); an advanced index makes a copy
+// through index_select. Several advanced indices broadcast together, as PyTorch's (Note [Several
+// advanced indices] in src/ops/tensor_indexing.cpp).
 // index_put_ writes through the same indices: a tensor (broadcast to the indexed shape) or a
 // number; with an advanced index, the positions are written in order, so a repeated position keeps
 // the last value. It is not recorded by autograd (docs/porting.md): under grad mode, a tensor that

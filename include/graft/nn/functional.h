@@ -368,9 +368,10 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options);
 }  // namespace nn::functional
 
 // The mode enums, spelt as LibTorch's torch::kNearest, torch::kReflect, ... (one enum per option
-// here, where LibTorch has a tag type per name and variants of them; so kLinear, which is init's
-// Nonlinearity, is not an interpolation mode here: graft interpolates with kNearest and kBilinear).
-enum class InterpolateMode { Nearest, Bilinear, Bicubic, Trilinear, Area, NearestExact };
+// here, where LibTorch has a tag type per name and variants of them; kLinear is init's
+// Nonlinearity, which the interpolation options' mode() setters also take for InterpolateMode::Linear).
+enum class InterpolateMode { Nearest, Linear, Bilinear, Bicubic, Trilinear, Area, NearestExact };
+enum class Nonlinearity : uint8_t;  // graft/nn/init.h
 inline constexpr InterpolateMode kNearest = InterpolateMode::Nearest;
 inline constexpr InterpolateMode kBilinear = InterpolateMode::Bilinear;
 inline constexpr InterpolateMode kBicubic = InterpolateMode::Bicubic;
@@ -405,6 +406,8 @@ struct InstanceNormFuncOptions {
 };
 struct InterpolateFuncOptions {
   using mode_t = InterpolateMode;
+  // mode(kLinear): LibTorch's torch::kLinear, graft's Nonlinearity::Linear, is InterpolateMode::Linear.
+  InterpolateFuncOptions& mode(Nonlinearity m);
   GRAFT_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
   GRAFT_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
   GRAFT_ARG(mode_t, mode) = kNearest;
@@ -433,8 +436,10 @@ Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& options);
 // input (N, C, *): each (sample, channel) normalised over *; use_input_stats=false normalises with
 // the running statistics, true updates them (when given) with momentum.
 Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& options = {});
-// input (N, C, H, W), mode kNearest or kBilinear; exactly one of size {oH, oW} and scale_factor
-// {sH, sW} (output floor(H sH)); the scale factors reach the op unless recompute_scale_factor.
+// input (N, C, W) with mode kLinear, (N, C, H, W) with kBilinear or kBicubic, (N, C, D, H, W) with
+// kTrilinear, any of them with kNearest, kNearestExact or kArea (adaptive average pooling);
+// exactly one of size (a value per spatial dim) and scale_factor (output floor(size * scale)); the
+// scale factors reach the op unless recompute_scale_factor.
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options = {});
 // kConstant pads any trailing dims (negative amounts crop); kReflect, kReplicate and kCircular pad
 // 1 spatial dim ({l, r}; (C, W) or (N, C, W)) or 2 ({l, r, t, b}; (C, H, W) or (N, C, H, W)).

@@ -32,7 +32,9 @@
   /* normalisation */ X(batch_norm) X(layer_norm) X(group_norm) X(instance_norm)                   \
   /* resampling, padding */ X(upsample_nearest2d) X(upsample_bilinear2d) X(constant_pad_nd)        \
       X(reflection_pad1d) X(reflection_pad2d) X(replication_pad1d) X(replication_pad2d) X(pad)     \
-      X(pixel_shuffle) X(pixel_unshuffle)                                                          \
+      X(pixel_shuffle) X(pixel_unshuffle) X(upsample_nearest1d) X(upsample_nearest3d)              \
+      X(upsample_linear1d) X(upsample_trilinear3d) X(upsample_bicubic2d)                           \
+      X(_upsample_nearest_exact1d) X(_upsample_nearest_exact2d) X(_upsample_nearest_exact3d)       \
   /* sliding blocks */ X(unfold) X(fold)                                                           \
   /* joining and indexing */ X(cat) X(stack) X(split) X(split_with_sizes) X(chunk) X(index_select) \
       X(gather) X(scatter_add) X(index_add) X(embedding) X(one_hot)                                \

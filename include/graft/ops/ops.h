@@ -252,13 +252,34 @@ Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bi
                      const Tensor& running_var, bool use_input_stats, double momentum, double eps,
                      bool cudnn_enabled = true);
 
-// Resampling and padding (resample.cpp). input (N, C, H, W); output_size {oH, oW}; the scales,
-// when given, map output to input coordinates as in ATen (src = dst / scale).
+// Resampling and padding (resample.cpp). input (N, C, W), (N, C, H, W) or (N, C, D, H, W) for the
+// 1d, 2d and 3d ops; output_size {oW}, {oH, oW} or {oD, oH, oW}; the scales, when given, map output
+// to input coordinates as in ATen (src = dst / scale).
+Tensor upsample_nearest1d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales = std::nullopt);
 Tensor upsample_nearest2d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_h = std::nullopt,
                           std::optional<double> scales_w = std::nullopt);
+Tensor upsample_nearest3d(const Tensor& input, IntArrayRef output_size, std::optional<double> scales_d = std::nullopt,
+                          std::optional<double> scales_h = std::nullopt, std::optional<double> scales_w = std::nullopt);
+// nearest-exact: source index floor((o + 1/2) in / out), where nearest takes floor(o in / out).
+Tensor _upsample_nearest_exact1d(const Tensor& input, IntArrayRef output_size,
+                                 std::optional<double> scales = std::nullopt);
+Tensor _upsample_nearest_exact2d(const Tensor& input, IntArrayRef output_size,
+                                 std::optional<double> scales_h = std::nullopt,
+                                 std::optional<double> scales_w = std::nullopt);
+Tensor _upsample_nearest_exact3d(const Tensor& input, IntArrayRef output_size,
+                                 std::optional<double> scales_d = std::nullopt,
+                                 std::optional<double> scales_h = std::nullopt,
+                                 std::optional<double> scales_w = std::nullopt);
+Tensor upsample_linear1d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                         std::optional<double> scales = std::nullopt);
 Tensor upsample_bilinear2d(const Tensor& input, IntArrayRef output_size, bool align_corners,
                            std::optional<double> scales_h = std::nullopt,
                            std::optional<double> scales_w = std::nullopt);
+Tensor upsample_trilinear3d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                            std::optional<double> scales_d = std::nullopt, std::optional<double> scales_h = std::nullopt,
+                            std::optional<double> scales_w = std::nullopt);
+Tensor upsample_bicubic2d(const Tensor& input, IntArrayRef output_size, bool align_corners,
+                          std::optional<double> scales_h = std::nullopt, std::optional<double> scales_w = std::nullopt);
 // pad lists (before, after) pairs from the last dim backwards, as F::pad does; negative amounts crop.
 Tensor constant_pad_nd(const Tensor& input, IntArrayRef pad, const Scalar& value = 0);
 Tensor reflection_pad1d(const Tensor& input, IntArrayRef padding);   // (N, C, W), padding {l, r}

@@ -1,10 +1,11 @@
-// graft::optim: optimisers (SGD, Adam, AdamW, RMSprop, Adagrad), learning-rate schedulers and the
+// graft::optim: optimisers (SGD, Adam, AdamW, RMSprop, Adagrad, LBFGS), learning-rate schedulers and the
 // optimiser step inside backward (StepInBackward).
 #pragma once
 
 #include "graft/optim/adagrad.h"
 #include "graft/optim/adam.h"
 #include "graft/optim/adamw.h"
+#include "graft/optim/lbfgs.h"
 #include "graft/optim/lr_scheduler.h"
 #include "graft/optim/optimizer.h"
 #include "graft/optim/rmsprop.h"

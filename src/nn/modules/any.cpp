@@ -49,9 +49,12 @@ void AnyModule::check_not_empty(const char* what) const {
               "an empty AnyModule", "assign a module first, e.g. AnyModule(graft::nn::Linear(3, 4))");
 }
 
-void AnyModule::throw_bad_get(const std::type_info& wanted) const {
-  throw Error("AnyModule::get", "a module of type " + detail::type_name(wanted),
-              "a module of type " + detail::type_name(type_info()), "ask for the type the AnyModule holds");
+void AnyModule::throw_bad_get(const char* op, const std::type_info& wanted) const {
+  // LibTorch's sentence is kept in the hint: ported tests match on it.
+  const std::string held = detail::type_name(type_info()), asked = detail::type_name(wanted);
+  throw Error(op, "a module of type " + asked, "a module of type " + held,
+              "ask for the type the AnyModule holds (Attempted to cast module of type " + held + " to type " + asked +
+                  ")");
 }
 
 }  // namespace graft::nn

@@ -13,7 +13,8 @@ namespace graft::nn {
 namespace {
 void check_index(size_t index, size_t size, const char* op) {
   GRAFT_CHECK(index < size, op, "an index below the size " + std::to_string(size), std::to_string(index),
-              size == 0 ? "the container is empty" : "indices run from 0 to size() - 1");
+              size == 0 ? "Index out of range: the container is empty"
+                        : "Index out of range: indices run from 0 to size() - 1");
 }
 }  // namespace
 
@@ -27,7 +28,11 @@ FunctionalImpl::FunctionalImpl(Function function) : function_(std::move(function
 // ---- Sequential ----
 
 SequentialImpl::SequentialImpl(std::initializer_list<NamedSequentialEntry> named) {
-  for (const auto& n : named) add(n.name, n.entry);
+  for (const auto& n : named) add(n.name(), n.module());
+}
+
+SequentialImpl::SequentialImpl(OrderedDict<std::string, AnyModule>&& named) {
+  for (auto& item : named) add(item.key(), SequentialEntry(std::move(item.value())));
 }
 
 void SequentialImpl::add(std::string name, SequentialEntry entry) {
@@ -132,7 +137,7 @@ void ModuleListImpl::append(std::shared_ptr<Module> module) {
 
 void ModuleListImpl::insert_ptr(size_t index, std::shared_ptr<Module> module) {
   GRAFT_CHECK(index <= modules_.size(), "ModuleList::insert", "an index at most the size " + std::to_string(modules_.size()),
-              std::to_string(index), "pass an index in [0, size()]; use push_back to append");
+              std::to_string(index), "Index out of range: pass an index in [0, size()]; use push_back to append");
   modules_.insert(modules_.begin() + static_cast<std::ptrdiff_t>(index), std::move(module));
   // Re-register under the shifted indices.
   children_.clear();

@@ -1,7 +1,8 @@
-// Upsample, the padding modules' value repr, PixelShuffle, PixelUnshuffle.
+// Upsample (every mode of F::interpolate), the padding modules' value repr, PixelShuffle, PixelUnshuffle.
 #include "graft/nn/modules/resample.h"
 
 #include "../../core/format.h"
+#include "graft/nn/init.h"
 
 namespace graft::nn {
 
@@ -17,6 +18,11 @@ std::string tuple_repr(const std::vector<T>& v) {
   return s + (v.size() == 1 ? ",)" : ")");
 }
 }  // namespace
+
+UpsampleOptions& UpsampleOptions::mode(Nonlinearity m) {
+  mode_ = functional::InterpolateFuncOptions().mode(m).mode();  // kLinear, or the options' error
+  return *this;
+}
 
 std::string pad_value_repr(double v) { return graft::detail::py_repr(v); }
 

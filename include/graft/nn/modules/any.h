@@ -248,16 +248,17 @@ class AnyModule {
 
   // The module as its own type: get<LinearImpl>() a reference, get<Linear>() a holder.
   template <class T>
-  requires std::is_base_of_v<Module, T> T& get() const { return *checked_ptr<T>(); }
+  requires std::is_base_of_v<Module, T> T& get() const { return *checked_ptr<T>("AnyModule::get"); }
   template <class T>
   requires detail::HolderType<T> T get()
-  const { return T(checked_ptr<typename T::ContainedType>()); }
+  const { return T(checked_ptr<typename T::ContainedType>("AnyModule::get")); }
   std::shared_ptr<Module> ptr() const {
     check_not_empty("ptr");
     return content_->ptr();
   }
-  // nullptr when the module is not a T (LibTorch's dynamic_pointer_cast).
-  template <class T> std::shared_ptr<T> ptr() const { return std::dynamic_pointer_cast<T>(ptr()); }
+  // The module as a shared_ptr to its own type; another type is a graft::Error, as LibTorch's
+  // ptr<T>() ("Attempted to cast module of type ... to type ...").
+  template <class T> std::shared_ptr<T> ptr() const { return checked_ptr<T>("AnyModule::ptr"); }
   const std::type_info& type_info() const {
     check_not_empty("type_info");
     return content_->type_info();
@@ -277,13 +278,13 @@ class AnyModule {
     GRAFT_CHECK(module != nullptr, "AnyModule", "a module", "an empty module pointer", "construct the module first");
     return std::make_unique<detail::AnyModuleHolder<M>>(std::move(module));
   }
-  template <class T> std::shared_ptr<T> checked_ptr() const {
+  template <class T> std::shared_ptr<T> checked_ptr(const char* op) const {
     auto p = std::dynamic_pointer_cast<T>(ptr());
-    if (!p) throw_bad_get(typeid(T));
+    if (!p) throw_bad_get(op, typeid(T));
     return p;
   }
   void check_not_empty(const char* what) const;
-  [[noreturn]] void throw_bad_get(const std::type_info& wanted) const;
+  [[noreturn]] void throw_bad_get(const char* op, const std::type_info& wanted) const;
 
   std::unique_ptr<detail::AnyModulePlaceholder> content_;
 };

@@ -6,6 +6,11 @@
 //   graft::nn::Sequential named({{"fc", graft::nn::Linear(4, 3)}, {"act", graft::nn::Tanh()}});
 //   graft::nn::ModuleList blocks(graft::nn::Linear(4, 4), graft::nn::Linear(4, 4));
 //   for (const auto& m : *blocks) ...; blocks->at<graft::nn::LinearImpl>(0).weight
+//   blocks[0]->as<graft::nn::LinearImpl>(); blocks->ptr<graft::nn::LinearImpl>(1)
+//
+// Indexing follows LibTorch's: list[i], seq[i] and dict["key"] return std::shared_ptr<Module>;
+// ptr(i) the same; at<T>(i) a T& and ptr<T>(i) a std::shared_ptr<T>. A wrong T is a graft::Error,
+// except ModuleList::ptr<T>(i), which returns nullptr as LibTorch's does (a dynamic_pointer_cast).
 //
 // Each entry of a Sequential is an AnyModule (graft/nn/modules/any.h), so a module's forward may
 // have any signature, as in LibTorch: the first may take several arguments (seq->forward(a, b)), a
@@ -72,17 +77,20 @@ concept ModuleHolderType = requires { typename D::ContainedType; } &&
 
 template <class D>
 concept ModuleLike = ModuleHolderType<D> || (is_shared_ptr<D>::value && std::is_base_of_v<Module, typename D::element_type>) ||
-                     std::is_base_of_v<Module, D>;
+                     std::is_base_of_v<Module, D> || std::is_base_of_v<AnyModule, D>;
 
 template <class D>
 concept TensorFunction = !ModuleLike<D> && std::is_invocable_r_v<Tensor, D&, const Tensor&>;
 
-// A holder, a shared_ptr to a module, or a module value -> shared_ptr to the module's own type.
+// A holder, a shared_ptr to a module, a module value, or an AnyModule -> shared_ptr to the module
+// (its own type; std::shared_ptr<Module> for an AnyModule).
 template <class M>
 auto module_ptr(M&& m) {
   using D = std::decay_t<M>;
   static_assert(ModuleLike<D>, "expected a module: a holder (graft::nn::Linear), a std::shared_ptr to a module, or a module value");
   if constexpr (ModuleHolderType<D>) {
+    return m.ptr();
+  } else if constexpr (std::is_base_of_v<AnyModule, D>) {
     return m.ptr();
   } else if constexpr (is_shared_ptr<D>::value) {
     GRAFT_CHECK(m != nullptr, "nn container", "a module", "an empty module pointer", "construct the module first");
@@ -129,18 +137,26 @@ class SequentialEntry : public AnyModule {
   }
 };
 
-// LibTorch's name for a {name, module} pair of Sequential's initializer list.
-struct NamedSequentialEntry {
+// LibTorch's NamedAnyModule: a {name, module} pair of Sequential's initializer list.
+class NamedSequentialEntry {
+ public:
   template <class M>
-  NamedSequentialEntry(std::string name, M&& module) : name(std::move(name)), entry(std::forward<M>(module)) {}
-  std::string name;
-  SequentialEntry entry;
+  NamedSequentialEntry(std::string name, M&& module) : name_(std::move(name)), entry_(std::forward<M>(module)) {}
+  const std::string& name() const noexcept { return name_; }
+  const SequentialEntry& module() const noexcept { return entry_; }
+
+ private:
+  std::string name_;
+  SequentialEntry entry_;
 };
 using NamedAnyModule = NamedSequentialEntry;
 
 // ---- Sequential ----
 class SequentialImpl : public Cloneable<SequentialImpl> {
  public:
+  using Iterator = std::vector<SequentialEntry>::iterator;
+  using ConstIterator = std::vector<SequentialEntry>::const_iterator;
+
   SequentialImpl() = default;
   template <class... Ms,
             class = std::enable_if_t<!(sizeof...(Ms) == 1 && (std::is_base_of_v<SequentialImpl, std::decay_t<Ms>> && ...))>>
@@ -148,6 +164,8 @@ class SequentialImpl : public Cloneable<SequentialImpl> {
     (push_back(std::forward<Ms>(modules)), ...);
   }
   explicit SequentialImpl(std::initializer_list<NamedSequentialEntry> named);
+  // LibTorch's: the modules under the dict's keys, in its order.
+  explicit SequentialImpl(OrderedDict<std::string, AnyModule>&& named);
   SequentialImpl(const SequentialImpl&) = default;
 
   void reset() override {}
@@ -213,8 +231,8 @@ class SequentialImpl : public Cloneable<SequentialImpl> {
   }
   const std::vector<SequentialEntry>& entries() const { return entries_; }
   // Iterates the entries, each an AnyModule (LibTorch's iteration).
-  auto begin() const { return entries_.begin(); }
-  auto end() const { return entries_.end(); }
+  ConstIterator begin() const { return entries_.begin(); }
+  ConstIterator end() const { return entries_.end(); }
 
  private:
   void add(std::string name, SequentialEntry entry);
@@ -231,7 +249,7 @@ class SequentialImpl : public Cloneable<SequentialImpl> {
   static std::shared_ptr<T> checked_cast(const std::shared_ptr<Module>& m, size_t index) {
     auto p = std::dynamic_pointer_cast<T>(m);
     GRAFT_CHECK(p != nullptr, "Sequential::at", "a module of the requested type at index " + std::to_string(index),
-                "a " + m->name(), "check the index, or the type asked for");
+                "a " + m->name(), "check the index, or the type asked for (Attempted to cast module)");
     return p;
   }
   std::vector<SequentialEntry> entries_;
@@ -250,6 +268,9 @@ class Sequential : public ModuleHolder<SequentialImpl> {
 // ---- ModuleList: modules of any kind, registered as "0", "1", ... ----
 class ModuleListImpl : public Cloneable<ModuleListImpl> {
  public:
+  using Iterator = std::vector<std::shared_ptr<Module>>::iterator;
+  using ConstIterator = std::vector<std::shared_ptr<Module>>::const_iterator;
+
   ModuleListImpl() = default;
   template <class... Ms,
             class = std::enable_if_t<!(sizeof...(Ms) == 1 && (std::is_base_of_v<ModuleListImpl, std::decay_t<Ms>> && ...))>>
@@ -261,39 +282,45 @@ class ModuleListImpl : public Cloneable<ModuleListImpl> {
   void reset() override {}
   std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
 
+  // Appends a module: a holder, a std::shared_ptr to a module, a module value, or an AnyModule.
   template <class M>
   void push_back(M&& module) {
     append(detail::module_ptr(std::forward<M>(module)));
   }
+  // Inserts before `index` (0 <= index <= size()); the later modules are renumbered.
   template <class M>
   void insert(size_t index, M&& module) {
     insert_ptr(index, detail::module_ptr(std::forward<M>(module)));
   }
+  // Appends each module of a container (a ModuleList, a Sequential, a std::vector of pointers...).
   template <class Container>
   void extend(const Container& modules) {
     for (const auto& m : modules) push_back(m);
   }
   void extend(const ModuleListImpl& other) {
-    for (const auto& m : other.modules_) append(m);
+    const std::vector<std::shared_ptr<Module>> more = other.modules_;  // copied: `other` may be this list
+    for (const auto& m : more) append(m);
   }
 
   size_t size() const noexcept { return modules_.size(); }
   bool is_empty() const noexcept { return modules_.empty(); }
-  Module& operator[](size_t index) const { return *ptr(index); }
+  // LibTorch's: list[i] is the module as a std::shared_ptr<Module> (list[i]->as<Linear>()).
+  std::shared_ptr<Module> operator[](size_t index) const { return ptr(index); }
   std::shared_ptr<Module> ptr(size_t index) const;
+  // nullptr when the module at `index` is not a T (LibTorch's dynamic_pointer_cast); at<T> throws.
   template <class T>
   std::shared_ptr<T> ptr(size_t index) const {
-    auto p = std::dynamic_pointer_cast<T>(ptr(index));
-    GRAFT_CHECK(p != nullptr, "ModuleList::at", "a module of the requested type at index " + std::to_string(index),
-                "a " + ptr(index)->name(), "check the index, or the type asked for");
-    return p;
+    return std::dynamic_pointer_cast<T>(ptr(index));
   }
   template <class T>
   T& at(size_t index) const {
-    return *ptr<T>(index);
+    auto p = ptr<T>(index);
+    GRAFT_CHECK(p != nullptr, "ModuleList::at", "a module of the requested type at index " + std::to_string(index),
+                "a " + ptr(index)->name(), "check the index, or the type asked for (Attempted to cast module)");
+    return *p;
   }
-  auto begin() const { return modules_.begin(); }
-  auto end() const { return modules_.end(); }
+  ConstIterator begin() const { return modules_.begin(); }
+  ConstIterator end() const { return modules_.end(); }
 
  private:
   void append(std::shared_ptr<Module> module);
@@ -305,6 +332,9 @@ GRAFT_MODULE(ModuleList);
 // ---- ModuleDict: modules by name, in insertion order ----
 class ModuleDictImpl : public Cloneable<ModuleDictImpl> {
  public:
+  using Iterator = OrderedDict<std::string, std::shared_ptr<Module>>::Iterator;
+  using ConstIterator = OrderedDict<std::string, std::shared_ptr<Module>>::ConstIterator;
+
   ModuleDictImpl() = default;
   explicit ModuleDictImpl(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules);
   explicit ModuleDictImpl(const OrderedDict<std::string, std::shared_ptr<Module>>& modules);
@@ -320,8 +350,17 @@ class ModuleDictImpl : public Cloneable<ModuleDictImpl> {
     insert_ptr(key, p);
     return p;
   }
+  // Adds or replaces each entry, in order.
   void update(const ModuleDictImpl& other);
+  void update(const ModuleHolder<ModuleDictImpl>& other) { update(*other); }
   void update(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules);
+  // Any container of items with key() and value() (an OrderedDict<std::string, std::shared_ptr<Module>>).
+  template <class Container>
+    requires(!std::is_base_of_v<ModuleDictImpl, Container> &&
+             !std::is_base_of_v<ModuleHolder<ModuleDictImpl>, Container>)
+  void update(const Container& items) {
+    for (const auto& item : items) insert(item.key(), item.value());
+  }
   std::shared_ptr<Module> pop(const std::string& key);
   void clear();
 
@@ -331,16 +370,19 @@ class ModuleDictImpl : public Cloneable<ModuleDictImpl> {
   bool contains(const std::string& key) const { return children_.contains(key); }
   std::vector<std::string> keys() const { return children_.keys(); }
   std::vector<std::shared_ptr<Module>> values() const { return children_.values(); }
-  const std::vector<OrderedDict<std::string, std::shared_ptr<Module>>::Item>& items() const { return children_.items(); }
-  auto begin() const { return children_.begin(); }
-  auto end() const { return children_.end(); }
+  // LibTorch's: {key, module} pairs, in order.
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> items() const {
+    return {children_.items().begin(), children_.items().end()};
+  }
+  ConstIterator begin() const { return children_.begin(); }
+  ConstIterator end() const { return children_.end(); }
 
   std::shared_ptr<Module> operator[](const std::string& key) const;
   template <class T>
   T& at(const std::string& key) const {
     auto p = std::dynamic_pointer_cast<T>((*this)[key]);
     GRAFT_CHECK(p != nullptr, "ModuleDict::at", "a module of the requested type under '" + key + "'",
-                "a " + (*this)[key]->name(), "check the key, or the type asked for");
+                "a " + (*this)[key]->name(), "check the key, or the type asked for (Attempted to cast module)");
     return *p;
   }
 

@@ -15,6 +15,8 @@ namespace graft::nn {
 
 struct UpsampleOptions {
   using mode_t = InterpolateMode;
+  // mode(kLinear): LibTorch's torch::kLinear, graft's Nonlinearity::Linear, is InterpolateMode::Linear.
+  UpsampleOptions& mode(Nonlinearity m);
   GRAFT_ARG(std::optional<std::vector<int64_t>>, size) = std::nullopt;
   GRAFT_ARG(std::optional<std::vector<double>>, scale_factor) = std::nullopt;
   GRAFT_ARG(mode_t, mode) = kNearest;
