@@ -80,11 +80,18 @@ LineSearchResult strong_wolfe(Obj&& obj, double t, const Tensor& d, double f, co
   constexpr double c1 = 1e-4, c2 = 0.9, tolerance_change = 1e-9;
   constexpr int64_t max_ls = 25;
   const double d_norm = abs_max(d);
-  Evaluation e = obj(t);
-  double f_new = e.loss;
-  Tensor g_new = e.flat_grad;
-  int64_t ls_func_evals = 1;
-  double gtd_new = dot(g_new, d);
+  double f_new = 0, gtd_new = 0;
+  Tensor g_new;
+  int64_t ls_func_evals = 0;
+  // The objective and its directional derivative at step t (one closure call).
+  auto evaluate_at = [&](double step) {
+    const Evaluation e = obj(step);
+    f_new = e.loss;
+    g_new = e.flat_grad;
+    ++ls_func_evals;
+    gtd_new = dot(g_new, d);
+  };
+  evaluate_at(t);
 
   double t_prev = 0, f_prev = f, gtd_prev = gtd;
   Tensor g_prev = g;
@@ -123,11 +130,7 @@ LineSearchResult strong_wolfe(Obj&& obj, double t, const Tensor& d, double f, co
     f_prev = f_new;
     g_prev = g_new;
     gtd_prev = gtd_new;
-    e = obj(t);
-    f_new = e.loss;
-    g_new = e.flat_grad;
-    ++ls_func_evals;
-    gtd_new = dot(g_new, d);
+    evaluate_at(t);
     ++ls_iter;
   }
   if (ls_iter == max_ls) set_bracket(0, f, g, gtd, t, f_new, g_new, gtd_new);
@@ -153,11 +156,7 @@ LineSearchResult strong_wolfe(Obj&& obj, double t, const Tensor& d, double f, co
     } else {
       insuf_progress = false;
     }
-    e = obj(t);
-    f_new = e.loss;
-    g_new = e.flat_grad;
-    ++ls_func_evals;
-    gtd_new = dot(g_new, d);
+    evaluate_at(t);
     ++ls_iter;
     if (f_new > (f + c1 * t * gtd) || f_new >= bracket_f[low_pos]) {
       // Not a sufficient decrease, or not below the low end: the new high end.
