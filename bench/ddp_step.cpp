@@ -14,6 +14,11 @@
 //   mpirun -np 2 graft_ddp_step --mode=time --model=mlp --bucket_mb=0.25   (smaller DDP buckets)
 //   GRAFT_BENCH_COMM_HOOK=bf16 mpirun -np 2 graft_ddp_step --mode=time ...  (graft: the buckets
 //                   all-reduced in bfloat16 through ddp_comm_hooks::bf16_compress_hook)
+// --mode=time prints one RESULT line (rank 0): the median step time (ms) and, of the same steps, the
+// median communication (comm_ms: graft's reducer, the seconds its buckets' all-reduces ran; LibTorch's
+// side, the per-parameter loop) and the median time the step waited for it (wait_ms: graft, the end of
+// backward waiting for the last buckets; LibTorch, the whole loop, which blocks). buckets: graft's
+// bucket count; LibTorch's side, one all-reduce per parameter. All 0 in one process.
 #include <torch/torch.h>
 
 #include <mpi.h>
@@ -112,9 +117,9 @@ class Trainer {
       buckets = ddp_->reducer().buckets().size();
     }
 #else
-    (void)comm_ms;
-    (void)wait_ms;
-    (void)buckets;
+    // The per-parameter loop blocks: all of its communication is waited for.
+    comm_ms = wait_ms = loop_ms_;
+    buckets = g_world > 1 ? params_.size() : 0;
 #endif
   }
 
@@ -129,12 +134,15 @@ class Trainer {
     loss.backward();
 #ifndef GRAFT_PORTED
     // The dist-mnist example's loop: every gradient, one blocking all-reduce after the other.
-    if (g_world > 1)
+    if (g_world > 1) {
+      const double t0 = now_ms();
       for (torch::Tensor& p : params_) {
         torch::Tensor g = p.grad();
         MPI_Allreduce(MPI_IN_PLACE, g.data_ptr<float>(), static_cast<int>(g.numel()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         g.div_(g_world);
       }
+      loop_ms_ = now_ms() - t0;
+    }
 #endif
     opt_->step();
     return loss.item<float>();
@@ -147,6 +155,8 @@ class Trainer {
   std::unique_ptr<torch::optim::SGD> opt_;
 #ifdef GRAFT_PORTED
   std::unique_ptr<torch::nn::parallel::DistributedDataParallel<nn::Sequential>> ddp_;
+#else
+  double loop_ms_ = 0;  // the last step's all-reduce loop
 #endif
 };
 
@@ -159,20 +169,24 @@ int time_steps(const bench::Args& a) {
   const int warmup = bench::arg_int(a, "warmup", 5), steps = bench::arg_int(a, "steps", 30);
   float loss = 0;
   for (int i = 0; i < warmup; ++i) loss = t.step();
-  std::vector<double> ms;
+  // Per timed step: its time, and (graft with DDP) the reducer's all-reduce time and the end of
+  // backward's wait for it; the medians are printed (comm_ms, wait_ms: 0 where there is no reducer).
+  std::vector<double> ms, comm, wait;
+  size_t buckets = 0;
   for (int i = 0; i < steps; ++i) {
     const double t0 = now_ms();
     loss = t.step();
     ms.push_back(now_ms() - t0);
+    double comm_ms = 0, wait_ms = 0;
+    t.last_reduction(comm_ms, wait_ms, buckets);
+    comm.push_back(comm_ms);
+    wait.push_back(wait_ms);
   }
-  double comm_ms = 0, wait_ms = 0;
-  size_t buckets = 0;
-  t.last_reduction(comm_ms, wait_ms, buckets);
   if (g_rank == 0)
     std::printf("RESULT mode=time library=%s model=%s world=%d rows_per_rank=%lld ms=%.4f loss=%.6f buckets=%zu "
                 "comm_ms=%.3f wait_ms=%.3f\n",
                 bench::kLibrary, model.c_str(), g_world, static_cast<long long>(rows), bench::median(ms), loss, buckets,
-                comm_ms, wait_ms);
+                bench::median(comm), bench::median(wait));
   return 0;
 }
 

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   torch::manual_seed(0);
 
   int64_t T = 0, N = 0;
+  int64_t width = 512, depth = 1, heads = 8;  // reported in the JSON line (the suite's report keys on them)
   std::function<torch::Tensor()> step;
   std::vector<torch::Tensor> params;
   torch::nn::MultiheadAttention mha = nullptr;
@@ -78,15 +79,15 @@ int main(int argc, char** argv) {
     }
     step = [&] { return enc->forward(x).sum(); };
   } else if (which == "lstm") {
-    T = 128, N = 32;
+    T = 128, N = 32, depth = 2, heads = 0;
     lstm = torch::nn::LSTM(torch::nn::LSTMOptions(512, 512).num_layers(2));
     x = torch::randn({T, N, 512});
     params = lstm->parameters();
     step = [&] { return std::get<0>(lstm->forward(x)).sum(); };
   } else if (which == "gpt") {
     T = bench::arg_int(a, "t", 128), N = bench::arg_int(a, "batch", 8);
-    const int64_t width = bench::arg_int(a, "width", 512), depth = bench::arg_int(a, "depth", 4);
-    const int64_t heads = bench::arg_int(a, "heads", 8);
+    width = bench::arg_int(a, "width", 512), depth = bench::arg_int(a, "depth", 4);
+    heads = bench::arg_int(a, "heads", 8);
     embed = torch::nn::Embedding(256, width);
     pos = (0.02 * torch::randn({T, 1, width})).requires_grad_();
     trunk = torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
@@ -128,9 +129,11 @@ int main(int argc, char** argv) {
   int64_t parameters = 0;
   for (const auto& p : params) parameters += p.numel();
   std::printf("{\"library\": \"%s\", \"case\": \"%s\", \"t\": %lld, \"batch\": %lld, \"threads\": %d, "
-              "\"recompute\": %d, \"parameters\": %lld, \"median_ms\": %.3f, \"peak_mib\": %.1f, "
+              "\"width\": %lld, \"depth\": %lld, \"heads\": %lld, \"recompute\": %d, \"parameters\": %lld, "
+              "\"median_ms\": %.3f, \"peak_mib\": %.1f, "
               "\"vmhwm_mib\": %.1f, \"ms\": %s}\n",
               bench::kLibrary, which.c_str(), static_cast<long long>(T), static_cast<long long>(N), threads,
+              static_cast<long long>(width), static_cast<long long>(depth), static_cast<long long>(heads),
               bench::arg_int(a, "recompute", 0), static_cast<long long>(parameters), bench::median(ms),
               static_cast<double>(hwm - rss0) / 1024.0, static_cast<double>(hwm) / 1024.0, bench::json_list(ms).c_str());
   return 0;

@@ -29,7 +29,7 @@ summary() {
 trap summary EXIT
 
 stage "dependencies"
-tools/install-deps.sh
+tools/install-deps.sh --test
 jobs=$(nproc)
 
 # Source checks first (seconds): Notes and the paths comments name, the layer order, the apps' shape,
@@ -41,7 +41,7 @@ tools/check-apps.sh
 tools/check-data-ptr.sh
 
 stage "Release build"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON -DGRAFT_BUILD_TESTS=ON -DGRAFT_BUILD_EXAMPLES=ON
 cmake --build build -j"$jobs"
 stage "Release tests"
 GRAFT_REQUIRE_CHROMIUM=1 ctest --test-dir build --output-on-failure -j"$jobs"
@@ -57,7 +57,7 @@ stage "sanitizer build"
 # compilers' warnings then hold the code (-Werror in both builds), and both compilers' sanitizers
 # have run the suite clean.
 CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_WERROR=ON -DGRAFT_SANITIZE=ON \
-      -DGRAFT_BUILD_EXAMPLES=ON -DGRAFT_BUILD_DOC_EXAMPLES=OFF
+      -DGRAFT_BUILD_TESTS=ON -DGRAFT_BUILD_EXAMPLES=ON -DGRAFT_BUILD_DOC_EXAMPLES=OFF
 cmake --build build-asan -j"$jobs"
 stage "sanitizer tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

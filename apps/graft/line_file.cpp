@@ -12,9 +12,9 @@
 
 namespace graft::cli {
 
-namespace {
-
 std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+namespace {
 
 const char* kind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";

@@ -7,6 +7,9 @@
 
 namespace graft::cli {
 
+// The message of an errno value ("No such file or directory").
+std::string errno_text(int err);
+
 // Every write is checked, and a line that cannot be written completely (a full disk, a file-size
 // limit) is cut off again, so the file always ends with a complete line: what graft report reads
 // stays readable. A symlink is followed (its file is written, the link stays); a target that is not

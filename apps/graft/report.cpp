@@ -2,6 +2,7 @@
 // charts drawn by inline JavaScript from the embedded data.
 #include "report.h"
 
+#include "line_file.h"
 #include "paths.h"
 #include "report_page.h"
 
@@ -44,14 +45,13 @@ constexpr size_t kMaxLineBytes = size_t{64} << 20;
 constexpr uint64_t kMaxLogBytes = uint64_t{2} << 30;
 // nlohmann::json parses recursively: a line nested 100,000 deep overflowed the stack. graft's
 // records nest 4 deep.
-constexpr size_t kMaxDepth = 64;
+constexpr size_t kMaxJsonDepth = 64;
 // At most this many points per line series: thousands of points are more than a 520-pixel chart
 // shows, and hundreds of thousands made the page slow (and, with argument spreading, broke it).
 constexpr size_t kMaxStepPoints = 5000;
 // At most this many gradient records: the heatmap's columns and the update-ratio chart's points.
 constexpr size_t kMaxGradRecords = 1000;
 
-std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
 // The lines of a regular file, each at most kMaxLineBytes, the file at most kMaxLogBytes. The open
 // is non-blocking and the type is checked on the open descriptor: a FIFO without a writer used to
@@ -114,7 +114,7 @@ std::vector<std::string> read_lines(const std::string& path) {
   return lines;
 }
 
-// Parses one record after checking (without recursion) that it nests at most kMaxDepth deep;
+// Parses one record after checking (without recursion) that it nests at most kMaxJsonDepth deep;
 // returns a discarded value for text that is not JSON. `where` names the file and line.
 nlohmann::json parse_record(const std::string& line, const std::string& where) {
   size_t depth = 0;
@@ -127,7 +127,7 @@ nlohmann::json parse_record(const std::string& line, const std::string& where) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      GRAFT_CHECK(++depth <= kMaxDepth, "graft report", "JSON nested at most " + std::to_string(kMaxDepth) + " deep",
+      GRAFT_CHECK(++depth <= kMaxJsonDepth, "graft report", "JSON nested at most " + std::to_string(kMaxJsonDepth) + " deep",
                   where + ": deeper than that (at byte " + std::to_string(i + 1) + ")",
                   "this is not a record graft train wrote");
     } else if ((c == ']' || c == '}') && depth > 0) {

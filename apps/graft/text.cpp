@@ -2,6 +2,7 @@
 #include "text.h"
 
 #include "config.h"
+#include "line_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -26,14 +27,13 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kMaxTextBytes = int64_t{1} << 30;  // 1 GiB: more is not a text a 2-core run trains on
 
-std::string errno_text() { return std::strerror(errno); }
 
 // Appends the whole regular file `path` to `text`. O_NONBLOCK: opening a FIFO returns at once (and is
 // then refused as not a regular file) instead of blocking until a writer appears.
 void append_file(const std::string& path, std::string& text) {
   const char* op = "graft train --data";
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  GRAFT_CHECK(fd >= 0, op, "a readable text file", path + " (" + errno_text() + ")", "check the path");
+  GRAFT_CHECK(fd >= 0, op, "a readable text file", path + " (" + errno_text(errno) + ")", "check the path");
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   if (!regular) ::close(fd);
@@ -69,7 +69,7 @@ void append_file(const std::string& path, std::string& text) {
   too_long(end);
   ::close(fd);
   errno = read_errno;
-  GRAFT_CHECK(read_errno == 0, op, "a readable text file", path + " (" + errno_text() + " after " +
+  GRAFT_CHECK(read_errno == 0, op, "a readable text file", path + " (" + errno_text(errno) + " after " +
               std::to_string(end - start) + " bytes)", "check the file and its permissions");
 }
 

@@ -15,7 +15,7 @@ namespace graft::data {
 
 namespace {
 
-constexpr const char* kOp = "ByteImageDataset";
+constexpr const char* kByteImagesOp = "ByteImageDataset";
 
 // A buffer of n bytes from graft's allocator, counted under Category::Data.
 std::shared_ptr<Storage> data_storage(size_t n) {
@@ -34,20 +34,20 @@ std::array<float, 256> ByteImageDataset::make_table(double mean, double stddev) 
 
 ByteImageDataset::ByteImageDataset(std::span<const uint8_t> bytes, std::vector<int64_t> sizes, const Tensor& targets)
     : sizes_(std::move(sizes)) {
-  GRAFT_CHECK(!sizes_.empty(), kOp, "sizes (N, ...) with at least one dim", "no sizes", "pass e.g. {N, 1, 28, 28}");
+  GRAFT_CHECK(!sizes_.empty(), kByteImagesOp, "sizes (N, ...) with at least one dim", "no sizes", "pass e.g. {N, 1, 28, 28}");
   uint64_t row = 1;
   for (size_t i = 1; i < sizes_.size(); ++i) {
     GRAFT_CHECK(sizes_[i] >= 0 && (sizes_[i] == 0 || row <= (uint64_t{1} << 48) / static_cast<uint64_t>(sizes_[i])),
-                kOp, "non-negative sizes below 2^48 elements in all", shape_str(sizes_), "check the sizes");
+                kByteImagesOp, "non-negative sizes below 2^48 elements in all", shape_str(sizes_), "check the sizes");
     row *= static_cast<uint64_t>(sizes_[i]);
   }
   row_bytes_ = static_cast<int64_t>(row);
   const bool matches = row == 0 ? bytes.empty()
                                  : bytes.size() % row == 0 && bytes.size() / row == static_cast<uint64_t>(sizes_[0]);
   GRAFT_CHECK(sizes_[0] >= 0 && matches,
-              kOp, "prod(sizes) bytes for sizes " + shape_str(sizes_), std::to_string(bytes.size()) + " bytes",
+              kByteImagesOp, "prod(sizes) bytes for sizes " + shape_str(sizes_), std::to_string(bytes.size()) + " bytes",
               "pass one byte per value, example after example");
-  GRAFT_CHECK(targets.defined() && targets.dtype() == kInt64 && targets.dim() == 1 && targets.size(0) == sizes_[0], kOp,
+  GRAFT_CHECK(targets.defined() && targets.dtype() == kInt64 && targets.dim() == 1 && targets.size(0) == sizes_[0], kByteImagesOp,
               "int64 targets of shape [" + std::to_string(sizes_[0]) + "]",
               targets.defined() ? std::string(dtype_name(targets.dtype())) + " " + shape_str(targets.sizes())
                                 : std::string("an undefined tensor"),

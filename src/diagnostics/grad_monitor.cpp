@@ -22,7 +22,7 @@ namespace graft::diagnostics {
 
 namespace {
 
-constexpr const char* kOp = "GradMonitor";
+constexpr const char* kGradMonitorOp = "GradMonitor";
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int64_t kDeadMinNumel = 64;
 constexpr double kRatioEps = 1e-12;
@@ -449,12 +449,12 @@ struct GradMonitor::State {
 };
 
 GradMonitor::GradMonitor(const nn::Module& model, GradMonitorOptions options) : s_(std::make_unique<State>()) {
-  GRAFT_CHECK(options.every >= 1, kOp, "every >= 1", "every = " + std::to_string(options.every),
+  GRAFT_CHECK(options.every >= 1, kGradMonitorOp, "every >= 1", "every = " + std::to_string(options.every),
               "every = 1 samples every step, every = 10 one step in ten");
   s_->opt = std::move(options);
   for (const auto& item : model.named_parameters()) {
     const Tensor& t = item.value();
-    GRAFT_CHECK(t.dtype() == kFloat32 || t.dtype() == kFloat64, kOp, "float32 or float64 parameters",
+    GRAFT_CHECK(t.dtype() == kFloat32 || t.dtype() == kFloat64, kGradMonitorOp, "float32 or float64 parameters",
                 "parameter " + item.key() + " of dtype " + dtype_name(t.dtype()),
                 "the monitor reads float32 and float64 tensors");
     State::Watched w;
@@ -470,7 +470,7 @@ GradMonitor::GradMonitor(const nn::Module& model, GradMonitorOptions options) : 
   }
   if (!s_->opt.jsonl_path.empty()) {
     s_->out.open(s_->opt.jsonl_path, std::ios::out | std::ios::trunc);
-    GRAFT_CHECK(s_->out.is_open(), kOp, "a writable jsonl_path", "cannot open '" + s_->opt.jsonl_path + "'",
+    GRAFT_CHECK(s_->out.is_open(), kGradMonitorOp, "a writable jsonl_path", "cannot open '" + s_->opt.jsonl_path + "'",
                 "check that the directory exists and is writable");
     Json ps = Json::array();
     for (const State::Watched& w : s_->params) ps.push_back(Json{{"name", w.name}, {"shape", w.shape}});
@@ -515,7 +515,7 @@ void GradMonitor::after_backward(int64_t step) {
     ParamStats st;
     st.name = p.name;
     const DType dt = p.param.dtype();
-    GRAFT_CHECK(dt == kFloat32 || dt == kFloat64, kOp, "float32 or float64 parameters",
+    GRAFT_CHECK(dt == kFloat32 || dt == kFloat64, kGradMonitorOp, "float32 or float64 parameters",
                 "parameter " + p.name + " of dtype " + dtype_name(dt), "the monitor reads float32 and float64 tensors");
     // Fused (Note [Update statistics]): a parameter with a gradient needs no weight pass here.
     const bool fused = s.fused && p.param.grad().defined();
@@ -530,7 +530,7 @@ void GradMonitor::after_backward(int64_t step) {
     }
     Tensor g = p.param.grad();
     if (g.defined()) {
-      GRAFT_CHECK(g.numel() == n, kOp, "a gradient of the parameter's shape",
+      GRAFT_CHECK(g.numel() == n, kGradMonitorOp, "a gradient of the parameter's shape",
                   "parameter " + p.name + " of shape " + shape_str(p.param.sizes()) + " with a gradient of shape " +
                       shape_str(g.sizes()),
                   "");
@@ -571,7 +571,7 @@ void GradMonitor::after_backward(int64_t step) {
   for (const ParamStats& st : s.records.back().params) {
     if (st.nan_count + st.inf_count == 0) continue;
     s.finish_step();  // record and write the step (with its flags) before raising
-    throw Error(kOp, "finite gradients (raise_on_nonfinite)",
+    throw Error(kGradMonitorOp, "finite gradients (raise_on_nonfinite)",
                 "step " + std::to_string(step) + ": the gradient of parameter " + st.name + " holds " +
                     std::to_string(st.nan_count) + " nan and " + std::to_string(st.inf_count) + " inf entries",
                 "lower the learning rate, clip the gradients (graft::nn::utils::clip_grad_norm_), or check the loss "

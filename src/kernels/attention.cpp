@@ -88,7 +88,7 @@ namespace {
 using rows::exp_shift;
 using rows::softmax_grad;
 
-constexpr const char* kOp = "scaled_dot_product_attention";
+constexpr const char* kAttentionKernelOp = "scaled_dot_product_attention";
 
 // SplitMix64's finaliser (Steele, Lea and Flood 2014): a bijection of 64-bit integers whose output
 // bits pass BigCrush even for consecutive inputs.
@@ -183,7 +183,7 @@ void forward(const Args<T>& a, T* out, T* lse) {
     const int64_t kv_end = a.causal ? std::min(S, i0 + rows) : S;
     for (int64_t j0 = 0; j0 < kv_end; j0 += t.kv) {
       const int64_t cols = std::min(t.kv, kv_end - j0);
-      runtime::gemm<T>(kOp, false, true, rows, cols, E, a.scale, qb, E, kb + j0 * E, E, T(0), s, t.kv);
+      runtime::gemm<T>(kAttentionKernelOp, false, true, rows, cols, E, a.scale, qb, E, kb + j0 * E, E, T(0), s, t.kv);
       mask_tile(a, b, i0, rows, j0, cols, s, t.kv);
       for (int64_t r = 0; r < rows; ++r) {
         T* sr = s + r * t.kv;
@@ -203,7 +203,7 @@ void forward(const Args<T>& a, T* out, T* lse) {
           for (int64_t e = 0; e < Ev; ++e) acc[r * Ev + e] *= alpha;
       }
       if (a.dropout_p > 0) dropout_tile(a, b, i0, rows, j0, cols, s, t.kv);
-      runtime::gemm<T>(kOp, false, false, rows, Ev, cols, T(1), s, t.kv, vb + j0 * Ev, Ev, T(1), acc, Ev);
+      runtime::gemm<T>(kAttentionKernelOp, false, false, rows, Ev, cols, T(1), s, t.kv, vb + j0 * Ev, Ev, T(1), acc, Ev);
     }
     for (int64_t r = 0; r < rows; ++r) {
       T* o = out + (b * L + i0 + r) * Ev;
@@ -246,7 +246,7 @@ void backward(const Args<T>& a, const T* out, const T* lse, const T* grad_out, T
       // Causal: query rows i < j0 see none of these keys.
       for (int64_t i0 = a.causal ? (j0 / t.q) * t.q : 0; i0 < L; i0 += t.q) {
         const int64_t rows = std::min(t.q, L - i0);
-        runtime::gemm<T>(kOp, false, true, rows, cols, E, a.scale, qb + i0 * E, E, kb + j0 * E, E, T(0), p, t.kv);
+        runtime::gemm<T>(kAttentionKernelOp, false, true, rows, cols, E, a.scale, qb + i0 * E, E, kb + j0 * E, E, T(0), p, t.kv);
         mask_tile(a, b, i0, rows, j0, cols, p, t.kv);
         for (int64_t r = 0; r < rows; ++r) exp_shift(p + r * t.kv, cols, lseb[i0 + r]);
         const T* pv = p;  // the probabilities v is multiplied by
@@ -256,13 +256,13 @@ void backward(const Args<T>& a, const T* out, const T* lse, const T* grad_out, T
           pv = pd;
         }
         // dv_j += pv^T dout_i;  dp = dout_i v_j^T (through the dropout);  ds = p (dp - D)
-        runtime::gemm<T>(kOp, true, false, cols, Ev, rows, T(1), pv, t.kv, gob + i0 * Ev, Ev, T(1), gvb + j0 * Ev, Ev);
-        runtime::gemm<T>(kOp, false, true, rows, cols, Ev, T(1), gob + i0 * Ev, Ev, vb + j0 * Ev, Ev, T(0), dp, t.kv);
+        runtime::gemm<T>(kAttentionKernelOp, true, false, cols, Ev, rows, T(1), pv, t.kv, gob + i0 * Ev, Ev, T(1), gvb + j0 * Ev, Ev);
+        runtime::gemm<T>(kAttentionKernelOp, false, true, rows, cols, Ev, T(1), gob + i0 * Ev, Ev, vb + j0 * Ev, Ev, T(0), dp, t.kv);
         if (a.dropout_p > 0) dropout_tile(a, b, i0, rows, j0, cols, dp, t.kv);
         for (int64_t r = 0; r < rows; ++r) softmax_grad(p + r * t.kv, dp + r * t.kv, cols, D[i0 + r]);
         // dq_i += scale ds k_j;  dk_j += scale ds^T q_i
-        runtime::gemm<T>(kOp, false, false, rows, E, cols, a.scale, dp, t.kv, kb + j0 * E, E, T(1), gqb + i0 * E, E);
-        runtime::gemm<T>(kOp, true, false, cols, E, rows, a.scale, dp, t.kv, qb + i0 * E, E, T(1), gkb + j0 * E, E);
+        runtime::gemm<T>(kAttentionKernelOp, false, false, rows, E, cols, a.scale, dp, t.kv, kb + j0 * E, E, T(1), gqb + i0 * E, E);
+        runtime::gemm<T>(kAttentionKernelOp, true, false, cols, E, rows, a.scale, dp, t.kv, qb + i0 * E, E, T(1), gkb + j0 * E, E);
       }
     }
   });

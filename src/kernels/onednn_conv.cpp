@@ -85,14 +85,14 @@ struct Plan {
   bool has_bias = false;
 };
 
-struct Dims {
+struct DnnlDims {
   memory::dims x, w, y, stride, dilation, pad_l, pad_r;
 };
 
-Dims dims_of(const ConvShape& s, int64_t n) {
+DnnlDims dims_of(const ConvShape& s, int64_t n) {
   const Conv2dGeometry& g = s.geo;
   const int64_t G = s.groups, C = g.channels, O = s.out_channels;
-  Dims d;
+  DnnlDims d;
   d.x = {n, C, g.height, g.width};
   d.w = G == 1 ? memory::dims{O, C, g.kernel_h, g.kernel_w} : memory::dims{G, O / G, C / G, g.kernel_h, g.kernel_w};
   d.y = {n, O, g.out_h, g.out_w};
@@ -104,7 +104,7 @@ Dims dims_of(const ConvShape& s, int64_t n) {
   return d;
 }
 
-dnnl::convolution_forward::primitive_desc forward_pd(const Dims& d, bool bias, const dnnl::primitive_attr& attr) {
+dnnl::convolution_forward::primitive_desc forward_pd(const DnnlDims& d, bool bias, const dnnl::primitive_attr& attr) {
   const auto f32 = memory::data_type::f32;
   const memory::desc x(d.x, f32, Tag::any), w(d.w, f32, Tag::any), y(d.y, f32, Tag::any);
   const memory::desc b = bias ? memory::desc({d.y[1]}, f32, Tag::x) : memory::desc();
@@ -114,7 +114,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Dims& d, bool bias, c
 }
 
 Plan make_plan(Pass pass, const ConvShape& s, int64_t n, bool bias) {
-  const Dims d = dims_of(s, n);
+  const DnnlDims d = dims_of(s, n);
   const auto f32 = memory::data_type::f32;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one scratchpad per call: concurrent calls

@@ -194,7 +194,7 @@ GRAFT_VEC_CLONES void float_to_bfloat16_impl(const float* x, int64_t n, BFloat16
   for (int64_t i = 0; i < n; ++i) out[i].x = float_to_bfloat16_bits(x[i]);
 }
 
-int64_t num_blocks(int64_t n) { return (n + kQuantBlock - 1) / kQuantBlock; }
+int64_t num_quant_blocks(int64_t n) { return (n + kQuantBlock - 1) / kQuantBlock; }
 
 }  // namespace
 
@@ -220,7 +220,7 @@ void float_to_bfloat16(const float* x, int64_t n, BFloat16* out) { float_to_bflo
 Tensor quantize_blockwise(const Tensor& x, bool is_signed, Tensor& absmax) {
   GRAFT_CHECK(x.dtype() == DType::Float32, "quantize_blockwise", "a float32 tensor",
               std::string("a ") + dtype_name(x.dtype()) + " tensor", "convert it with .to(graft::kFloat32)");
-  const int64_t n = x.numel(), nb = num_blocks(n);
+  const int64_t n = x.numel(), nb = num_quant_blocks(n);
   Tensor codes = make_empty(x.sizes(), kUInt8, x.device());
   absmax = make_empty({nb}, kFloat32, x.device());
   if (x.is_meta()) return codes;
@@ -239,7 +239,7 @@ Tensor quantize_blockwise(const Tensor& x, bool is_signed, Tensor& absmax) {
 }
 
 Tensor dequantize_blockwise(const Tensor& codes, const Tensor& absmax, bool is_signed) {
-  const int64_t n = codes.numel(), nb = num_blocks(n);
+  const int64_t n = codes.numel(), nb = num_quant_blocks(n);
   GRAFT_CHECK(codes.dtype() == DType::UInt8 && absmax.dtype() == DType::Float32 && absmax.numel() == nb,
               "dequantize_blockwise", "uint8 codes and float32 scales, one per block of 2048 (" + std::to_string(nb) + ")",
               std::string(dtype_name(codes.dtype())) + " codes and " + std::to_string(absmax.numel()) + " " +

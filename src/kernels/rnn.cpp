@@ -15,7 +15,7 @@ namespace graft::kernels::rnn {
 
 namespace {
 
-constexpr const char* kOp = "rnn_layer";
+constexpr const char* kRnnKernelOp = "rnn_layer";
 
 namespace act = kernels::activation;
 
@@ -46,7 +46,7 @@ void fused_forward(Cell cell, const Dims& d, const Ptrs<T>& bf, const T* b_hh_gr
     const int64_t t = reverse ? d.T - 1 - s : s, tp = reverse ? t + 1 : t - 1;
     const T* hp = s == 0 ? bf.h0 : bf.hs + tp * N * H;
     const T* cp = cell == Cell::kLSTM ? (s == 0 ? bf.c0 : bf.cs + tp * N * H) : nullptr;
-    runtime::gemm<T>(kOp, false, true, N, GH, H, T(1), hp, H, bf.w_hh, H, T(0), gh.data(), GH);
+    runtime::gemm<T>(kRnnKernelOp, false, true, N, GH, H, T(1), hp, H, bf.w_hh, H, T(0), gh.data(), GH);
     T* hn = bf.hs + t * N * H;
     T* gt = bf.gates + t * N * GH;
     for (int64_t b = 0; b < N; ++b) {
@@ -192,7 +192,7 @@ void fused_backward_steps(Cell cell, const Dims& d, const Ptrs<T>& bf, const T* 
       }
     }
     // dh_prev += dG_h W_hh for the active rows (inactive rows have dG_h = 0).
-    runtime::gemm<T>(kOp, false, false, N, H, GH, T(1), dght, GH, bf.w_hh, H, T(1), dh_prev.data(), H);
+    runtime::gemm<T>(kRnnKernelOp, false, false, N, H, GH, T(1), dght, GH, bf.w_hh, H, T(1), dh_prev.data(), H);
     dh.swap(dh_prev);
   }
   std::copy(dh.begin(), dh.end(), dh0);

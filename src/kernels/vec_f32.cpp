@@ -207,7 +207,7 @@ float sum_block(const float* __restrict x, int64_t n) {
   return acc[0];
 }
 
-int64_t num_blocks(int64_t n) { return (n + kSumBlock - 1) / kSumBlock; }
+int64_t num_sum_blocks(int64_t n) { return (n + kSumBlock - 1) / kSumBlock; }
 
 // The blocks in order, combined in double: what sum_f32 computes, on one thread.
 float sum_serial(const float* x, int64_t n) {
@@ -314,7 +314,7 @@ void binary_row_f32(BinaryOp op, const float* a, const float* b, float alpha, fl
 }
 
 float sum_f32(const float* x, int64_t n) {
-  const int64_t nb = num_blocks(n);
+  const int64_t nb = num_sum_blocks(n);
   if (nb <= 2 * (kElementwiseGrain / kSumBlock)) return sum_serial(x, n);  // one thread would run it anyway
   std::vector<float> partial(static_cast<size_t>(nb));
   parallel_for(0, nb, kElementwiseGrain / kSumBlock, [&](int64_t lo, int64_t hi) {

@@ -64,7 +64,7 @@ Tensor& inplace(Tensor& self, F&& op) {
   return self;
 }
 
-std::string num(double v) { return std::to_string(v); }
+std::string fixed6(double v) { return std::to_string(v); }
 
 }  // namespace
 
@@ -99,7 +99,7 @@ Tensor prelu(const Tensor& input, const Tensor& weight) {
 Tensor rrelu(const Tensor& input, double lower, double upper, bool training, Generator* generator) {
   GRAFT_CHECK(input.is_floating_point(), "rrelu", "a floating-point input",
               std::string("a ") + dtype_name(input.dtype()) + " tensor", "convert it with .to(graft::kFloat32)");
-  GRAFT_CHECK(lower <= upper, "rrelu", "lower <= upper", "lower " + num(lower) + ", upper " + num(upper),
+  GRAFT_CHECK(lower <= upper, "rrelu", "lower <= upper", "lower " + fixed6(lower) + ", upper " + fixed6(upper),
               "swap the bounds");
   if (!training) return graft::leaky_relu(input, (lower + upper) / 2);
   const Tensor u = graft::rand(input.sizes(), input.dtype(), generator);  // [0, 1)
@@ -174,7 +174,7 @@ Tensor hardshrink(const Tensor& input, double lambd) {
 }
 
 Tensor softshrink(const Tensor& input, double lambd) {
-  GRAFT_CHECK(lambd >= 0, "softshrink", "lambda >= 0", "lambda " + num(lambd), "pass a non-negative lambda");
+  GRAFT_CHECK(lambd >= 0, "softshrink", "lambda >= 0", "lambda " + fixed6(lambd), "pass a non-negative lambda");
   Tensor y = floating_map(input, "softshrink", [lambd](auto v) {
     using T = decltype(v);
     const T l = static_cast<T>(lambd);

@@ -29,7 +29,7 @@ using autograd::set_history;
 
 namespace {
 
-constexpr const char* kOp = "scaled_dot_product_attention";
+constexpr const char* kAttentionOp = "scaled_dot_product_attention";
 
 struct BackendState {
   SDPBackend backend = SDPBackend::kDefault;
@@ -48,40 +48,40 @@ struct Call : attn::Options {
 
 void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v) {
   for (const auto& [t, name] : {std::pair{&q, "query"}, {&k, "key"}, {&v, "value"}}) {
-    GRAFT_CHECK(t->defined(), kOp, str("a defined ") + name, "an undefined tensor", "");
-    GRAFT_CHECK(t->dim() >= 2, kOp, str(name) + " of at least 2 dims (..., length, features)",
+    GRAFT_CHECK(t->defined(), kAttentionOp, str("a defined ") + name, "an undefined tensor", "");
+    GRAFT_CHECK(t->dim() >= 2, kAttentionOp, str(name) + " of at least 2 dims (..., length, features)",
                 str(name) + " of shape " + shape_str(t->sizes()), "unsqueeze(0) a single vector");
-    GRAFT_CHECK(t->is_floating_point(), kOp, str("a floating-point ") + name,
+    GRAFT_CHECK(t->is_floating_point(), kAttentionOp, str("a floating-point ") + name,
                 str("a ") + dtype_name(t->dtype()) + " " + name, "convert it: .to(graft::kFloat32)");
   }
-  GRAFT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), kOp, "query, key and value of one dtype",
+  GRAFT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), kAttentionOp, "query, key and value of one dtype",
               str(dtype_name(q.dtype())) + ", " + dtype_name(k.dtype()) + " and " + dtype_name(v.dtype()),
               "convert them to one dtype with .to(...)");
-  GRAFT_CHECK(q.dim() == k.dim() && q.dim() == v.dim(), kOp, "query, key and value of the same rank",
+  GRAFT_CHECK(q.dim() == k.dim() && q.dim() == v.dim(), kAttentionOp, "query, key and value of the same rank",
               shape_str(q.sizes()) + ", " + shape_str(k.sizes()) + " and " + shape_str(v.sizes()),
               "give all three the same leading (batch, head) dims");
   const int64_t n = q.dim();
   bool same_batch = true;
   for (int64_t d = 0; d < n - 2; ++d) same_batch = same_batch && q.size(d) == k.size(d) && q.size(d) == v.size(d);
-  GRAFT_CHECK(same_batch, kOp, "query, key and value with equal leading dims (..., L or S, features)",
+  GRAFT_CHECK(same_batch, kAttentionOp, "query, key and value with equal leading dims (..., L or S, features)",
               shape_str(q.sizes()) + ", " + shape_str(k.sizes()) + " and " + shape_str(v.sizes()),
               "expand() the smaller ones (heads are a leading dim, not broadcast)");
-  GRAFT_CHECK(k.size(-1) == q.size(-1), kOp, "key's last dim equal to query's (E = " + std::to_string(q.size(-1)) + ")",
+  GRAFT_CHECK(k.size(-1) == q.size(-1), kAttentionOp, "key's last dim equal to query's (E = " + std::to_string(q.size(-1)) + ")",
               "key of shape " + shape_str(k.sizes()), "query and key must share the feature size E");
-  GRAFT_CHECK(k.size(-2) == v.size(-2), kOp, "key and value of one length S",
+  GRAFT_CHECK(k.size(-2) == v.size(-2), kAttentionOp, "key and value of one length S",
               "key of shape " + shape_str(k.sizes()) + " and value of shape " + shape_str(v.sizes()),
               "key and value come in pairs: dim -2 is the source length");
 }
 
 // The attention mask as additive scores broadcastable to (..., L, S).
 Tensor additive_mask(const Tensor& m, const Tensor& q, const Shape& scores) {
-  GRAFT_CHECK(m.dtype() == kBool || m.dtype() == q.dtype(), kOp, "attn_mask of dtype bool or the query's (" +
+  GRAFT_CHECK(m.dtype() == kBool || m.dtype() == q.dtype(), kAttentionOp, "attn_mask of dtype bool or the query's (" +
               str(dtype_name(q.dtype())) + ")", str("attn_mask of dtype ") + dtype_name(m.dtype()),
               "a bool mask marks the keys that take part (true); a float mask is added to the scores");
   bool broadcasts = m.dim() <= static_cast<int64_t>(scores.size());
   for (int64_t i = 1; broadcasts && i <= m.dim(); ++i)
     broadcasts = m.size(-i) == 1 || m.size(-i) == scores[scores.size() - static_cast<size_t>(i)];
-  GRAFT_CHECK(broadcasts, kOp, "attn_mask broadcastable to the scores' shape " + shape_str(scores),
+  GRAFT_CHECK(broadcasts, kAttentionOp, "attn_mask broadcastable to the scores' shape " + shape_str(scores),
               "attn_mask of shape " + shape_str(m.sizes()),
               "the scores are (..., L, S); a key-padding mask of shape (N, S) needs .view({N, 1, 1, S})");
   return m.dtype() == kBool ? detail::attention_additive_mask(m, q.dtype()) : m;
@@ -95,10 +95,10 @@ Call make_call(const Tensor& q, const Tensor& k, const Tensor& v, const std::opt
   c.batch.assign(IntArrayRef(q.sizes().data(), static_cast<size_t>(n - 2)));
   c.B = numel_of(c.batch);
   c.L = q.size(-2), c.S = k.size(-2), c.E = q.size(-1), c.Ev = v.size(-1);
-  GRAFT_CHECK(dropout_p >= 0 && dropout_p <= 1, kOp, "dropout_p in [0, 1]", "dropout_p = " + std::to_string(dropout_p),
+  GRAFT_CHECK(dropout_p >= 0 && dropout_p <= 1, kAttentionOp, "dropout_p in [0, 1]", "dropout_p = " + std::to_string(dropout_p),
               "dropout_p is the probability of dropping an attention weight; pass 0 in evaluation");
   const bool has_mask = attn_mask && attn_mask->defined();
-  GRAFT_CHECK(!(has_mask && is_causal), kOp, "either attn_mask or is_causal", "both",
+  GRAFT_CHECK(!(has_mask && is_causal), kAttentionOp, "either attn_mask or is_causal", "both",
               "fold the causal mask into attn_mask, or drop attn_mask");
   if (has_mask) {
     Shape scores = c.batch;
@@ -151,7 +151,7 @@ Tensor math_forward(const Call& c, const Tensor& q, const Tensor& k, const Tenso
 Tensor flat(const Tensor& t, const Call& c) { return t.detach().contiguous().reshape({c.B, t.size(-2), t.size(-1)}); }
 
 Tensor efficient_forward(const Call& c, const Tensor& q, const Tensor& k, const Tensor& v) {
-  memory::OpScope op_scope(kOp);
+  memory::OpScope op_scope(kAttentionOp);
   Tensor out, lse;
   {
     NoGradGuard ng;
@@ -170,7 +170,7 @@ Tensor efficient_forward(const Call& c, const Tensor& q, const Tensor& k, const 
         if (GradMode::is_enabled())  // Note [The create_graph policy]: the math path, differentiated
           return autograd::differentiate_composite(
               n, {q, k, v}, [&](const TensorList& in) { return math_forward(c, in[0], in[1], in[2]); }, g);
-        memory::OpScope op_scope(kOp);
+        memory::OpScope op_scope(kAttentionOp);
         NoGradGuard ng;
         const Tensor out = n.saved(3), lse = n.saved(4);
         const Tensor qf = flat(q, c), kf = flat(k, c), vf = flat(v, c), of = flat(out, c), gf = flat(g, c);
@@ -195,11 +195,11 @@ Tensor attention_float(const Tensor& q, const Tensor& k, const Tensor& v, const 
   const bool mask_grad = c.mask.defined() && c.mask.requires_grad() && GradMode::is_enabled();
   const SDPBackend backend = t_backend.backend;
   if (backend == SDPBackend::kEfficientAttention)
-    GRAFT_CHECK(!mask_grad, kOp, "no attn_mask that requires grad with the memory-efficient backend",
+    GRAFT_CHECK(!mask_grad, kAttentionOp, "no attn_mask that requires grad with the memory-efficient backend",
                 "a float attn_mask that requires grad", "use SDPBackend::kMath (or kDefault) to differentiate the mask");
   const bool efficient = backend == SDPBackend::kEfficientAttention || (backend == SDPBackend::kDefault && !mask_grad);
   if (!efficient) {
-    memory::OpScope op_scope(kOp);
+    memory::OpScope op_scope(kAttentionOp);
     return math_forward(c, q, k, v);
   }
   return efficient_forward(c, q, k, v);
@@ -248,7 +248,7 @@ SDPBackend current_sdp_backend() { return t_backend.backend; }
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale) {
-  const detail::MetaOpScope meta_scope(kOp, {&query, &key, &value, attn_mask ? &*attn_mask : nullptr});
+  const detail::MetaOpScope meta_scope(kAttentionOp, {&query, &key, &value, attn_mask ? &*attn_mask : nullptr});
   check_inputs(query, key, value);
   // bfloat16 / float16 (and float32 under autocast): rounded to the half dtype, computed in float32,
   // rounded back, as the other lower precision ops (Note [Autocast]).

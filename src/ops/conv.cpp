@@ -43,16 +43,16 @@ namespace {
 // conv_transpose1d run the D = 2 ones on a height of 1. The code is the same for both D: only the
 // geometry and its column transform (in the kernels, src/kernels/conv.h) differ.
 template <size_t D>
-using Dims = std::array<int64_t, D>;
+using ConvDims = std::array<int64_t, D>;
 
 template <size_t D>
 struct ConvParams {
-  Dims<D> stride, padding, dilation;
+  ConvDims<D> stride, padding, dilation;
   int64_t groups;
 };
 
 template <size_t D>
-std::string dims_str(const Dims<D>& a) {
+std::string dims_str(const ConvDims<D>& a) {
   std::string s = "(";
   for (size_t i = 0; i < D; ++i) s += (i ? ", " : "") + std::to_string(a[i]);
   return s + ")";
@@ -60,7 +60,7 @@ std::string dims_str(const Dims<D>& a) {
 
 // ATen's size arguments: one value for every spatial dim, or one per dim.
 template <size_t D>
-Dims<D> expand(IntArrayRef v, const char* op, const char* name) {
+ConvDims<D> expand(IntArrayRef v, const char* op, const char* name) {
   if constexpr (D == 2) {
     return detail::expand_pair(v, op, name);
   } else {
@@ -68,7 +68,7 @@ Dims<D> expand(IntArrayRef v, const char* op, const char* name) {
                 std::string(name) + (D == 1 ? " of 1 value" : " of 1 or 3 values (one for all dims, or one per dim)"),
                 std::string(name) + " of " + std::to_string(v.size()) + " values",
                 D == 1 ? "pass one value" : "pass one value for all dims or {depth, height, width}");
-    Dims<D> a{};
+    ConvDims<D> a{};
     for (size_t i = 0; i < D; ++i) a[i] = v.size() == 1 ? v[0] : v[i];
     return a;
   }
@@ -83,8 +83,8 @@ using Geometry = std::conditional_t<D == 2, kernels::Conv2dGeometry, kernels::Co
 
 // The geometry of one image / volume of C channels and spatial sizes `in`, kernel sizes `k`.
 template <size_t D>
-Geometry<D> geometry(int64_t C, const Dims<D>& in, const Dims<D>& k, const ConvParams<D>& p) {
-  Dims<D> out{};
+Geometry<D> geometry(int64_t C, const ConvDims<D>& in, const ConvDims<D>& k, const ConvParams<D>& p) {
+  ConvDims<D> out{};
   for (size_t i = 0; i < D; ++i) out[i] = conv_out_size(in[i], k[i], p.stride[i], p.padding[i], p.dilation[i]);
   if constexpr (D == 2) {
     return {.channels = C, .height = in[0], .width = in[1], .kernel_h = k[0], .kernel_w = k[1],
@@ -110,8 +110,8 @@ Shape out_shape(int64_t N, int64_t O, const kernels::Conv3dGeometry& g) { return
 
 // Sizes 2 .. 2 + D of t (the spatial sizes of a batched input, or a weight's kernel sizes).
 template <size_t D>
-Dims<D> spatial(const Tensor& t) {
-  Dims<D> a{};
+ConvDims<D> spatial(const Tensor& t) {
+  ConvDims<D> a{};
   for (size_t i = 0; i < D; ++i) a[i] = t.size(static_cast<int64_t>(2 + i));
   return a;
 }
@@ -149,7 +149,7 @@ Tensor conv_forward_kernel(const Tensor& x_, const Tensor& w_, const Tensor& b_,
 
 // Bx: grad_input (N, C, in...) of conv for grad_output g (N, O, o...) and weight w.
 template <size_t D>
-Tensor conv_input_backward_kernel(const Tensor& g_, const Tensor& w_, const ConvParams<D>& p, const Dims<D>& in) {
+Tensor conv_input_backward_kernel(const Tensor& g_, const Tensor& w_, const ConvParams<D>& p, const ConvDims<D>& in) {
   NoGradGuard ng;
   const Tensor g = g_.detach().contiguous(), w = w_.detach().contiguous();
   const int64_t N = g.size(0), O = w.size(0), C = w.size(1) * p.groups;
@@ -173,7 +173,7 @@ Tensor conv_input_backward_kernel(const Tensor& g, const Tensor& w, const ConvPa
 // Bw: grad_weight (O, C/groups, k...) of conv for grad_output g (N, O, o...) and input x, summed over
 // the batch in fixed blocks (Note [Convolution weight gradient in blocks] in src/kernels/conv.cpp).
 template <size_t D>
-Tensor conv_weight_backward_kernel(const Tensor& g_, const Tensor& x_, const ConvParams<D>& p, const Dims<D>& k) {
+Tensor conv_weight_backward_kernel(const Tensor& g_, const Tensor& x_, const ConvParams<D>& p, const ConvDims<D>& k) {
   NoGradGuard ng;
   const Tensor g = g_.detach().contiguous(), x = x_.detach().contiguous();
   const int64_t N = x.size(0), C = x.size(1), O = g.size(1), G = p.groups;
@@ -213,16 +213,16 @@ Tensor conv_bias_backward(const Tensor& g) {
 template <size_t D>
 Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams<D>& p, OpId id);
 template <size_t D>
-Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams<D>& p, const Dims<D>& in);
+Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams<D>& p, const ConvDims<D>& in);
 template <size_t D>
-Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams<D>& p, const Dims<D>& k);
+Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams<D>& p, const ConvDims<D>& k);
 
 template <size_t D>
 Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams<D>& p, OpId id) {
   memory::OpScope op_scope(ops::op_name(id));  // names its allocations in the memory report
   detail::MetaOpScope meta_scope(ops::op_name(id), {&x, &w, &b});  // Note [Meta device]
   Tensor y = conv_forward_kernel<D>(x, w, b, p);
-  const Dims<D> in = spatial<D>(x), k = spatial<D>(w);
+  const ConvDims<D> in = spatial<D>(x), k = spatial<D>(w);
   if (auto node =
           make_node("ConvolutionBackward0", id, {&x, &w, &b}, [p, in, k](Node& n, const Tensor& g) -> TensorList {
             const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1), need_b = n.needs_input_grad(2);
@@ -238,9 +238,9 @@ Tensor conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const ConvPara
 }
 
 template <size_t D>
-Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams<D>& p, const Dims<D>& in) {
+Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams<D>& p, const ConvDims<D>& in) {
   Tensor gx = conv_input_backward_kernel<D>(g, w, p, in);
-  const Dims<D> k = spatial<D>(w);
+  const ConvDims<D> k = spatial<D>(w);
   constexpr OpId id = D == 2 ? OpId::conv2d : OpId::conv3d;  // a constant: the lambdas need no capture
   if (auto node =
           autograd::make_node("ConvolutionBackwardBackward0", autograd::ForwardOp::unlisted("convolution_backward"),
@@ -257,9 +257,9 @@ Tensor conv_input_backward(const Tensor& g, const Tensor& w, const ConvParams<D>
 }
 
 template <size_t D>
-Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams<D>& p, const Dims<D>& k) {
+Tensor conv_weight_backward(const Tensor& g, const Tensor& x, const ConvParams<D>& p, const ConvDims<D>& k) {
   Tensor gw = conv_weight_backward_kernel<D>(g, x, p, k);
-  const Dims<D> in = spatial<D>(x);
+  const ConvDims<D> in = spatial<D>(x);
   constexpr OpId id = D == 2 ? OpId::conv2d : OpId::conv3d;  // a constant: the lambdas need no capture
   if (auto node =
           autograd::make_node("ConvolutionBackwardBackward0", autograd::ForwardOp::unlisted("convolution_backward"),
@@ -296,7 +296,7 @@ Tensor conv_transpose_op(const Tensor& x, const Tensor& w, const Tensor& b, cons
     NoGradGuard ng;
     y.add_(b.detach().reshape({1, -1, 1, 1}));
   }
-  const Dims<2> k = spatial<2>(w);
+  const ConvDims<2> k = spatial<2>(w);
   if (auto node = make_node("ConvolutionBackward0", id, {&x, &w, &b}, [p, k](Node& n, const Tensor& g) -> TensorList {
         const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1), need_b = n.needs_input_grad(2);
         return {need_x ? conv_op<2>(g, n.saved(1), Tensor(), p, OpId::conv2d) : Tensor(),
@@ -323,7 +323,7 @@ Tensor lowp_conv_op(const Tensor& x, const Tensor& w, const Tensor& b, const Con
                                b.defined() ? detail::rounded_float32(b, h) : Tensor(), p)
             .to(h);
   }
-  const Dims<2> in = spatial<2>(x), k = spatial<2>(w);
+  const ConvDims<2> in = spatial<2>(x), k = spatial<2>(w);
   if (auto node =
           make_node("ConvolutionBackward0", id, {&x, &w, &b}, [p, in, k, h](Node& n, const Tensor& g) -> TensorList {
             const bool need_x = n.needs_input_grad(0), need_w = n.needs_input_grad(1), need_b = n.needs_input_grad(2);
@@ -421,7 +421,7 @@ void check_conv_args(const char* op, const Tensor& x, const Tensor& w, const Ten
 
 template <size_t D>
 void check_conv_transpose_args(const char* op, const Tensor& x, const Tensor& w, const Tensor& b,
-                               const ConvParams<D>& p, const Dims<D>& output_padding) {
+                               const ConvParams<D>& p, const ConvDims<D>& output_padding) {
   constexpr auto R = static_cast<int64_t>(D);
   GRAFT_CHECK(x.defined() && w.defined(), op, "defined input and weight tensors", "an undefined tensor", "");
   GRAFT_CHECK(
@@ -475,9 +475,9 @@ void check_conv_transpose_args(const char* op, const Tensor& x, const Tensor& w,
 
 // conv_transpose2d after its checks (input 3-D or 4-D); conv_transpose1d calls it on a height of 1.
 Tensor run_conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams<2>& p,
-                            const Dims<2>& op_pad, OpId id) {
+                            const ConvDims<2>& op_pad, OpId id) {
   const Tensor x = input.dim() == 3 ? input.unsqueeze(0) : input;
-  Dims<2> out{};
+  ConvDims<2> out{};
   for (size_t i = 0; i < 2; ++i) {
     const int64_t in = x.size(2 + static_cast<int64_t>(i)), k = weight.size(2 + static_cast<int64_t>(i));
     out[i] = (in - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (k - 1) + op_pad[i] + 1;

@@ -30,7 +30,7 @@ namespace {
 
 using Pair = std::array<int64_t, 2>;  // {height, width}
 
-std::string pair_str(const Pair& a) { return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ")"; }
+using detail::pair_str;
 
 // The number of blocks along one dim, ATen's formula with division rounding towards -inf (so a
 // kernel wider than the padded input gives 0 or less, never 1).

@@ -39,6 +39,7 @@
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/core/memory.h"
+#include "loss_checks.h"
 #include "ops/autocast_internal.h"
 #include "ops_common.h"
 
@@ -48,28 +49,13 @@ namespace {
 
 using autograd::Node;
 using autograd::set_history;
+using detail::loss::kernel_reduce;
+using detail::loss::num;
 
-constexpr const char* kOp = "linear_cross_entropy";
+constexpr const char* kLinearCrossEntropyOp = "linear_cross_entropy";
 // chunk_size 0: as many rows as keep one chunk's logits within this many bytes (at least one row).
 constexpr int64_t kAutoChunkBytes = int64_t{16} << 20;
 
-std::string num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
-kernels::loss::Reduce kernel_reduce(Reduction r) {
-  switch (r) {
-    case Reduction::None:
-      return kernels::loss::Reduce::None;
-    case Reduction::Mean:
-      return kernels::loss::Reduce::Mean;
-    case Reduction::Sum:
-      return kernels::loss::Reduce::Sum;
-  }
-  return kernels::loss::Reduce::None;
-}
 
 // The op's composite definition: its specification, and what its backward differentiates under
 // create_graph (Note [The create_graph policy]). x (N, in), t (N).
@@ -80,41 +66,41 @@ Tensor composite_linear_cross_entropy(const Tensor& x, const Tensor& w, const Te
 
 void check_args(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& target, Reduction red,
                 double eps, int64_t chunk_size) {
-  GRAFT_CHECK(red == Reduction::None || red == Reduction::Mean || red == Reduction::Sum, kOp,
+  GRAFT_CHECK(red == Reduction::None || red == Reduction::Mean || red == Reduction::Sum, kLinearCrossEntropyOp,
               "reduction kNone, kMean or kSum", "reduction value " + std::to_string(static_cast<int>(red)),
               "pass graft::kNone, graft::kMean or graft::kSum");
-  GRAFT_CHECK(input.defined() && weight.defined() && target.defined(), kOp, "defined input, weight and target",
+  GRAFT_CHECK(input.defined() && weight.defined() && target.defined(), kLinearCrossEntropyOp, "defined input, weight and target",
               "an undefined tensor", "only the bias may be left undefined");
-  GRAFT_CHECK(input.is_floating_point(), kOp, "a floating-point input",
+  GRAFT_CHECK(input.is_floating_point(), kLinearCrossEntropyOp, "a floating-point input",
               std::string("input of dtype ") + dtype_name(input.dtype()) + " and shape " + shape_str(input.sizes()),
               "convert it first: input.to(graft::kFloat32)");
-  GRAFT_CHECK(weight.dim() == 2, kOp, "weight to be a 2-D tensor (V, in_features)",
+  GRAFT_CHECK(weight.dim() == 2, kLinearCrossEntropyOp, "weight to be a 2-D tensor (V, in_features)",
               "weight of shape " + shape_str(weight.sizes()), "the output layer's weight is (classes, in_features)");
-  GRAFT_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), kOp,
+  GRAFT_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), kLinearCrossEntropyOp,
               "input of shape (*, in_features) with in_features = weight.size(1) = " + std::to_string(weight.size(1)),
               "input " + shape_str(input.sizes()) + " and weight " + shape_str(weight.sizes()),
               "the input's last dim holds the features; weight is (classes, in_features)");
-  GRAFT_CHECK(weight.dtype() == input.dtype() && (!bias.defined() || bias.dtype() == input.dtype()), kOp,
+  GRAFT_CHECK(weight.dtype() == input.dtype() && (!bias.defined() || bias.dtype() == input.dtype()), kLinearCrossEntropyOp,
               "input, weight and bias of one dtype",
               std::string("input ") + dtype_name(input.dtype()) + ", weight " + dtype_name(weight.dtype()) +
                   (bias.defined() ? std::string(", bias ") + dtype_name(bias.dtype()) : std::string()),
               "convert them to one dtype, e.g. weight.to(input.dtype())");
   if (bias.defined()) {
-    GRAFT_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), kOp,
+    GRAFT_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), kLinearCrossEntropyOp,
                 "bias of shape [" + std::to_string(weight.size(0)) + "] (one per class)",
                 "bias of shape " + shape_str(bias.sizes()), "pass one bias value per class, or leave bias undefined");
   }
   const IntArrayRef lead(input.sizes().data(), static_cast<size_t>(input.dim() - 1));
-  GRAFT_CHECK(target.sizes().equals(lead), kOp,
+  GRAFT_CHECK(target.sizes().equals(lead), kLinearCrossEntropyOp,
               "target of shape " + shape_str(lead) + " for input of shape " + shape_str(input.sizes()),
               "target of shape " + shape_str(target.sizes()),
               "one class index per row: the target has the input's shape without its last (feature) dim");
-  GRAFT_CHECK(target.dtype() == kInt64, kOp, "int64 class indices as target",
+  GRAFT_CHECK(target.dtype() == kInt64, kLinearCrossEntropyOp, "int64 class indices as target",
               std::string("target of dtype ") + dtype_name(target.dtype()) + " and shape " + shape_str(target.sizes()),
               "convert it with target.to(graft::kInt64)");
-  GRAFT_CHECK(eps >= 0.0 && eps <= 1.0, kOp, "label_smoothing in [0, 1]", "label_smoothing " + num(eps),
+  GRAFT_CHECK(eps >= 0.0 && eps <= 1.0, kLinearCrossEntropyOp, "label_smoothing in [0, 1]", "label_smoothing " + num(eps),
               "0 disables smoothing; 0.1 is a common choice");
-  GRAFT_CHECK(chunk_size >= 0, kOp, "chunk_size >= 0 (rows per chunk; 0 picks it)",
+  GRAFT_CHECK(chunk_size >= 0, kLinearCrossEntropyOp, "chunk_size >= 0 (rows per chunk; 0 picks it)",
               "chunk_size " + std::to_string(chunk_size), "pass a positive number of rows, or 0");
 }
 
@@ -124,7 +110,7 @@ void check_target_values(const Tensor& t, int64_t V, int64_t ignore_index) {
   NoGradGuard ng;
   for (int64_t v : kernels::to_int64s(t)) {
     GRAFT_CHECK(
-        v == ignore_index || (v >= 0 && v < V), kOp,
+        v == ignore_index || (v >= 0 && v < V), kLinearCrossEntropyOp,
         "target values in [0, " + std::to_string(V) + ") or ignore_index (" + std::to_string(ignore_index) + ")",
         "target value " + std::to_string(v),
         "class indices must be smaller than the number of classes V = weight.size(0) = " + std::to_string(V));
@@ -137,8 +123,8 @@ Tensor contiguous(const Tensor& t) { return !t.defined() || t.is_contiguous() ? 
 
 Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& target,
                             Reduction reduction, int64_t ignore_index, double label_smoothing, int64_t chunk_size) {
-  const detail::MetaOpScope meta_scope(kOp, {&input, &weight, &bias, &target});  // Note [Meta device]
-  memory::OpScope op_scope(kOp);  // names its allocations in the memory report
+  const detail::MetaOpScope meta_scope(kLinearCrossEntropyOp, {&input, &weight, &bias, &target});  // Note [Meta device]
+  memory::OpScope op_scope(kLinearCrossEntropyOp);  // names its allocations in the memory report
   check_args(input, weight, bias, target, reduction, label_smoothing, chunk_size);
   const int64_t in = weight.size(1), V = weight.size(0);
   check_target_values(target, V, ignore_index);
@@ -156,7 +142,7 @@ Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Ten
     return to_target_shape(composite_linear_cross_entropy(x, weight, bias, t, red, ignore_index, eps));
 
   const Tensor w = contiguous(weight), b = contiguous(bias);
-  const Device device = detail::op_device(kOp, {&x, &w, &b, &t});
+  const Device device = detail::op_device(kLinearCrossEntropyOp, {&x, &w, &b, &t});
   kernels::loss::LinearCrossEntropyShape s;
   s.rows = N;
   s.in = in;

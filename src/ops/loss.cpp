@@ -52,27 +52,20 @@ using autograd::set_history;
 using detail::cast;
 using namespace detail::loss;  // the checks shared with loss2.cpp
 
-std::string str(const char* s) { return s; }
-// A double as a user would write it: 1.5, -0.25, nan.
-std::string num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 // A weight tensor (`what`) that must broadcast to `shape` without enlarging it.
 void check_weight_broadcasts_to(const Tensor& w, IntArrayRef shape, const char* op, const char* what) {
   if (!w.defined()) return;
-  GRAFT_CHECK(w.is_floating_point(), op, str("a floating-point ") + what,
-              str(what) + " of dtype " + dtype_name(w.dtype()), str("convert it first: ") + what + ".to(graft::kFloat32)");
+  GRAFT_CHECK(w.is_floating_point(), op, std::string("a floating-point ") + what,
+              std::string(what) + " of dtype " + dtype_name(w.dtype()), std::string("convert it first: ") + what + ".to(graft::kFloat32)");
   const IntArrayRef s = w.sizes();
   bool ok = s.size() <= shape.size();
   for (size_t i = 0; ok && i < s.size(); ++i) {
     const int64_t d = s[s.size() - 1 - i], t = shape[shape.size() - 1 - i];
     ok = d == t || d == 1;
   }
-  GRAFT_CHECK(ok, op, str("a ") + what + " that broadcasts to the input's shape " + shape_str(shape),
-              str(what) + " of shape " + shape_str(s),
+  GRAFT_CHECK(ok, op, std::string("a ") + what + " that broadcasts to the input's shape " + shape_str(shape),
+              std::string(what) + " of shape " + shape_str(s),
               "its sizes must match the input's or be 1 in every trailing dimension");
 }
 
@@ -94,7 +87,7 @@ void check_class_weight(const Tensor& weight, int64_t C, const char* op) {
               "weight of shape [" + std::to_string(C) + "] (one per class)",
               "weight of shape " + shape_str(weight.sizes()),
               "give one weight per class C = " + std::to_string(C) + ", or leave weight undefined");
-  GRAFT_CHECK(weight.is_floating_point(), op, "a floating-point weight", str("weight of dtype ") + dtype_name(weight.dtype()),
+  GRAFT_CHECK(weight.is_floating_point(), op, "a floating-point weight", std::string("weight of dtype ") + dtype_name(weight.dtype()),
               "convert it first: weight.to(graft::kFloat32)");
 }
 
@@ -115,11 +108,11 @@ void check_class_target(const Tensor& input, const Tensor& target, int64_t ignor
               "target of shape " + shape_str(target.sizes()),
               "class-index targets have the input's shape without the class dim " +
                   std::to_string(class_dim_of(input)) + " (C = " + std::to_string(C) + ")" +
-                  (str(op) == "cross_entropy" ? "; class-probability targets have the input's shape" : ""));
+                  (std::string(op) == "cross_entropy" ? "; class-probability targets have the input's shape" : ""));
   GRAFT_CHECK(target.dtype() == kInt64, op, "int64 class indices as target",
-              str("target of dtype ") + dtype_name(target.dtype()) + " and shape " + shape_str(target.sizes()),
-              str("convert it with target.to(graft::kInt64)") +
-                  (str(op) == "cross_entropy" ? " (or give class probabilities of the input's shape)" : ""));
+              std::string("target of dtype ") + dtype_name(target.dtype()) + " and shape " + shape_str(target.sizes()),
+              std::string("convert it with target.to(graft::kInt64)") +
+                  (std::string(op) == "cross_entropy" ? " (or give class probabilities of the input's shape)" : ""));
   for (int64_t v : read_indices(target)) {
     GRAFT_CHECK(v == ignore_index || (v >= 0 && v < C), op,
                 "target values in [0, " + std::to_string(C) + ") or ignore_index (" + std::to_string(ignore_index) + ")",
@@ -226,14 +219,6 @@ bool fused_cross_entropy_applies(const Tensor& input, const Tensor& target, cons
          label_smoothing == 0.0;
 }
 
-kernels::loss::Reduce kernel_reduce(Reduction r) {
-  switch (r) {
-    case Reduction::None: return kernels::loss::Reduce::None;
-    case Reduction::Mean: return kernels::loss::Reduce::Mean;
-    case Reduction::Sum: return kernels::loss::Reduce::Sum;
-  }
-  return kernels::loss::Reduce::None;
-}
 
 Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, int64_t ignore_index, Reduction red) {
   const Tensor x = input.is_contiguous() ? input : input.contiguous();
@@ -287,7 +272,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     GRAFT_CHECK(target.is_floating_point(), op,
                 "a floating-point target of class probabilities (target has the input's shape " +
                     shape_str(input.sizes()) + ")",
-                str("target of dtype ") + dtype_name(target.dtype()) + " and shape " + shape_str(target.sizes()),
+                std::string("target of dtype ") + dtype_name(target.dtype()) + " and shape " + shape_str(target.sizes()),
                 "class-index targets have the input's shape without the class dim " + std::to_string(cdim));
     GRAFT_CHECK(ignore_index < 0, op, "no ignore_index with class-probability targets",
                 "ignore_index " + std::to_string(ignore_index),

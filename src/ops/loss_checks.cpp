@@ -6,13 +6,21 @@
 
 #include "../kernels/values.h"
 #include "graft/autograd/grad_mode.h"
+#include "core/format.h"
 #include "ops_common.h"
 
 namespace graft::detail::loss {
 
-namespace {
-std::string str(const char* s) { return s; }
-}  // namespace
+std::string num(double v) { return significant(v, 6); }
+
+kernels::loss::Reduce kernel_reduce(Reduction r) {
+  switch (r) {
+    case Reduction::None: return kernels::loss::Reduce::None;
+    case Reduction::Mean: return kernels::loss::Reduce::Mean;
+    case Reduction::Sum: return kernels::loss::Reduce::Sum;
+  }
+  return kernels::loss::Reduce::None;
+}
 
 // Reduction of per-element losses: none keeps them, mean averages over all elements, sum adds.
 Tensor apply_reduction(const Tensor& loss, Reduction r) {
@@ -31,15 +39,15 @@ void check_reduction(Reduction r, const char* op) {
 }
 
 void check_defined(const Tensor& t, const char* op, const char* what) {
-  GRAFT_CHECK(t.defined(), op, str("a defined ") + what + " tensor", "an undefined tensor",
+  GRAFT_CHECK(t.defined(), op, std::string("a defined ") + what + " tensor", "an undefined tensor",
               "pass a tensor (only the optional weights may be left undefined)");
 }
 
 void check_floating(const Tensor& t, const char* op, const char* what) {
   check_defined(t, op, what);
-  GRAFT_CHECK(t.is_floating_point(), op, str("a floating-point ") + what,
-              str(what) + " of dtype " + dtype_name(t.dtype()) + " and shape " + shape_str(t.sizes()),
-              str("convert it first: ") + what + ".to(graft::kFloat32)");
+  GRAFT_CHECK(t.is_floating_point(), op, std::string("a floating-point ") + what,
+              std::string(what) + " of dtype " + dtype_name(t.dtype()) + " and shape " + shape_str(t.sizes()),
+              std::string("convert it first: ") + what + ".to(graft::kFloat32)");
 }
 
 // For the elementwise losses: input and target must broadcast together.

@@ -9,6 +9,7 @@
 
 #include "graft/core/tensor.h"
 #include "graft/ops/ops.h"
+#include "../kernels/loss.h"
 
 namespace graft::detail::loss {
 
@@ -23,6 +24,12 @@ void check_floating(const Tensor& t, const char* op, const char* what);
 // The elementwise losses' input (floating) and target (defined): their shapes must broadcast
 // together. Returns the broadcast shape.
 Shape check_broadcast(const Tensor& input, const Tensor& target, const char* op);
+
+// A double as a user would write it (6 significant digits: 1.5, -0.25, nan), for messages.
+std::string num(double v);
+
+// The kernels' spelling of a reduction.
+kernels::loss::Reduce kernel_reduce(Reduction r);
 
 // Values of `t`, read without recording, for argument checks only; empty on meta tensors.
 std::vector<double> read_values(const Tensor& t);

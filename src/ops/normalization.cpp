@@ -39,15 +39,14 @@ namespace nk = kernels::normalization;
 
 namespace {
 
-std::string str(const char* s) { return s; }
 
 void check_param(const Tensor& p, const Tensor& x, IntArrayRef shape, const char* op, const char* what) {
   if (!p.defined()) return;
-  GRAFT_CHECK(p.sizes().equals(shape), op, str(what) + " of shape " + shape_str(shape),
-              str(what) + " of shape " + shape_str(p.sizes()) + " for input of shape " + shape_str(x.sizes()), "");
-  GRAFT_CHECK(p.dtype() == x.dtype(), op, str(what) + " of the input's dtype",
-              str(what) + " of dtype " + dtype_name(p.dtype()) + " and a " + dtype_name(x.dtype()) + " input",
-              str("convert it: ") + what + ".to(input.dtype())");
+  GRAFT_CHECK(p.sizes().equals(shape), op, std::string(what) + " of shape " + shape_str(shape),
+              std::string(what) + " of shape " + shape_str(p.sizes()) + " for input of shape " + shape_str(x.sizes()), "");
+  GRAFT_CHECK(p.dtype() == x.dtype(), op, std::string(what) + " of the input's dtype",
+              std::string(what) + " of dtype " + dtype_name(p.dtype()) + " and a " + dtype_name(x.dtype()) + " input",
+              std::string("convert it: ") + what + ".to(input.dtype())");
 }
 
 void check_input(const Tensor& x, const char* op) {
@@ -150,10 +149,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   for (const Tensor* rs : {&running_mean, &running_var}) {
     const char* what = rs == &running_mean ? "running_mean" : "running_var";
     if (!rs->defined()) continue;
-    GRAFT_CHECK(rs->sizes().equals(cshape), op, str(what) + " of shape " + shape_str(cshape) + " (one per channel)",
-                str(what) + " of shape " + shape_str(rs->sizes()) + " for input of shape " + shape_str(input.sizes()),
+    GRAFT_CHECK(rs->sizes().equals(cshape), op, std::string(what) + " of shape " + shape_str(cshape) + " (one per channel)",
+                std::string(what) + " of shape " + shape_str(rs->sizes()) + " for input of shape " + shape_str(input.sizes()),
                 "pass one value per channel, i.e. input.size(1) values");
-    GRAFT_CHECK(rs->is_floating_point(), op, str("a floating-point ") + what, str("a ") + dtype_name(rs->dtype()) + " " + what,
+    GRAFT_CHECK(rs->is_floating_point(), op, std::string("a floating-point ") + what, std::string("a ") + dtype_name(rs->dtype()) + " " + what,
                 "convert it to the input's dtype, e.g. .to(graft::kFloat32)");
   }
   const int64_t S = C == 0 || N == 0 ? 0 : input.numel() / (N * C);
@@ -168,7 +167,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   } else {
     GRAFT_CHECK(running_mean.defined() && running_var.defined(), op,
                 "running_mean and running_var in evaluation mode (training=false)",
-                str(running_mean.defined() ? "" : "an undefined running_mean ") +
+                std::string(running_mean.defined() ? "" : "an undefined running_mean ") +
                     (running_var.defined() ? "" : "an undefined running_var"),
                 "pass running statistics, or training=true to normalise with the batch statistics");
   }
@@ -348,8 +347,8 @@ Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bi
   for (const Tensor* rs : {&running_mean, &running_var}) {
     const char* what = rs == &running_mean ? "running_mean" : "running_var";
     if (!rs->defined()) continue;
-    GRAFT_CHECK(rs->sizes().equals(Shape{C}), op, str(what) + " of shape [" + std::to_string(C) + "] (one per channel)",
-                str(what) + " of shape " + shape_str(rs->sizes()) + " for input of shape " + shape_str(input.sizes()), "");
+    GRAFT_CHECK(rs->sizes().equals(Shape{C}), op, std::string(what) + " of shape [" + std::to_string(C) + "] (one per channel)",
+                std::string(what) + " of shape " + shape_str(rs->sizes()) + " for input of shape " + shape_str(input.sizes()), "");
   }
   GRAFT_CHECK(use_input_stats || (running_mean.defined() && running_var.defined()), op,
               "running_mean and running_var when use_input_stats is false", "undefined running statistics",

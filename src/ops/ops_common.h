@@ -85,6 +85,18 @@ inline std::array<int64_t, 2> expand_pair(IntArrayRef v, const char* op, const c
               "pass one value for both dims or {height, width}");
   return v.size() == 1 ? std::array<int64_t, 2>{v[0], v[0]} : std::array<int64_t, 2>{v[0], v[1]};
 }
+
+// {height, width} as messages write it: "(3, 2)".
+inline std::string pair_str(const std::array<int64_t, 2>& a) {
+  // Appended piece by piece: GCC 12 warns (-Warray-bounds, a false positive) on the inlined
+  // "(" + std::string concatenation here.
+  std::string s = "(";
+  s += std::to_string(a[0]);
+  s += ", ";
+  s += std::to_string(a[1]);
+  s += ")";
+  return s;
+}
 }  // namespace detail
 
 }  // namespace graft

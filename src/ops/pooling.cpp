@@ -36,7 +36,7 @@ using kernels::pooling::PoolGeom;
 
 using Pair = std::array<int64_t, 2>;  // {height, width}
 
-std::string pair_str(const Pair& a) { return "(" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ")"; }
+using detail::pair_str;
 
 // PyTorch's pooling_output_shape (with division rounding towards -inf).
 int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {

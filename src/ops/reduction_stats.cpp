@@ -48,7 +48,7 @@ Tensor reduce_rows(const char* op, const Tensor& x, const Shape& out_shape, DTyp
   return out;
 }
 
-void check_floating(const Tensor& x, const char* op) {
+void check_floating_input(const Tensor& x, const char* op) {
   GRAFT_CHECK(is_floating_point(x.dtype()), op, "a floating-point input (float32 or float64)",
               std::string("a ") + dtype_name(x.dtype()) + " tensor",
               "convert the input first: x.to(graft::kFloat32)");
@@ -78,7 +78,7 @@ Tensor restore_dims(const Tensor& g, const std::vector<int64_t>& dims, int64_t i
 // Two passes over each row in double (kernels::reduction::var_rows).
 Tensor var_std_impl(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdim, bool take_sqrt) {
   const char* op = take_sqrt ? "std" : "var";
-  check_floating(x, op);
+  check_floating_input(x, op);
   const auto dims = detail::reduction_dims(x, dim, op);
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
   const int64_t correction = unbiased ? 1 : 0;
@@ -316,7 +316,7 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { retur
 
 // ---- logsumexp ----
 Tensor logsumexp(const Tensor& x, IntArrayRef dim, bool keepdim) {
-  check_floating(x, "logsumexp");
+  check_floating_input(x, "logsumexp");
   const auto dims = detail::reduction_dims(x, dim, "logsumexp");
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
   // m + log(sum exp(x - m)) in double with m the slice's max (kernels::reduction::logsumexp_rows).

@@ -45,7 +45,7 @@ using autograd::set_history;
 
 namespace {
 
-constexpr const char* kOp = "rnn_layer";
+constexpr const char* kRnnOp = "rnn_layer";
 thread_local RNNBackend t_rnn_backend = RNNBackend::kFused;
 
 int64_t gate_count(RNNCellType c) { return c == RNNCellType::kLSTM ? 4 : c == RNNCellType::kGRU ? 3 : 1; }
@@ -72,26 +72,26 @@ kernels::rnn::Cell kernel_cell(RNNCellType c) {
 }
 
 void check_shape(const Tensor& t, IntArrayRef want, const char* what, const char* hint) {
-  GRAFT_CHECK(t.defined() && t.sizes().equals(want), kOp, std::string(what) + " of shape " + shape_str(want),
+  GRAFT_CHECK(t.defined() && t.sizes().equals(want), kRnnOp, std::string(what) + " of shape " + shape_str(want),
               t.defined() ? std::string(what) + " of shape " + shape_str(t.sizes()) : std::string("no ") + what, hint);
 }
 
 Dims check(RNNCellType cell, const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& w_ih, const Tensor& w_hh,
            const Tensor& b_ih, const Tensor& b_hh, const std::vector<int64_t>& lengths) {
-  GRAFT_CHECK(x.defined() && x.dim() == 3, kOp, "an input (T, N, I) of 3 dims",
+  GRAFT_CHECK(x.defined() && x.dim() == 3, kRnnOp, "an input (T, N, I) of 3 dims",
               x.defined() ? "an input of shape " + shape_str(x.sizes()) : "an undefined input",
               "recurrent layers take (sequence, batch, features); unsqueeze(1) a single sequence");
-  GRAFT_CHECK(x.is_floating_point(), kOp, "a floating-point input", std::string("a ") + dtype_name(x.dtype()) + " input",
+  GRAFT_CHECK(x.is_floating_point(), kRnnOp, "a floating-point input", std::string("a ") + dtype_name(x.dtype()) + " input",
               "convert it: .to(graft::kFloat32)");
   Dims d;
   d.T = x.size(0), d.N = x.size(1), d.I = x.size(2), d.G = gate_count(cell);
-  GRAFT_CHECK(w_hh.defined() && w_hh.dim() == 2, kOp, "weight_hh of 2 dims (G H, H)",
+  GRAFT_CHECK(w_hh.defined() && w_hh.dim() == 2, kRnnOp, "weight_hh of 2 dims (G H, H)",
               w_hh.defined() ? shape_str(w_hh.sizes()) : "none", "");
   d.H = w_hh.size(1);
   const std::string gates = std::to_string(d.G) + " H for the " + cell_name(cell);
   check_shape(w_ih, {d.G * d.H, d.I}, "weight_ih", ("weight_ih is (" + gates + ", input features)").c_str());
   check_shape(w_hh, {d.G * d.H, d.H}, "weight_hh", ("weight_hh is (" + gates + ", H)").c_str());
-  GRAFT_CHECK(b_ih.defined() == b_hh.defined(), kOp, "both biases or neither", "one bias", "");
+  GRAFT_CHECK(b_ih.defined() == b_hh.defined(), kRnnOp, "both biases or neither", "one bias", "");
   if (b_ih.defined()) {
     check_shape(b_ih, {d.G * d.H}, "bias_ih", "");
     check_shape(b_hh, {d.G * d.H}, "bias_hh", "");
@@ -100,12 +100,12 @@ Dims check(RNNCellType cell, const Tensor& x, const Tensor& h0, const Tensor& c0
   if (cell == RNNCellType::kLSTM) check_shape(c0, {d.N, d.H}, "c0", "the LSTM's initial cell state is (batch, hidden)");
   for (const Tensor* t : {&h0, &c0, &w_ih, &w_hh, &b_ih, &b_hh})
     if (t->defined())
-      GRAFT_CHECK(t->dtype() == x.dtype(), kOp, std::string("every tensor of the input's dtype (") + dtype_name(x.dtype()) + ")",
+      GRAFT_CHECK(t->dtype() == x.dtype(), kRnnOp, std::string("every tensor of the input's dtype (") + dtype_name(x.dtype()) + ")",
                   std::string("a ") + dtype_name(t->dtype()) + " tensor", "convert the parameters with module->to(dtype)");
-  GRAFT_CHECK(lengths.empty() || static_cast<int64_t>(lengths.size()) == d.N, kOp,
+  GRAFT_CHECK(lengths.empty() || static_cast<int64_t>(lengths.size()) == d.N, kRnnOp,
               "one length per batch element (" + std::to_string(d.N) + ")", std::to_string(lengths.size()) + " lengths", "");
   for (int64_t len : lengths)
-    GRAFT_CHECK(len >= 0 && len <= d.T, kOp, "lengths in [0, " + std::to_string(d.T) + "]", "length " + std::to_string(len), "");
+    GRAFT_CHECK(len >= 0 && len <= d.T, kRnnOp, "lengths in [0, " + std::to_string(d.T) + "]", "length " + std::to_string(len), "");
   return d;
 }
 
@@ -155,7 +155,7 @@ RNNLayerResult composite(RNNCellType cell, const Tensor& x, const Tensor& h0, co
 // ---- the fused path ----
 
 DType result_check_dtype(const Tensor& x) {
-  GRAFT_CHECK(x.dtype() == kFloat32 || x.dtype() == kFloat64, kOp, "a float32 or float64 input",
+  GRAFT_CHECK(x.dtype() == kFloat32 || x.dtype() == kFloat64, kRnnOp, "a float32 or float64 input",
               std::string("a ") + dtype_name(x.dtype()) + " input", "convert it: .to(graft::kFloat32)");
   return x.dtype();
 }
@@ -164,7 +164,7 @@ RNNLayerResult fused(RNNCellType cell, const Tensor& x, const Tensor& h0, const 
                      const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh, const std::vector<int64_t>& lengths,
                      bool reverse, const Dims& d) {
   const DType dt = result_check_dtype(x);
-  memory::OpScope op_scope(kOp);
+  memory::OpScope op_scope(kRnnOp);
   const int64_t N = d.N, H = d.H, GH = d.G * d.H;
   const bool lstm = cell == RNNCellType::kLSTM, gru = cell == RNNCellType::kGRU;
   Tensor Y, gates, hs, cs, ghn;
@@ -207,7 +207,7 @@ RNNLayerResult fused(RNNCellType cell, const Tensor& x, const Tensor& h0, const 
                 return cat({r.output, r.h_n.unsqueeze(0), c_n.unsqueeze(0)}, 0);
               },
               gY);
-        memory::OpScope op_scope(kOp);
+        memory::OpScope op_scope(kRnnOp);
         const Tensor x = n.saved(0), h0 = n.saved(1), w_ih = n.saved(2), w_hh = n.saved(3), Y = n.saved(4),
                      gates = n.saved(5);
         const Tensor hs = lengths.empty() ? Y.narrow(0, 0, d.T) : n.saved(6);
@@ -268,11 +268,11 @@ RNNBackend current_rnn_backend() { return t_rnn_backend; }
 RNNLayerResult rnn_layer(RNNCellType cell, const Tensor& input, const Tensor& h0, const Tensor& c0, const Tensor& w_ih,
                          const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh, const std::vector<int64_t>& lengths,
                          bool reverse) {
-  const detail::MetaOpScope meta_scope(kOp, {&input, &h0, &c0, &w_ih, &w_hh, &b_ih, &b_hh});  // Note [Meta device]
+  const detail::MetaOpScope meta_scope(kRnnOp, {&input, &h0, &c0, &w_ih, &w_hh, &b_ih, &b_hh});  // Note [Meta device]
   const Dims d = check(cell, input, h0, c0, w_ih, w_hh, b_ih, b_hh, lengths);
   const Tensor c = cell == RNNCellType::kLSTM ? c0 : Tensor();
   if (t_rnn_backend == RNNBackend::kComposite) {
-    memory::OpScope op_scope(kOp);
+    memory::OpScope op_scope(kRnnOp);
     return composite(cell, input, h0, c, w_ih, w_hh, b_ih, b_hh, lengths, reverse, d);
   }
   return fused(cell, input, h0, c, w_ih, w_hh, b_ih, b_hh, lengths, reverse, d);

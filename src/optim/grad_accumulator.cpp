@@ -16,7 +16,7 @@ namespace graft::optim {
 
 namespace {
 
-constexpr const char* kOp = "GradAccumulator";
+constexpr const char* kGradAccumulatorOp = "GradAccumulator";
 
 // Note [Optimizer step in backward]: with a StepInBackward attached every backward updates, so
 // micro-batches cannot be accumulated into one step.
@@ -36,13 +36,13 @@ GradAccumulator::GradAccumulator(Optimizer& optimizer, GradAccumulatorOptions op
 GradAccumulator::GradAccumulator(Optimizer& optimizer, std::shared_ptr<nn::Module> model,
                                  GradAccumulatorOptions options)
     : optimizer_(optimizer), model_(std::move(model)), options_(std::move(options)) {
-  check_no_step_in_backward(optimizer_, kOp);
-  GRAFT_CHECK(options_.steps >= 1, kOp, "steps >= 1 (micro-batches per optimiser step)",
+  check_no_step_in_backward(optimizer_, kGradAccumulatorOp);
+  GRAFT_CHECK(options_.steps >= 1, kGradAccumulatorOp, "steps >= 1 (micro-batches per optimiser step)",
               "steps = " + std::to_string(options_.steps), "use steps = 1 for no accumulation");
-  GRAFT_CHECK(!options_.max_grad_norm || *options_.max_grad_norm >= 0, kOp, "max_grad_norm >= 0",
+  GRAFT_CHECK(!options_.max_grad_norm || *options_.max_grad_norm >= 0, kGradAccumulatorOp, "max_grad_norm >= 0",
               "max_grad_norm = " + graft::detail::shortest(options_.max_grad_norm.value_or(0)),
               "leave max_grad_norm unset for no clipping");
-  GRAFT_CHECK(options_.norm_type > 0, kOp, "norm_type > 0 or infinity",
+  GRAFT_CHECK(options_.norm_type > 0, kGradAccumulatorOp, "norm_type > 0 or infinity",
               "norm_type = " + graft::detail::shortest(options_.norm_type), "2 is the Euclidean norm");
 }
 

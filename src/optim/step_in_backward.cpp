@@ -16,7 +16,7 @@ namespace graft::optim {
 
 namespace {
 
-constexpr const char* kOp = "StepInBackward";
+constexpr const char* kStepInBackwardOp = "StepInBackward";
 
 }  // namespace
 
@@ -29,15 +29,15 @@ StepInBackward::StepInBackward(Optimizer& optimizer, StepInBackwardOptions optio
     : optimizer_(optimizer), options_(std::move(options)) {
   using graft::detail::shortest;
   const std::string name = optimizer_.name();
-  GRAFT_CHECK(optimizer_.step_in_backward_ == nullptr, kOp, "an optimiser without a StepInBackward",
+  GRAFT_CHECK(optimizer_.step_in_backward_ == nullptr, kStepInBackwardOp, "an optimiser without a StepInBackward",
               name + " with one attached already", "each parameter would be updated twice per backward; keep one");
-  GRAFT_CHECK(!options_.clip_grad_value() || *options_.clip_grad_value() >= 0, kOp, "clip_grad_value >= 0",
+  GRAFT_CHECK(!options_.clip_grad_value() || *options_.clip_grad_value() >= 0, kStepInBackwardOp, "clip_grad_value >= 0",
               "clip_grad_value = " + shortest(options_.clip_grad_value().value_or(0)),
               "gradients are clamped to [-clip_grad_value, clip_grad_value]; leave it unset for no clipping");
-  GRAFT_CHECK(!options_.max_grad_norm() || *options_.max_grad_norm() >= 0, kOp, "max_grad_norm >= 0",
+  GRAFT_CHECK(!options_.max_grad_norm() || *options_.max_grad_norm() >= 0, kStepInBackwardOp, "max_grad_norm >= 0",
               "max_grad_norm = " + shortest(options_.max_grad_norm().value_or(0)),
               "leave max_grad_norm unset for no clipping");
-  GRAFT_CHECK(options_.norm_type() > 0, kOp, "norm_type > 0 or infinity",
+  GRAFT_CHECK(options_.norm_type() > 0, kStepInBackwardOp, "norm_type > 0 or infinity",
               "norm_type = " + shortest(options_.norm_type()), "2 is the Euclidean norm");
   // An optimiser that updates in step() itself (ZeroRedundancyOptimizer) cannot update one
   // parameter: the base step_group() throws, on a group with no parameters as on any other.
@@ -53,7 +53,7 @@ StepInBackward::StepInBackward(Optimizer& optimizer, StepInBackwardOptions optio
       NoGradGuard no_grad;
       optimizer_.step_group(group);
     } catch (const Error&) {
-      GRAFT_CHECK(false, kOp, "an optimiser that updates its parameters in step_group()",
+      GRAFT_CHECK(false, kStepInBackwardOp, "an optimiser that updates its parameters in step_group()",
                   name + ", which updates in step() only",
                   "step-in-backward updates one parameter at a time through step_group(); use the plain loop "
                   "(zero_grad, backward, step) with this optimiser");
@@ -65,11 +65,11 @@ StepInBackward::StepInBackward(Optimizer& optimizer, StepInBackwardOptions optio
   for (const Tensor& p : optimizer_.parameters()) {
     const std::string which = "parameter " + std::to_string(index++) + " of " + name;
     if (!p.requires_grad()) continue;  // frozen: it never gets a gradient
-    GRAFT_CHECK(p.impl().autograd_meta().post_accumulate_hooks.empty(), kOp,
+    GRAFT_CHECK(p.impl().autograd_meta().post_accumulate_hooks.empty(), kStepInBackwardOp,
                 "parameters without post-accumulate-grad hooks", which + ", which has one",
                 "a hook registered before (DistributedDataParallel's all-reduce) may still change the gradient "
                 "after the update; step-in-backward is not supported with it");
-    GRAFT_CHECK(!nn::utils::detail::grad_consumed_in_backward(p), kOp,
+    GRAFT_CHECK(!nn::utils::detail::grad_consumed_in_backward(p), kStepInBackwardOp,
                 "parameters no other StepInBackward updates", which + ", which another one updates",
                 "a parameter can be updated in backward by one optimiser only");
     params.push_back(p);
@@ -113,7 +113,7 @@ void StepInBackward::on_gradient(size_t index) {
   }
   if (!pass->updated.insert(p.unsafe_impl()).second) {
     p.mutable_grad() = Tensor();  // the rest of the gradient must not leak into the next pass
-    GRAFT_CHECK(false, kOp, "each parameter's gradient written once per backward pass",
+    GRAFT_CHECK(false, kStepInBackwardOp, "each parameter's gradient written once per backward pass",
                 "a second gradient for parameter " + std::to_string(index) + " of parameters() (shape " +
                     shape_str(p.sizes()) + ") in the same pass, after its update",
                 "the parameter is used inside and outside a checkpointed segment, or in two segments (each "

@@ -8,6 +8,7 @@
 
 #include "graft/core/factory.h"
 #include "graft/nn/init.h"
+#include "expanding_array_util.h"
 
 namespace graft::nn {
 
@@ -26,12 +27,7 @@ std::string py_tuple(const ExpandingArray<D>& a) {
   return s;
 }
 
-template <size_t D>
-bool all_equal(const ExpandingArray<D>& a, int64_t v) {
-  for (size_t i = 0; i < D; ++i)
-    if (a[i] != v) return false;
-  return true;
-}
+using graft::nn::detail::all_equal;
 
 // The module's name in messages: "Conv2d", "ConvTranspose1d".
 template <size_t D> std::string conv_name(bool transposed) {

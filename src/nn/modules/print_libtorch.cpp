@@ -16,6 +16,7 @@
 #include "graft/nn/modules/dropout.h"
 #include "graft/nn/modules/linear.h"
 #include "graft/nn/modules/normalization.h"
+#include "expanding_array_util.h"
 
 namespace graft::nn {
 
@@ -38,11 +39,7 @@ template <size_t D> std::string array(const ExpandingArray<D>& a) {
   }
   return s + "]";
 }
-template <size_t D> bool all_equal(const ExpandingArray<D>& a, int64_t v) {
-  for (size_t i = 0; i < D; ++i)
-    if (a[i] != v) return false;
-  return true;
-}
+using graft::nn::detail::all_equal;
 
 // ParameterList / ParameterDict: "graft::nn::ParameterList(\n(0): Parameter containing: [Float of size [2, 3]]\n)".
 std::string parameter_container(const char* kind, const OrderedDict<std::string, Tensor>& params) {
