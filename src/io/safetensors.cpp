@@ -32,7 +32,12 @@ constexpr uint64_t kMaxHeader = 100'000'000;  // as the reference implementation
 // Valid safetensors dtypes graft has no tensors for.
 constexpr const char* kOtherDTypes[] = {"F8_E5M2", "F8_E4M3", "U16", "U32", "U64"};
 
-std::string named(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string named(std::string_view s) {
+  std::string out = "'";  // appended piece by piece: Note [Unity build] (GCC 12's false positives)
+  out += s;
+  out += "'";
+  return out;
+}
 
 // Host <-> little-endian for elements of `size` bytes, in place.
 void to_from_little_endian(uint8_t* p, size_t nbytes, size_t size) {
