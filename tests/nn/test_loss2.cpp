@@ -72,6 +72,14 @@ Tensor loss2_call(const FixtureCase& c, const TensorList& a) {
                                     .reduction(red));
   if (fn == "multilabel_margin_loss")
     return F::multilabel_margin_loss(a[0], a[1], F::MultilabelMarginLossFuncOptions(red));
+  if (fn == "triplet_margin_with_distance_loss") {
+    // The generator's distances: none (pairwise_distance), 1 - cosine_similarity, the L1 distance.
+    auto o = F::TripletMarginWithDistanceLossFuncOptions().margin(c.number("margin", 1.0)).swap(c.flag("swap")).reduction(red);
+    const std::string& d = c.param("distance");
+    if (d == "cosine") o.distance_function([](const Tensor& x1, const Tensor& x2) { return 1.0 - F::cosine_similarity(x1, x2); });
+    if (d == "l1") o.distance_function([](const Tensor& x1, const Tensor& x2) { return (x1 - x2).abs().sum({-1}); });
+    return F::triplet_margin_with_distance_loss(a[0], a[1], a[2], o);
+  }
   throw std::runtime_error("unknown function " + fn);
 }
 
@@ -80,7 +88,8 @@ TEST(Loss2Fixtures, FileLoads) {
   std::map<std::string, int> per_fn;
   for (const auto& c : loss2_fixtures()) ++per_fn[c.kind];
   for (const char* fn : {"soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss", "poisson_nll_loss",
-                         "gaussian_nll_loss", "multi_margin_loss", "multilabel_margin_loss"})
+                         "gaussian_nll_loss", "multi_margin_loss", "multilabel_margin_loss",
+                         "triplet_margin_with_distance_loss"})
     EXPECT_GE(per_fn[fn], 3) << "too few fixtures for " << fn;  // at least one per reduction
 }
 
@@ -432,6 +441,66 @@ TEST(Loss2, SmoothL1LossTakesLibTorchsBetaArgument) {
   // The argument wins over options.beta(); the three-argument form reads options.beta().
   EXPECT_DOUBLE_EQ(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions().beta(2.0), 0.5).item<double>(), 0.640625);
   EXPECT_DOUBLE_EQ(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions().beta(0.5)).item<double>(), 0.640625);
+}
+
+}  // namespace
+}  // namespace graft::test
+
+namespace graft::test {
+namespace {
+
+namespace F = nn::functional;
+
+// TripletMarginWithDistanceLoss by hand: anchors (0, 0) and (1, 1), positives (3, 4) and (1, 2),
+// negatives (0, 1) and (4, 5). The custom distance is the L1 distance: d(a, p) = 7 and 1, d(a, n) = 1
+// and 7, d(p, n) = 6 and 6. margin 1: max(7 - 1 + 1, 0) = 7 and max(1 - 7 + 1, 0) = 0; with swap the
+// first row's negative distance stays min(1, 6) = 1 and the second's becomes min(7, 6) = 6: 7 and 0.
+// margin 10, swap: 7 - 1 + 10 = 16 and 1 - 6 + 10 = 5.
+TEST(TripletMarginWithDistanceLoss, CustomDistanceByHand) {
+  const Tensor a = tensor({{0.0, 0.0}, {1.0, 1.0}}, kFloat64), p = tensor({{3.0, 4.0}, {1.0, 2.0}}, kFloat64),
+               n = tensor({{0.0, 1.0}, {4.0, 5.0}}, kFloat64);
+  int calls = 0;
+  auto l1 = [&calls](const Tensor& x1, const Tensor& x2) {
+    ++calls;
+    return (x1 - x2).abs().sum({-1});
+  };
+  auto o = F::TripletMarginWithDistanceLossFuncOptions().distance_function(l1).reduction(kNone);
+  EXPECT_TRUE(all_close(F::triplet_margin_with_distance_loss(a, p, n, o), tensor({7.0, 0.0}, kFloat64), 0, 0));
+  EXPECT_EQ(calls, 2);
+  EXPECT_TRUE(
+      all_close(F::triplet_margin_with_distance_loss(a, p, n, o.swap(true)), tensor({7.0, 0.0}, kFloat64), 0, 0));
+  EXPECT_EQ(calls, 5);  // d(p, n) too
+  EXPECT_TRUE(all_close(F::triplet_margin_with_distance_loss(a, p, n, o.margin(10).reduction(kSum)),
+                        tensor(21.0, kFloat64), 0, 0));
+  // The module forwards to the functional with its options.
+  nn::TripletMarginWithDistanceLoss m(nn::TripletMarginWithDistanceLossOptions().distance_function(l1).margin(10).swap(true));
+  EXPECT_TRUE(all_close(m(a, p, n), tensor(10.5, kFloat64), 0, 0));  // the mean of 16 and 5
+}
+
+TEST(TripletMarginWithDistanceLoss, DefaultsGradcheckAndPrint) {
+  const F::TripletMarginWithDistanceLossFuncOptions o;
+  EXPECT_FALSE(o.distance_function().has_value());
+  EXPECT_EQ(o.margin(), 1.0);
+  EXPECT_FALSE(o.swap());
+  EXPECT_EQ(o.reduction(), kMean);
+  // Away from the hinge (every loss term positive), in float64.
+  const Tensor a = uniform_sample({3, 4}, 41, -1.0, 1.0).requires_grad_();
+  const Tensor p = uniform_sample({3, 4}, 42, -1.0, 1.0).requires_grad_();
+  const Tensor n = uniform_sample({3, 4}, 43, -1.0, 1.0).requires_grad_();
+  const autograd::TestFunction fn = [](const TensorList& in) {
+    return F::triplet_margin_with_distance_loss(
+        in[0], in[1], in[2], F::TripletMarginWithDistanceLossFuncOptions().margin(5.0).swap(true).reduction(kNone));
+  };
+  EXPECT_TRUE(autograd::gradcheck(fn, {a, p, n}));
+  EXPECT_TRUE(autograd::gradgradcheck(fn, {a, p, n}));
+  // LibTorch 1.13 prints torch::nn::TripletMarginWithDistanceLoss(margin=1, swap=false) and, with
+  // margin 2.5 and swap, (margin=2.5, swap=true) (run against the installed LibTorch).
+  nn::PrintStyleGuard style(nn::PrintStyle::LibTorch);
+  std::ostringstream s1, s2;
+  s1 << nn::TripletMarginWithDistanceLoss();
+  s2 << nn::TripletMarginWithDistanceLoss(nn::TripletMarginWithDistanceLossOptions().margin(2.5).swap(true));
+  EXPECT_EQ(s1.str(), "graft::nn::TripletMarginWithDistanceLoss(margin=1, swap=false)");
+  EXPECT_EQ(s2.str(), "graft::nn::TripletMarginWithDistanceLoss(margin=2.5, swap=true)");
 }
 
 }  // namespace

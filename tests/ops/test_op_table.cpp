@@ -212,12 +212,15 @@ TEST(OpCoverage, EveryPublicOpIsListed) {
   // F::softmin (softmax of -x) and F::normalize (x / max(norm, eps)) are compositions of listed ops,
   // as in LibTorch, checked against PyTorch in tests/ops/test_act_loss_fixtures.cpp;
   // F::local_response_norm is PyTorch's composition (pad, avg_pool, pow), checked against PyTorch
-  // in tests/nn/test_norm3d.cpp.
+  // in tests/nn/test_norm3d.cpp; F::triplet_margin_with_distance_loss is PyTorch's composition (a
+  // user's distance or pairwise_distance, minimum, clamp_min, the reduction), checked against PyTorch
+  // in tests/nn/test_loss2.cpp.
   // is_autocast_enabled (autocast.h) asks for the mode, it computes nothing; detail::attention_probs
   // and detail::attention_additive_mask (attention.h) are scaled_dot_product_attention's own formula,
   // shared with MultiheadAttention, not ops of their own.
   const std::set<std::string> not_ops = {"var_all",     "std_all", "adaptive_max_pool2d_with_indices",
                                          "interpolate", "softmin", "normalize", "local_response_norm", "is_autocast_enabled",
+                                         "triplet_margin_with_distance_loss",
                                          "attention_probs", "attention_additive_mask"};
   size_t declared = 0;
   // Every ops header, so that an op declared beside its guard (attention.h, rnn.h) is seen too.

@@ -149,6 +149,15 @@ int main() {
        {-0.500000333, 0.5000005, 0, 0});
   torch::nn::TripletMarginLoss tml_m(torch::nn::TripletMarginLossOptions().margin(4.5).reduction(torch::kNone));
   show("TripletMarginLoss", tml_m(anc, pos, neg), {4, 0.5000004});
+  // With a user's distance, L1: d(a, p) = 1, 1; d(a, n) = 1.5, 7; d(p, n) = 2.5, 6. margin 1: 0.5 and 0,
+  // mean 0.25; margin 6 with swap: 1 - min(1.5, 2.5) + 6 = 5.5 and 1 - min(7, 6) + 6 = 1.
+  auto l1 = [](const torch::Tensor& x1, const torch::Tensor& x2) { return (x1 - x2).abs().sum(-1); };
+  show("triplet_distance",
+       F::triplet_margin_with_distance_loss(anc, pos, neg, F::TripletMarginWithDistanceLossFuncOptions().distance_function(l1)),
+       {0.25});
+  torch::nn::TripletMarginWithDistanceLoss tmd_m(
+      torch::nn::TripletMarginWithDistanceLossOptions().distance_function(l1).margin(6.0).swap(true).reduction(torch::kNone));
+  show("TripletMarginWithDistanceLoss", tmd_m(anc, pos, neg), {5.5, 1});
 
   // ---- class weights with label smoothing, ignore_index; BCE ----
   auto logits = f64(torch::tensor({{2.0, 0.5, -1.0}, {0.0, 1.0, 0.3}, {-0.5, 0.2, 1.5}})).requires_grad_();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -598,6 +599,21 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiM
 // input (N, C) or (C), target int64 of the input's shape: class indices, padded with -1.
 Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target,
                               const MultilabelMarginLossFuncOptions& options = {});
+
+// LibTorch's TripletMarginWithDistanceLossOptions: the distance a user gives (any
+// Tensor(const Tensor&, const Tensor&), such as 1 - cosine_similarity; pairwise_distance when none),
+// the margin, swap (the negative's distance is min(d(a, n), d(p, n))) and the reduction.
+struct TripletMarginWithDistanceLossFuncOptions {
+  using distance_function_t = std::function<Tensor(const Tensor&, const Tensor&)>;
+  GRAFT_ARG(std::optional<distance_function_t>, distance_function) = std::nullopt;
+  GRAFT_ARG(double, margin) = 1.0;
+  GRAFT_ARG(bool, swap) = false;
+  GRAFT_ARG(Reduction, reduction) = kMean;
+};
+// max(d(a, p) - d(a, n) + margin, 0), reduced: PyTorch's composition (a composite of listed ops, so
+// its gradient is theirs; the distance function's, for a custom one).
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const TripletMarginWithDistanceLossFuncOptions& options = {});
 
 // ---- local response normalisation (issue 32; defined in src/nn/modules/norm3d.cpp) ----
 }  // namespace nn::functional

@@ -1,5 +1,6 @@
 // The losses of issue 32 (SoftMarginLoss, MultiLabelSoftMarginLoss, HingeEmbeddingLoss,
-// PoissonNLLLoss, GaussianNLLLoss, MultiMarginLoss, MultiLabelMarginLoss): their functionals
+// PoissonNLLLoss, GaussianNLLLoss, MultiMarginLoss, MultiLabelMarginLoss,
+// TripletMarginWithDistanceLoss): their functionals
 // (the options unpacked into the ops of src/ops/loss2.cpp, as LibTorch's wrap ATen's) and their
 // modules, thin wrappers whose class weights are buffers, as those of loss.cpp.
 #include <sstream>
@@ -35,6 +36,24 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiM
 Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target,
                               const MultilabelMarginLossFuncOptions& options) {
   return graft::multilabel_margin_loss(input, target, options.reduction());
+}
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const TripletMarginWithDistanceLossFuncOptions& options) {
+  const auto& custom = options.distance_function();
+  const auto distance = [&custom](const Tensor& x1, const Tensor& x2) {
+    return custom ? (*custom)(x1, x2) : graft::pairwise_distance(x1, x2);
+  };
+  const Tensor dist_pos = distance(anchor, positive);
+  Tensor dist_neg = distance(anchor, negative);
+  if (options.swap()) dist_neg = graft::minimum(dist_neg, distance(positive, negative));
+  // PyTorch's order of operations (d_pos - d_neg + margin), so the rounding is its.
+  const Tensor loss = graft::clamp_min(dist_pos - dist_neg + options.margin(), 0.0);
+  switch (options.reduction()) {
+    case Reduction::None: return loss;
+    case Reduction::Mean: return loss.mean();
+    case Reduction::Sum: return loss.sum();
+  }
+  return loss;
 }
 
 }  // namespace functional
@@ -92,6 +111,17 @@ std::string MultiMarginLossImpl::libtorch_repr() const {
 
 Tensor MultiLabelMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
   return F::multilabel_margin_loss(input, target, options);
+}
+
+Tensor TripletMarginWithDistanceLossImpl::forward(const Tensor& anchor, const Tensor& positive,
+                                                  const Tensor& negative) {
+  return F::triplet_margin_with_distance_loss(anchor, positive, negative, options);
+}
+std::string TripletMarginWithDistanceLossImpl::libtorch_repr() const {
+  std::ostringstream s;
+  s << "graft::nn::TripletMarginWithDistanceLoss(margin=" << options.margin() << std::boolalpha
+    << ", swap=" << options.swap() << ")";
+  return s.str();
 }
 
 }  // namespace graft::nn

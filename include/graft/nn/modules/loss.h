@@ -1,7 +1,7 @@
 // Loss modules: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, BCELoss,
 // BCEWithLogitsLoss, HuberLoss, KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss,
 // SoftMarginLoss, MultiLabelSoftMarginLoss, HingeEmbeddingLoss, PoissonNLLLoss, GaussianNLLLoss,
-// MultiMarginLoss, MultiLabelMarginLoss.
+// MultiMarginLoss, MultiLabelMarginLoss, TripletMarginWithDistanceLoss.
 // Their options are graft::nn::functional's (CrossEntropyLossOptions is CrossEntropyFuncOptions);
 // class weights are registered as buffers ("weight", "pos_weight"), so module.to(dtype) converts them.
 // forward(input, target) (or the loss's inputs) forwards to the functional.
@@ -218,5 +218,18 @@ class MultiLabelMarginLossImpl : public Cloneable<MultiLabelMarginLossImpl> {
   MultiLabelMarginLossOptions options;
 };
 GRAFT_MODULE(MultiLabelMarginLoss);
+
+using TripletMarginWithDistanceLossOptions = functional::TripletMarginWithDistanceLossFuncOptions;
+class TripletMarginWithDistanceLossImpl : public Cloneable<TripletMarginWithDistanceLossImpl> {
+ public:
+  explicit TripletMarginWithDistanceLossImpl(const TripletMarginWithDistanceLossOptions& options = {})
+      : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
+  // graft::nn::TripletMarginWithDistanceLoss(margin=1, swap=false)
+  std::string libtorch_repr() const override;
+  TripletMarginWithDistanceLossOptions options;
+};
+GRAFT_MODULE(TripletMarginWithDistanceLoss);
 
 }  // namespace graft::nn
