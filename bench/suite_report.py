@@ -417,20 +417,26 @@ def ddp_step_rows(folder):
             table_lines.append(f"| {'graft' if lib == 'graft' else 'LibTorch'} | {label} | {fmt(med(m), 'ms')} | "
                                f"{each} | {fmt(comm, 'ms')} | {fmt(wait, 'ms')} | {hidden} | "
                                f"{med(reducer[(lib, model, 'buckets')]):.0f} |")
-    text = None
-    if table_lines:
-        text = "\n".join([
-            "The reducer's timeline (ddp_step, 1 thread per process; medians over the timed steps, then over the "
-            "rounds): the 2-rank step, each independent process's step (half the batch each; the rows' independent "
-            "figure is their harmonic mean, the step time of their summed throughput), the all-reduce time of a "
-            "step (graft: the seconds its buckets' all-reduces ran on the communication thread; LibTorch: the "
-            "per-parameter loop after backward), how long the step waited for it (graft: the end of backward for "
-            "the last buckets; LibTorch: the whole loop, which blocks), and the share of it hidden behind "
-            "backward. The communication thread's CPU use is not measured here.", "",
-            "| library | model | 2-rank step ms | independent ms (process 0 / 1) | all-reduce ms | waited ms | "
-            "hidden | buckets (LibTorch: all-reduces) |",
-            "|---|---|---:|---:|---:|---:|---:|---:|"] + table_lines)
+    text = titled_table(
+        "The reducer's timeline (ddp_step, 1 thread per process; medians over the timed steps, then over the "
+        "rounds): the 2-rank step, each independent process's step (half the batch each; the rows' independent "
+        "figure is their harmonic mean, the step time of their summed throughput), the all-reduce time of a "
+        "step (graft: the seconds its buckets' all-reduces ran on the communication thread; LibTorch: the "
+        "per-parameter loop after backward), how long the step waited for it (graft: the end of backward for "
+        "the last buckets; LibTorch: the whole loop, which blocks), and the share of it hidden behind "
+        "backward. The communication thread's CPU use is not measured here.",
+        "| library | model | 2-rank step ms | independent ms (process 0 / 1) | all-reduce ms | waited ms | "
+        "hidden | buckets (LibTorch: all-reduces) |", table_lines, text_cols=2)
     return rows, text
+
+
+def titled_table(intro, header, lines, text_cols=1):
+    """A paragraph, then a Markdown table with `header` (its first `text_cols` columns text, the others
+    numbers, right-aligned) and `lines`; None when there are no lines."""
+    if not lines:
+        return None
+    cells = header.count("|") - 1
+    return "\n".join([intro, "", header, "|" + "---|" * text_cols + "---:|" * (cells - text_cols)] + lines)
 
 
 def ddp_train_rows(folder):
@@ -458,15 +464,13 @@ def ddp_train_rows(folder):
         lines.append(f"| {model} | {b.get('batch_size')} | {a.get('world_size')} x {a.get('batch_size')} = "
                      f"{a.get('global_batch_size')} | {fmt(med(mpi), 'x')} | {fmt(med(pair), 'x')} | "
                      f"{med(mpi) / med(pair):.2f} |")
-    text = None
-    if lines:
-        text = "\n".join([
-            "`graft train` data parallel (1 thread per process, `--epochs 1`; the 2-rank run gets twice the "
-            "`--train-limit`, so each rank makes as many steps as each independent process; examples/s is the "
-            "--json line's `examples_per_second`: the epoch's training steps alone, start-up and evaluation "
-            "excluded; under mpirun, all ranks' examples over rank 0's time; for gpt, predicted bytes):", "",
-            "| model | independent process batch | 2 ranks: world x per-rank batch = global | 2 ranks examples/s | "
-            "independent, summed | ratio |", "|---|---:|---:|---:|---:|---:|"] + lines)
+    text = titled_table(
+        "`graft train` data parallel (1 thread per process, `--epochs 1`; the 2-rank run gets twice the "
+        "`--train-limit`, so each rank makes as many steps as each independent process; examples/s is the "
+        "--json line's `examples_per_second`: the epoch's training steps alone, start-up and evaluation "
+        "excluded; under mpirun, all ranks' examples over rank 0's time; for gpt, predicted bytes):",
+        "| model | independent process batch | 2 ranks: world x per-rank batch = global | 2 ranks examples/s | "
+        "independent, summed | ratio |", lines)
     return rows, text
 
 
