@@ -39,7 +39,8 @@
 # "gpt-w512-t128-th1 encoder-th2 encoder_rc-th1 lstm-th1": a shorter list for a quick run; default
 # every case), DDP_ROUNDS (default 3), DDP_STEP_STEPS (timed steps per DDP-step process, default
 # 100), DDP_STEP_MODELS (default mlp,cnn), DDP_TRAIN_MODELS (graft train's, default mlp,cnn,gpt),
-# DDP_TRAIN_LIMIT (--train-limit of each independent graft train process, the 2-rank run twice
+# CORETYPE (OpenBLAS family for both libraries, default SkylakeX; below), DDP_TRAIN_LIMIT
+# (--train-limit of each independent graft train process, the 2-rank run twice
 # that; default per model, below), DDP_MPIRUN_FLAGS (default --oversubscribe), NO_UPDATE=1 (print
 # only), SKIP=overhead,kernels,train,seq,ddp (reuse that part's last results from the build
 # directory; "overhead" covers the allocation counts too; the GPT's efficiency rows take the
@@ -73,7 +74,15 @@ DDP_TRAIN_MODELS=${DDP_TRAIN_MODELS:-mlp,cnn,gpt}
 # not recognise this processor by name) and OpenMP threads that sleep when idle. graft picks
 # SkylakeX by itself; both libraries run under the same variables, and every process gets
 # OPENBLAS_NUM_THREADS equal to its thread count (LibTorch's products run on OpenBLAS's own pool).
-export OPENBLAS_CORETYPE=SkylakeX
+# CORETYPE=Haswell (or Zen) runs both libraries on the AVX2 kernel families instead, as on an
+# AVX2-only processor: OpenBLAS's (OPENBLAS_CORETYPE for LibTorch, GRAFT_BLAS_CORETYPE for graft)
+# and oneDNN's (ONEDNN_MAX_CPU_ISA=AVX2). graft's own element-wise clones still pick AVX-512 where
+# the processor has it (GCC target_clones has no switch), so this approximates an AVX2 machine.
+CORETYPE=${CORETYPE:-SkylakeX}
+export OPENBLAS_CORETYPE=$CORETYPE
+if [[ "$CORETYPE" != SkylakeX ]]; then
+  export GRAFT_BLAS_CORETYPE=$CORETYPE ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-AVX2}
+fi
 export OMP_WAIT_POLICY=passive
 
 GRAFT_REV="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -401,6 +410,6 @@ python3 "$ROOT/bench/suite_report.py" --runs "$RUNS" \
   --context "- machine: $MODEL (lscpu model name), $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2 " GiB"}') RAM, $(uname -sr); load average $LOAD_START when the run started, $(cut -d' ' -f1-3 /proc/loadavg) when it ended" \
   --context "- build: graft $GRAFT_REV; $("$CXX" --version | head -1), CMAKE_BUILD_TYPE=Release (graft as a static library); LibTorch from Debian's libtorch-dev $TORCH_PKG, its executables linked to LibTorch only" \
   --context "- libraries (at 1 thread): $LIBS" \
-  --context "- command: \`bench/run_suite.sh\` (ROUNDS=$ROUNDS STANDALONE_ROUNDS=$STANDALONE_ROUNDS OVERHEAD_REPS=$OVERHEAD_REPS KERNEL_REPS=$KERNEL_REPS TRAIN_REPS=$TRAIN_REPS TRAIN_STANDALONE_REPS=$TRAIN_STANDALONE_REPS MEM_REPS=$MEM_REPS THREADS=$THREADS SEQ_ROUNDS=$SEQ_ROUNDS SEQ_STANDALONE=$SEQ_STANDALONE SEQ_STEPS=$SEQ_STEPS SEQ_LONG_STEPS=$SEQ_LONG_STEPS SEQ_SMALL_STEPS=$SEQ_SMALL_STEPS DDP_ROUNDS=$DDP_ROUNDS DDP_STEP_STEPS=$DDP_STEP_STEPS${SEQ_CASES_SET:+ SEQ_CASES=\"$SEQ_CASES_SET\"}${DDP_TRAIN_LIMIT:+ DDP_TRAIN_LIMIT=$DDP_TRAIN_LIMIT}${DDP_MPIRUN_FLAGS:+ DDP_MPIRUN_FLAGS=\"$DDP_MPIRUN_FLAGS\"})" \
+  --context "- command: \`bench/run_suite.sh\` (ROUNDS=$ROUNDS STANDALONE_ROUNDS=$STANDALONE_ROUNDS OVERHEAD_REPS=$OVERHEAD_REPS KERNEL_REPS=$KERNEL_REPS TRAIN_REPS=$TRAIN_REPS TRAIN_STANDALONE_REPS=$TRAIN_STANDALONE_REPS MEM_REPS=$MEM_REPS THREADS=$THREADS SEQ_ROUNDS=$SEQ_ROUNDS SEQ_STANDALONE=$SEQ_STANDALONE SEQ_STEPS=$SEQ_STEPS SEQ_LONG_STEPS=$SEQ_LONG_STEPS SEQ_SMALL_STEPS=$SEQ_SMALL_STEPS DDP_ROUNDS=$DDP_ROUNDS DDP_STEP_STEPS=$DDP_STEP_STEPS CORETYPE=$CORETYPE${SEQ_CASES_SET:+ SEQ_CASES=\"$SEQ_CASES_SET\"}${DDP_TRAIN_LIMIT:+ DDP_TRAIN_LIMIT=$DDP_TRAIN_LIMIT}${DDP_MPIRUN_FLAGS:+ DDP_MPIRUN_FLAGS=\"$DDP_MPIRUN_FLAGS\"})" \
   --context "- part timings (this run; the build excluded):${PART_TIMES:- none (every part skipped)}" \
   "${UPDATE[@]}"
