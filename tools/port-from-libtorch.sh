@@ -3,7 +3,10 @@
 #   1. every #include of <torch/...>, <ATen/...> or <c10/...> becomes #include <graft/graft.h>;
 #   2. torch::, at:: and c10:: become graft:: (in code and string literals alike), and
 #      `namespace torch|at|c10` becomes `namespace graft`;
-#   3. TORCH_MODULE(, TORCH_MODULE_IMPL(, TORCH_ARG( become GRAFT_MODULE(, GRAFT_MODULE_IMPL(, GRAFT_ARG(.
+#   3. TORCH_MODULE(, TORCH_MODULE_IMPL(, TORCH_ARG( become GRAFT_MODULE(, GRAFT_MODULE_IMPL(, GRAFT_ARG(;
+#   4. LibTorch's check and warning macros TORCH_CHECK( (and _INDEX, _VALUE, _TYPE, _NOT_IMPLEMENTED),
+#      TORCH_INTERNAL_ASSERT( (and _DEBUG_ONLY), TORCH_WARN( and TORCH_WARN_ONCE( become GRAFT_TORCH_CHECK( and
+#      so on (graft/core/torch_check.h: graft's own GRAFT_CHECK takes op, expected, got and hint).
 # Usage: tools/port-from-libtorch.sh IN OUT
 #   IN a file: OUT is the ported file. IN a directory: every file under it is copied to OUT, and the
 #   C and C++ sources (.cpp .cc .cxx .h .hpp .hh .hxx) among them are ported; a CMakeLists.txt that
@@ -33,6 +36,7 @@ port_file() {
     -e 's@\<(torch|at|c10)::@graft::@g' \
     -e 's@\<namespace[[:space:]]+(torch|at|c10)\>@namespace graft@g' \
     -e 's@\<TORCH_(MODULE|MODULE_IMPL|ARG)\(@GRAFT_\1(@g' \
+    -e 's@\<TORCH_(CHECK|CHECK_INDEX|CHECK_VALUE|CHECK_TYPE|CHECK_NOT_IMPLEMENTED|INTERNAL_ASSERT|INTERNAL_ASSERT_DEBUG_ONLY|WARN|WARN_ONCE)\(@GRAFT_TORCH_\1(@g' \
     "$1" >"$2"
 }
 

@@ -33,6 +33,7 @@
 #include "graft/core/tensor.h"
 #include "graft/core/tensor_indexing.h"
 #include "graft/core/tensor_options.h"
+#include "graft/core/torch_check.h"
 #include "graft/core/util.h"
 #include "graft/core/warning.h"
 #include "graft/data/dataloader.h"

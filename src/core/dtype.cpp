@@ -81,11 +81,30 @@ DefaultDeviceGuard::DefaultDeviceGuard(Device device) : previous_(t_default_devi
 }
 DefaultDeviceGuard::~DefaultDeviceGuard() { t_default_device = previous_; }
 
+// LibTorch's grammar: a type name, then optionally ':' and a non-negative index without a sign or
+// leading zeros ("cpu", "cuda:1", "meta"). Anything else is an error ("cuda:", "cpu::1", "3").
+Device::Device(const std::string& device_string) {
+  const size_t colon = device_string.find(':');
+  const std::string name = device_string.substr(0, colon);
+  const char* hint = "write \"cpu\", \"meta\" or \"cuda\", optionally with \":<index>\" (\"cuda:1\")";
+  if (name == "cpu") type_ = DeviceType::CPU;
+  else if (name == "cuda") type_ = DeviceType::CUDA;
+  else if (name == "meta") type_ = DeviceType::Meta;
+  else throw Error("Device", "a device type (cpu, cuda or meta)", "\"" + device_string + "\"", hint);
+  if (colon == std::string::npos) return;
+  const std::string digits = device_string.substr(colon + 1);
+  const bool ok = !digits.empty() && digits.size() <= 3 &&
+                  digits.find_first_not_of("0123456789") == std::string::npos && (digits.size() == 1 || digits[0] != '0') &&
+                  std::stoi(digits) <= 127;
+  if (!ok) throw Error("Device", "a device index from 0 to 127 after ':'", "\"" + device_string + "\"", hint);
+  index_ = static_cast<int8_t>(std::stoi(digits));
+}
+
 std::string Device::str() const {
-  std::string s(type == DeviceType::CPU ? "cpu" : type == DeviceType::Meta ? "meta" : "cuda");
-  if (index >= 0) {
+  std::string s(type_ == DeviceType::CPU ? "cpu" : type_ == DeviceType::Meta ? "meta" : "cuda");
+  if (index_ >= 0) {
     s.push_back(':');
-    s.append(std::to_string(index));
+    s.append(std::to_string(index_));
   }
   return s;
 }

@@ -310,7 +310,7 @@ void Module::to(Device device, bool /*non_blocking*/) {
               "graft runs on the CPU and on meta tensors so far; the CUDA device is planned");
   NoGradGuard no_grad;
   auto move = [&](const Tensor& t) {
-    if (!t.defined() || t.device().type == device.type) return;
+    if (!t.defined() || t.device().type() == device.type()) return;
     GRAFT_CHECK(device.is_meta(), "Module::to", "parameters and buffers with values to copy to the CPU",
                 "a meta tensor of shape " + shape_str(t.sizes()),
                 "a module on meta tensors has no weights; build it again on the CPU (or load a state dict "

@@ -88,7 +88,7 @@ Tensor clone(const Tensor& x) { return x.clone(); }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
-Tensor Tensor::to(DType dt, bool copy) const {
+Tensor Tensor::to(DType dt, bool /*non_blocking*/, bool copy) const {
   if (dt == dtype() && !copy) return *this;
   // Any pair of dtypes converts; float16/bfloat16 round to nearest even (Note [Half-precision
   // conversions] in graft/core/half.h). Between floating dtypes the gradient is cast back.
@@ -106,18 +106,28 @@ Tensor Tensor::to(DType dt, bool copy) const {
 // Between the CPU and meta (Note [Meta device]): to(kMeta) keeps sizes and dtype and drops the values
 // (a new tensor without history: autograd does not cross devices here, so make it a leaf again with
 // requires_grad_() when you need one); a meta tensor has no values to bring to the CPU.
-Tensor Tensor::to(Device device, bool /*non_blocking*/, bool copy) const {
+static Tensor to_device(const Tensor& x, Device device, bool copy) {
   GRAFT_CHECK(device.is_cpu() || device.is_meta(), "Tensor::to", "a CPU device or the meta device", device.str(),
               "graft runs on the CPU and on meta tensors so far; the CUDA device is planned");
-  if (device.type == this->device().type) return copy ? clone() : *this;
+  if (device.type() == x.device().type()) return copy ? x.clone() : x;
   GRAFT_CHECK(device.is_meta(), "Tensor::to", "a tensor with data to copy to the CPU",
-              "a meta tensor of shape " + shape_str(sizes()),
+              "a meta tensor of shape " + shape_str(x.sizes()),
               "meta tensors have sizes but no values; build the tensor (or the model) on the CPU instead");
-  return make_empty(sizes(), dtype(), device);
+  return make_empty(x.sizes(), x.dtype(), device);
 }
 
 Tensor Tensor::to(Device device, DType dt, bool non_blocking, bool copy) const {
-  return to(device, non_blocking, false).to(dt, copy);
+  return to_device(*this, device, false).to(dt, non_blocking, copy);
+}
+
+Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
+  const Tensor on_device = options.has_device() ? to_device(*this, options.device(), false) : *this;
+  if (options.has_dtype()) return on_device.to(options.dtype(), non_blocking, copy && on_device.is_same(*this));
+  return copy && on_device.is_same(*this) ? clone() : on_device;
+}
+
+Tensor Tensor::to(const Tensor& other, bool non_blocking, bool copy) const {
+  return to(other.device(), other.dtype(), non_blocking, copy);
 }
 
 // ---- in-place copies and fills ----

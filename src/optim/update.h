@@ -117,8 +117,8 @@ inline void prepare_state(Tensor& values, Tensor& absmax, const Tensor& param, S
   // Another form: through float32 (or the full values themselves) into the wanted one.
   const Tensor wide = held == StatePrecision::Int8 ? kernels::dequantize_blockwise(values, absmax, is_signed) : values;
   absmax = Tensor();
-  if (form == StatePrecision::Full) values = wide.to(param.dtype(), /*copy=*/true).contiguous();
-  else if (form == StatePrecision::BFloat16) values = wide.to(kBFloat16, /*copy=*/true).contiguous();
+  if (form == StatePrecision::Full) values = wide.to(param.dtype(), /*non_blocking=*/false, /*copy=*/true).contiguous();
+  else if (form == StatePrecision::BFloat16) values = wide.to(kBFloat16, /*non_blocking=*/false, /*copy=*/true).contiguous();
   else values = kernels::quantize_blockwise(wide.to(kFloat32), is_signed, absmax);
   as_state(values);
   if (absmax.defined()) as_state(absmax);

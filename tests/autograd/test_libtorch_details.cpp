@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/test_util.h"
 #include "graft/graft.h"
 
 namespace graft {
@@ -110,8 +111,60 @@ TEST(InferenceTensors, FollowPyTorchsRules) {
 
 struct Collect : WarningHandler {
   std::vector<std::string> messages;
+  using WarningHandler::process;
   void process(const Warning& w) override { messages.push_back(w.msg()); }
 };
+
+// LibTorch 1.13's handler form: process(location, msg, verbatim), set through Warning's scope.
+struct Collect113 : WarningHandler {
+  std::vector<std::string> messages;
+  std::vector<int> lines;
+  using WarningHandler::process;
+  void process(const SourceLocation& where, const std::string& msg, bool /*verbatim*/) override {
+    messages.push_back(msg);
+    lines.push_back(static_cast<int>(where.line));
+  }
+};
+
+TEST(WarningHandler, LibTorch113FormReceivesWarningsInPieces) {
+  Collect113 collect;
+  WarningHandler* before = Warning::get_warning_handler();
+  int line = 0;
+  {
+    Warning::WarningHandlerGuard guard(&collect);
+    EXPECT_EQ(Warning::get_warning_handler(), &collect);
+    EXPECT_EQ(WarningUtils::get_warning_handler(), &collect);  // one handler, two spellings
+    line = __LINE__ + 1;
+    GRAFT_TORCH_WARN("x is ", 3, ", not ", 2.5);
+    for (int i = 0; i < 3; ++i) GRAFT_TORCH_WARN_ONCE("once");  // one call site: once
+    Warning::WarnAlways always;
+    for (int i = 0; i < 2; ++i) GRAFT_TORCH_WARN_ONCE("always");  // warn-always: each time
+  }
+  EXPECT_EQ(Warning::get_warning_handler(), before);
+  EXPECT_FALSE(Warning::get_warnAlways());  // WarnAlways restored it
+  ASSERT_EQ(collect.messages, (std::vector<std::string>{"x is 3, not 2.5", "once", "always", "always"}));
+  EXPECT_EQ(collect.lines[0], line);
+}
+
+TEST(LibTorchChecks, TorchCheckMessageInPiecesOrTheCondition) {
+  const int dim = -1;
+  const std::string with_pieces = test::error_message([&] { GRAFT_TORCH_CHECK(dim >= 0, "dim must be >= 0, got ", dim); });
+  EXPECT_NE(with_pieces.find("dim must be >= 0, got -1"), std::string::npos) << with_pieces;
+  const std::string bare = test::error_message([&] { GRAFT_TORCH_CHECK(dim >= 0); });
+  EXPECT_NE(bare.find("Expected dim >= 0 to be true, but got false."), std::string::npos) << bare;
+  EXPECT_NO_THROW(GRAFT_TORCH_CHECK(dim < 0, "never"));
+  const std::string internal = test::error_message([&] { GRAFT_TORCH_INTERNAL_ASSERT(dim == 0, "extra ", 7); });
+  EXPECT_NE(internal.find("dim == 0 INTERNAL ASSERT FAILED at"), std::string::npos) << internal;
+  EXPECT_NE(internal.find("extra 7"), std::string::npos) << internal;
+  // LibTorch's test helpers read the message through c10::Error's what_without_backtrace().
+  try {
+    GRAFT_TORCH_CHECK_VALUE(false, "value");
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("value"), std::string::npos);
+    EXPECT_EQ(e.msg(), std::string(e.what()));
+  }
+}
 
 TEST(WarningHandler, ReceivesGraftsWarningsAndRestores) {
   Collect collect;

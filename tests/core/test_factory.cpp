@@ -461,7 +461,7 @@ TEST(Factory, ToDtype) {
   EXPECT_EQ(values(tensor({3, 0, -4}).to(kBool)), (V{1, 0, 1}));
   // same dtype: the same tensor unless a copy is asked for
   EXPECT_TRUE(f.to(kFloat64).is_same(f));
-  Tensor c = f.to(kFloat64, /*copy=*/true);
+  Tensor c = f.to(kFloat64, /*non_blocking=*/false, /*copy=*/true);
   EXPECT_FALSE(c.is_alias_of(f));
   EXPECT_EQ(values(c), values(f));
   // non-contiguous source

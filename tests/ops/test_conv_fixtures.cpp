@@ -91,8 +91,8 @@ Tensor run_conv_case(const Case& c, const std::map<std::string, Tensor>& a, Tens
   }
   if (c.fn == "adaptive_avg_pool2d") return F::adaptive_avg_pool2d(x, c.pair("output_size"));
   if (c.fn == "batch_norm") {
-    *rm = c.get("running_mean").defined() ? c.get("running_mean").to(x.dtype(), true) : Tensor();
-    *rv = c.get("running_var").defined() ? c.get("running_var").to(x.dtype(), true) : Tensor();
+    *rm = c.get("running_mean").defined() ? c.get("running_mean").to(x.dtype(), false, true) : Tensor();
+    *rv = c.get("running_var").defined() ? c.get("running_var").to(x.dtype(), false, true) : Tensor();
     return F::batch_norm(x, *rm, *rv, F::BatchNormFuncOptions().weight(arg("weight")).bias(arg("bias"))
                                           .training(c.flag("training")).momentum(c.params.at("momentum")[0])
                                           .eps(c.params.at("eps")[0]));
@@ -115,7 +115,7 @@ TEST(ConvFixtures, MatchPyTorch) {
       const double tol = dt == kFloat64 ? 1e-10 : 2e-4;
       std::map<std::string, Tensor> a;
       for (const char* k : {"input", "weight", "bias"})
-        if (c.t.count(k)) a[k] = c.t.at(k).to(dt, true).requires_grad_(dt == kFloat64);
+        if (c.t.count(k)) a[k] = c.t.at(k).to(dt, false, true).requires_grad_(dt == kFloat64);
       Tensor idx, rm, rv;
       const Tensor y = run_conv_case(c, a, &idx, &rm, &rv);
       EXPECT_TRUE(all_close(y, c.t.at("out"), tol, tol)) << dtype_name(dt);
@@ -204,7 +204,7 @@ TEST(ConvNdFixtures, MatchPyTorch) {
       const double tol = dt == kFloat64 ? 1e-10 : 2e-4;
       std::map<std::string, Tensor> a;
       for (const char* k : {"input", "weight", "bias"})
-        if (c.t.count(k)) a[k] = c.t.at(k).to(dt, true).requires_grad_(dt == kFloat64);
+        if (c.t.count(k)) a[k] = c.t.at(k).to(dt, false, true).requires_grad_(dt == kFloat64);
       Tensor idx;
       const Tensor y = run_nd(c, a, &idx);
       EXPECT_TRUE(all_close(y, c.t.at("out"), tol, tol)) << dtype_name(dt);

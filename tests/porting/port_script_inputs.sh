@@ -71,6 +71,13 @@ rc=$?
 [[ $rc -ne 0 ]] || fail "FIFO input: exit 0"
 grep -q "not a regular file" "$tmp/err" || fail "FIFO input: message '$(cat "$tmp/err")'"
 
+# Rule 4: LibTorch's check and warning macros get graft's LibTorch-form names; a name that only ends
+# in one (MY_TORCH_CHECK) is left alone.
+printf '%s\n' 'TORCH_CHECK(n > 0, "n is ", n); TORCH_INTERNAL_ASSERT(ok); TORCH_WARN_ONCE("w"); MY_TORCH_CHECK(1);' >"$tmp/macros.cpp"
+bash "$script" "$tmp/macros.cpp" "$tmp/macros_out.cpp" 2>"$tmp/err" || fail "macros: exit $?"
+[[ "$(cat "$tmp/macros_out.cpp")" == 'GRAFT_TORCH_CHECK(n > 0, "n is ", n); GRAFT_TORCH_INTERNAL_ASSERT(ok); GRAFT_TORCH_WARN_ONCE("w"); MY_TORCH_CHECK(1);' ]] ||
+  fail "macros: got $(cat "$tmp/macros_out.cpp")"
+
 if [[ $failures -ne 0 ]]; then
   echo "$failures failure(s)" >&2
   exit 1

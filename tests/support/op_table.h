@@ -65,7 +65,7 @@ inline TensorList record_inputs(const OpRecord& r, const TensorList& sample, DTy
       out.push_back(s);
       continue;
     }
-    Tensor t = s.is_floating_point() ? s.detach().to(float_dtype, true) : s.detach().clone();
+    Tensor t = s.is_floating_point() ? s.detach().to(float_dtype, false, true) : s.detach().clone();
     if (device.is_meta()) t = t.to(device);
     const bool diff = t.is_floating_point() && (r.differentiable.empty() || (i < r.differentiable.size() && r.differentiable[i]));
     if (diff && float_dtype == kFloat64) t.requires_grad_();

@@ -117,17 +117,26 @@ inline constexpr DeviceType kCPU = DeviceType::CPU;
 inline constexpr DeviceType kCUDA = DeviceType::CUDA;
 inline constexpr DeviceType kMeta = DeviceType::Meta;
 
-struct Device {
-  DeviceType type = DeviceType::CPU;
-  int8_t index = -1;
+class Device {
+ public:
   Device() = default;
-  Device(DeviceType t, int8_t i = -1) : type(t), index(i) {}  // NOLINT: implicit like LibTorch
-  bool is_cpu() const { return type == DeviceType::CPU; }
-  bool is_cuda() const { return type == DeviceType::CUDA; }
-  bool is_meta() const { return type == DeviceType::Meta; }
-  bool has_index() const { return index >= 0; }
+  Device(DeviceType t, int8_t i = -1) : type_(t), index_(i) {}  // NOLINT: implicit like LibTorch
+  // LibTorch's device string: "cpu", "cuda", "meta", with an optional ":index" ("cuda:1").
+  Device(const std::string& device_string);  // NOLINT: implicit like LibTorch
+  Device(const char* device_string) : Device(std::string(device_string)) {}  // NOLINT
+  DeviceType type() const noexcept { return type_; }
+  int8_t index() const noexcept { return index_; }
+  void set_index(int8_t index) { index_ = index; }
+  bool is_cpu() const { return type_ == DeviceType::CPU; }
+  bool is_cuda() const { return type_ == DeviceType::CUDA; }
+  bool is_meta() const { return type_ == DeviceType::Meta; }
+  bool has_index() const { return index_ >= 0; }
   bool operator==(const Device&) const = default;
   std::string str() const;
+
+ private:
+  DeviceType type_ = DeviceType::CPU;
+  int8_t index_ = -1;
 };
 
 // `std::cout << device` writes Device::str(), "cpu", "meta", "cuda:0", as LibTorch does.

@@ -24,6 +24,9 @@ class Error : public std::runtime_error {
   const std::string& expected() const noexcept { return expected_; }
   const std::string& got() const noexcept { return got_; }
   const std::string& hint() const noexcept { return hint_; }
+  // LibTorch's c10::Error: the message without a backtrace (graft's messages have none), and msg().
+  const char* what_without_backtrace() const noexcept { return what(); }
+  std::string msg() const { return what(); }
 
  private:
   std::string op_, expected_, got_, hint_;

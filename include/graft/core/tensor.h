@@ -99,7 +99,7 @@ struct TensorImpl {
   autograd::AutogradMeta& autograd_meta();  // creates on first use
   bool is_contiguous() const;
   char* data_bytes() const {
-    if (storage->device.type == DeviceType::Meta) [[unlikely]] detail::throw_meta_data_access();
+    if (storage->device.type() == DeviceType::Meta) [[unlikely]] detail::throw_meta_data_access();
     return static_cast<char*>(storage->data) + offset * static_cast<int64_t>(element_size(dtype));
   }
 };
@@ -108,6 +108,14 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  // Assigning to a named tensor rebinds it; assigning to a temporary (an index's view:
+  // `x.index({0}) = 1`, `x[1] = y`) writes into it, as LibTorch does (fill_ and copy_).
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  Tensor& operator=(const Tensor& src) && { return copy_(src); }
+  Tensor& operator=(const Scalar& value) && { return fill_(value); }
 
   // ---- metadata ----
   bool defined() const { return impl_ != nullptr; }
@@ -121,9 +129,9 @@ class Tensor {
   DType dtype() const { return impl().dtype; }
   DType scalar_type() const { return impl().dtype; }
   Device device() const { return impl().storage->device; }
-  bool is_meta() const { return impl().storage->device.type == DeviceType::Meta; }
-  bool is_cpu() const { return impl().storage->device.type == DeviceType::CPU; }
-  bool is_cuda() const { return impl().storage->device.type == DeviceType::CUDA; }
+  bool is_meta() const { return impl().storage->device.type() == DeviceType::Meta; }
+  bool is_cpu() const { return impl().storage->device.type() == DeviceType::CPU; }
+  bool is_cuda() const { return impl().storage->device.type() == DeviceType::CUDA; }
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   bool is_contiguous() const { return impl().is_contiguous(); }
   bool is_floating_point() const { return graft::is_floating_point(dtype()); }
@@ -219,11 +227,23 @@ class Tensor {
   const Tensor& resize_as_(const Tensor& the_template) const;
 
   // ---- conversions ----
-  Tensor to(DType dtype, bool copy = false) const;
-  // LibTorch's to(device[, dtype], non_blocking, copy). graft runs on the CPU: another device is an
-  // error; to(kCPU) returns this tensor (a copy only with copy = true).
-  Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
+  // LibTorch's to(dtype, non_blocking, copy): this tensor itself when nothing changes, unless copy.
+  Tensor to(DType dtype, bool non_blocking = false, bool copy = false) const;
+  // LibTorch's to(options, non_blocking, copy): the options' device and dtype, each only where the
+  // options set it (a Device converts to options: to(kCPU), to(Device(kMeta))). graft runs on the
+  // CPU and the meta device: another device is an error; to(kCPU) returns this tensor (a copy only
+  // with copy = true).
+  Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
   Tensor to(Device device, DType dtype, bool non_blocking = false, bool copy = false) const;
+  // other's device and dtype.
+  Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const;
+  Tensor type_as(const Tensor& other) const { return to(other); }
+  Tensor toType(DType dtype) const { return to(dtype); }
+  Tensor cpu() const { return to(Device(DeviceType::CPU)); }
+  // LibTorch's device index: -1 on the CPU.
+  int64_t get_device() const { return device().is_cpu() ? -1 : device().index(); }
+  // Whether the dtype holds negative values (every floating and signed integer dtype).
+  bool is_signed() const { return dtype() != kUInt8 && dtype() != kBool; }
   Tensor clone() const;
 
   // ---- math (free functions in ops.h do the work; these forward to them) ----

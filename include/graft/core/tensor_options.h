@@ -15,6 +15,11 @@ class TensorOptions {
   TensorOptions(DType d) : dtype_(d) {}    // NOLINT: implicit, as in LibTorch
   TensorOptions(Device d) : device_(d) {}  // NOLINT
   TensorOptions(DeviceType d) : device_(d) {}  // NOLINT
+  // LibTorch's: what makes a Device makes options, so `x.to({kCUDA, 1})` and
+  // TensorOptions("cpu:0") name a device.
+  template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
+  TensorOptions(DeviceType t, I index) : device_(Device(t, static_cast<int8_t>(index))) {}  // NOLINT
+  TensorOptions(const std::string& device) : device_(Device(device)) {}     // NOLINT
 
   TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
   TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }

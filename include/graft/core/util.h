@@ -132,4 +132,17 @@ std::string str(const Args&... args) {
   return s.str();
 }
 
+// Join(delimiter, v): v's elements written with the delimiter between them (c10::Join).
+template <class Container>
+std::string Join(const std::string& delimiter, const Container& v) {
+  std::ostringstream s;
+  bool first = true;
+  for (const auto& x : v) {
+    if (!first) s << delimiter;
+    s << x;
+    first = false;
+  }
+  return s.str();
+}
+
 }  // namespace graft
