@@ -16,6 +16,17 @@ std::string shape_str(IntArrayRef shape) {
 
 std::ostream& operator<<(std::ostream& os, IntArrayRef shape) { return os << shape_str(shape); }
 
+IntArrayRef IntArrayRef::slice(size_t n, size_t m) const {
+  GRAFT_CHECK(n + m <= size_, "IntArrayRef::slice", "n + m <= " + std::to_string(size_) + " (the list's length)",
+              "n = " + std::to_string(n) + ", m = " + std::to_string(m), "slice(n, m) takes m elements from the n-th");
+  return IntArrayRef(data_ + n, m);
+}
+IntArrayRef IntArrayRef::slice(size_t n) const {
+  GRAFT_CHECK(n <= size_, "IntArrayRef::slice", "n <= " + std::to_string(size_) + " (the list's length)",
+              "n = " + std::to_string(n), "slice(n) drops the first n elements");
+  return IntArrayRef(data_ + n, size_ - n);
+}
+
 // Element counts are multiplied with overflow checks (issue 14, item 10): a shape such as
 // {2^31, 2^31, 2^31} would otherwise wrap to a small or negative count, and a tensor of that
 // shape would read far outside its buffer. Every TensorImpl (factories, views, expand, reshape)

@@ -119,4 +119,26 @@ MetaOpScope::~MetaOpScope() {
 }
 }  // namespace detail
 
+// Tensor::set_data: the data of `new_data` (storage, layout, dtype) in this TensorImpl, so every
+// handle sees it. The storage takes this tensor's memory category (Note [Memory categories]): a
+// parameter given new data stays a parameter in the accounting.
+void Tensor::set_data(const Tensor& new_data) const {
+  GRAFT_CHECK(defined() && new_data.defined(), "set_data", "two defined tensors",
+              defined() ? "an undefined new_data" : "an undefined tensor", "give set_data a tensor with data");
+  GRAFT_CHECK(new_data.device().type() == device().type(), "set_data", "new data on the tensor's device (" + device().str() + ")",
+              new_data.device().str(), "move the data with .to() first");
+  TensorImpl& dst = impl();
+  const TensorImpl& s = new_data.impl();
+  if (&dst == &s) return;
+  if (dst.storage && s.storage && dst.storage != s.storage)
+    memory::set_category(*s.storage, memory::category_of(*dst.storage));
+  dst.storage = s.storage;
+  dst.offset = s.offset;
+  dst.sizes = s.sizes;
+  dst.strides = s.strides;
+  dst.numel = s.numel;
+  dst.dtype = s.dtype;
+  dst.is_view = false;
+}
+
 }  // namespace graft

@@ -47,24 +47,9 @@ std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
 }
 
-// Replaces the data of `t` (storage, layout, dtype) with that of `src`, keeping the TensorImpl and
-// so every handle to it: LibTorch's set_data.
-// The tensor keeps its role: src's storage takes t's memory category (Note [Memory categories]), so
-// a cloned module's or a converted parameter stays a parameter (a clone's copies were counted as
-// "other" before).
-void set_data(const Tensor& t, const Tensor& src) {
-  TensorImpl& dst = t.impl();
-  const TensorImpl& s = src.impl();
-  if (dst.storage && s.storage && dst.storage != s.storage)
-    memory::set_category(*s.storage, memory::category_of(*dst.storage));
-  dst.storage = s.storage;
-  dst.offset = s.offset;
-  dst.sizes = s.sizes;
-  dst.strides = s.strides;
-  dst.numel = s.numel;
-  dst.dtype = s.dtype;
-  dst.is_view = false;
-}
+// Tensor::set_data keeps the TensorImpl, and so every handle to the parameter, and its memory
+// category: a cloned module's or a converted parameter stays a parameter.
+void set_data(const Tensor& t, const Tensor& src) { t.set_data(src); }
 
 void convert_tensor(const Tensor& t, DType dtype) {
   if (!t.defined() || !t.is_floating_point() || t.dtype() == dtype) return;

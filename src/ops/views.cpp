@@ -240,6 +240,29 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 }
 Tensor select(const Tensor& x, int64_t d, int64_t i) { return x.select(d, i); }
 
+// repeat(r): y[i0, i1, ...] = x[i0 % s0, i1 % s1, ...] over sizes r_k * s_k, the leading repeats
+// adding dimensions. Built as a view and a copy: x reshaped to [1, s0, 1, s1, ...], expanded to
+// [r0, s0, r1, s1, ...], then made contiguous as [r0 * s0, r1 * s1, ...]; autograd sums the copies
+// back through expand's backward.
+Tensor Tensor::repeat(IntArrayRef repeats) const {
+  GRAFT_CHECK(repeats.size() >= static_cast<size_t>(dim()), "repeat",
+              "at least as many repeats as dimensions (" + std::to_string(dim()) + ")", shape_str(repeats),
+              "give one count per dimension; extra leading counts add dimensions");
+  const size_t lead = repeats.size() - static_cast<size_t>(dim());
+  Shape split, expanded, out;
+  for (size_t k = 0; k < repeats.size(); ++k) {
+    const int64_t r = repeats[k];
+    GRAFT_CHECK(r >= 0, "repeat", "non-negative repeat counts", shape_str(repeats), "a count of 0 gives an empty tensor");
+    const int64_t s = k < lead ? 1 : size(static_cast<int64_t>(k - lead));
+    split.push_back(1);
+    split.push_back(s);
+    expanded.push_back(r);
+    expanded.push_back(s);
+    out.push_back(r * s);
+  }
+  return reshape(split).expand(expanded).contiguous().view(out);
+}
+
 // ---- expand / squeeze / unsqueeze ----
 Tensor Tensor::expand(IntArrayRef target) const {
   GRAFT_CHECK(static_cast<int64_t>(target.size()) >= dim(), "expand",

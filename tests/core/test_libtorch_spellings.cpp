@@ -97,5 +97,56 @@ TEST(LibTorchSpellings, JoinWritesTheElementsWithTheDelimiter) {
   EXPECT_EQ(Join("-", std::vector<std::string>{}), "");
 }
 
+TEST(LibTorchSpellings, RepeatTilesAndSumsTheGradientBack) {
+  const Tensor x = make({1, 2, 3}, {3}, kFloat64).requires_grad_();
+  const Tensor y = x.repeat({2, 2});  // [2, 6]: each row 1 2 3 1 2 3
+  EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{2, 6}));
+  EXPECT_EQ(values(y), (std::vector<double>{1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3}));
+  // d/dx_j of sum(w * y) is the sum of w over the four places x_j went to.
+  const Tensor w = arange(12, kFloat64).view({2, 6});
+  (y * w).sum().backward();
+  // x_0 sits at columns 0 and 3 of both rows: 0 + 3 + 6 + 9 = 18; x_1: 1 + 4 + 7 + 10; x_2: 2 + 5 + 8 + 11.
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{18, 22, 26}));
+  const Tensor m = make({1, 2, 3, 4}, {2, 2}, kFloat64);
+  EXPECT_EQ(values(m.repeat({1, 2})), (std::vector<double>{1, 2, 1, 2, 3, 4, 3, 4}));
+  EXPECT_EQ(m.repeat({0, 1}).numel(), 0);
+  EXPECT_TRUE(throws_error([&] { (void)m.repeat({2}); }, {"repeat", "at least as many repeats", "[2]"}));
+}
+
+TEST(LibTorchSpellings, SetDataKeepsTheTensorsIdentity) {
+  Tensor p = zeros({2}).requires_grad_();
+  (p * 3).sum().backward();
+  Tensor handle = p;
+  p.set_data(make({5, 6, 7}, {3}, kFloat64));
+  EXPECT_EQ(handle.sizes().vec(), (std::vector<int64_t>{3}));  // every handle sees the new data
+  EXPECT_EQ(handle.dtype(), kFloat64);
+  EXPECT_EQ(values(handle), (std::vector<double>{5, 6, 7}));
+  EXPECT_TRUE(handle.requires_grad());
+  EXPECT_EQ(values(handle.grad()), (std::vector<double>{3, 3}));  // .grad stays as it was
+  const Tensor d = p.data();
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_EQ(d.data_ptr<double>(), p.data_ptr<double>());
+  EXPECT_TRUE(throws_error([&] { p.set_data(Tensor()); }, {"set_data", "two defined tensors"}));
+}
+
+TEST(LibTorchSpellings, AliasIntArrayRefSliceAndScalarNames) {
+  const Tensor x = make({1, 2, 3, 4}, {2, 2}, kFloat32).t();
+  const Tensor a = x.alias();
+  EXPECT_TRUE(a.is_alias_of(x));
+  EXPECT_EQ(values(a), values(x));
+  const std::vector<int64_t> v{4, 5, 6, 7};
+  const IntArrayRef r(v);
+  EXPECT_EQ(r.slice(1).vec(), (std::vector<int64_t>{5, 6, 7}));
+  EXPECT_EQ(r.slice(1, 2).vec(), (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(r.front(), 4);
+  EXPECT_TRUE(throws_error([&] { (void)r.slice(3, 2); }, {"IntArrayRef::slice", "n = 3, m = 2"}));
+  const Scalar s = 2.75;
+  EXPECT_FLOAT_EQ(s.toFloat(), 2.75f);
+  EXPECT_EQ(s.toLong(), 2);
+  EXPECT_TRUE(s.isFloatingPoint());
+  EXPECT_TRUE(Scalar(true).isIntegral(/*include_bool=*/true));
+  EXPECT_FALSE(Scalar(true).isIntegral(/*include_bool=*/false));
+}
+
 }  // namespace
 }  // namespace graft::test

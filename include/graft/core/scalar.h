@@ -26,6 +26,15 @@ class Scalar {
     }
   }
   double to_double() const { return d_; }
+  // LibTorch's spellings.
+  double toDouble() const { return to<double>(); }
+  float toFloat() const { return to<float>(); }
+  int64_t toLong() const { return to<int64_t>(); }
+  int toInt() const { return to<int>(); }
+  bool toBool() const { return to_bool(); }
+  bool isFloatingPoint() const { return is_floating_point(); }
+  bool isIntegral(bool include_bool) const { return is_integral() || (include_bool && is_bool()); }
+  bool isBoolean() const { return is_bool(); }
   int64_t to_long() const { return i_; }
   bool to_bool() const { return kind_ == Kind::Float ? d_ != 0 : i_ != 0; }
   bool is_floating_point() const { return kind_ == Kind::Float; }

@@ -43,6 +43,12 @@ class IntArrayRef {
   constexpr const int64_t* end() const { return data_ + size_; }
   constexpr int64_t operator[](size_t i) const { return data_[i]; }
   int64_t back() const { return data_[size_ - 1]; }
+  int64_t front() const { return data_[0]; }
+  size_t size_bytes() const { return size_ * sizeof(int64_t); }
+  // c10::ArrayRef's slice: m elements from the n-th; slice(n) drops the first n. Out of range is an
+  // error (LibTorch checks it too).
+  IntArrayRef slice(size_t n, size_t m) const;
+  IntArrayRef slice(size_t n) const;
   std::vector<int64_t> vec() const { return {begin(), end()}; }
   operator std::span<const int64_t>() const { return {data_, size_}; }  // NOLINT
   bool equals(IntArrayRef o) const { return std::equal(begin(), end(), o.begin(), o.end()); }

@@ -166,6 +166,16 @@ class Tensor {
   void retain_grad() const;
   bool retains_grad() const;
   Tensor detach() const;
+  // LibTorch's .data() (variable_data) and tensor_data(): the same values without history, not
+  // requiring grad. graft's share the version counter with this tensor (detach's), so an in-place
+  // change through them is still caught by a backward that saved this tensor.
+  Tensor data() const { return detach(); }
+  Tensor variable_data() const { return detach(); }
+  Tensor tensor_data() const { return detach(); }
+  // Replaces this tensor's data (storage, sizes, strides, dtype) with new_data's, keeping its
+  // identity: every handle, requires_grad and .grad stay (LibTorch's set_data). The storage takes
+  // this tensor's memory category, so a parameter stays a parameter.
+  void set_data(const Tensor& new_data) const;
   Tensor& detach_() const;
   // hook(grad) may return a replacement gradient (a Tensor) or nothing (void).
   template <class F>
@@ -193,6 +203,10 @@ class Tensor {
   Tensor reshape_as(const Tensor& other) const { return reshape(other.sizes()); }
   Tensor transpose(int64_t dim0, int64_t dim1) const;
   Tensor t() const;
+  // A view of the whole tensor: another handle on the same elements.
+  Tensor alias() const { return view(sizes()); }
+  // Tiles the tensor repeats[i] times along dimension i (leading repeats add dimensions).
+  Tensor repeat(IntArrayRef repeats) const;
   Tensor permute(IntArrayRef dims) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt,
