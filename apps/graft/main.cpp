@@ -55,6 +55,11 @@ void add_batch_norm_and_dropout_flags(CLI::App* cmd, graft::cli::TrainConfig& cf
                 "mlp, cnn: batch normalisation after each hidden layer");
   cmd->add_option("--dropout", cfg.dropout, "dropout probability after hidden layers (0: none)")->capture_default_str();
 }
+// --momentum and --nesterov: graft plan needs them too (with momentum 0, SGD keeps no momentum buffer).
+void add_momentum_flags(CLI::App* cmd, graft::cli::TrainConfig& cfg) {
+  cmd->add_option("--momentum", cfg.momentum, "momentum of sgd and rmsprop")->capture_default_str();
+  cmd->add_flag("--nesterov", cfg.nesterov, "Nesterov momentum (sgd)");
+}
 void add_seed_flag(CLI::App* cmd, uint64_t& seed, const std::string& what) {
   cmd->add_option("--seed", seed, what + " (0 to 2^64 - 1)")->check(kWholeNumber)->capture_default_str();
 }
@@ -155,8 +160,7 @@ int main(int argc, char** argv) {
   add_model_flag(train, cfg);
   add_optimizer_flag(train, cfg);
   train->add_option("--lr", cfg.lr, "learning rate (default: 0.05 for sgd, 0.01 for adagrad, 0.001 otherwise)");
-  train->add_option("--momentum", cfg.momentum, "momentum of sgd and rmsprop")->capture_default_str();
-  train->add_flag("--nesterov", cfg.nesterov, "Nesterov momentum (sgd)");
+  add_momentum_flags(train, cfg);
   train->add_option("--weight-decay", cfg.weight_decay, "L2 weight decay (adamw: decoupled, 0.01 when unset)")
       ->capture_default_str();
   train->add_option("--schedule", cfg.schedule,
@@ -219,6 +223,7 @@ int main(int argc, char** argv) {
                                               "flags) and what fits a budget");
   add_model_flag(plan, plan_cfg.train);
   add_optimizer_flag(plan, plan_cfg.train);
+  add_momentum_flags(plan, plan_cfg.train);  // with momentum 0, SGD keeps no momentum buffer
   add_batch_size_flag(plan, plan_cfg.train);
   add_batch_norm_and_dropout_flags(plan, plan_cfg.train);
   add_data_flag(plan, plan_cfg.train);

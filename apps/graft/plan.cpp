@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <ostream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "plan_internal.h"
@@ -34,6 +36,8 @@ namespace F = graft::nn::functional;
 //    more waiting and W being built (a build's own peak, measured on a real batch, counts);
 //  - evaluation: a chunk of task.eval_chunk() held-out examples, built and run forward with the
 //    last step's gradients and the optimiser state live.
+// Under mpirun (--world-size, --zero) each rank's run, DDP's and ZeRO's memory included: Note
+// [Planning a rank] in plan_internal.h.
 // What it leaves out: a checkpoint's save (--save writes from the tensors' memory), the
 // gradient monitor's figures (--log, --report: a few scalars per parameter), and --init-from's
 // state dict (read before the first step and freed before it: the weights once more, beside the
@@ -88,29 +92,51 @@ PlanInputs load_inputs(const TrainConfig& cfg, const Task& task) {
 }
 
 // The run of `cfg` on shapes alone (Note [What graft plan counts]).
-Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& in) {
+Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& in, const RankSpec& rank) {
   const int64_t segments = cfg.checkpoint_segments;
   const TaskData& d = in.d;
   const memory::Stats& loaded = in.loaded;
   const int64_t batch = batch_size(cfg);
   const BatchForm form = batch_form(*d.train, batch);
+  Prediction r;
   // The model and its optimiser on meta: nothing of them is allocated.
   nn::Sequential model = nullptr;
   {
     DefaultDeviceGuard on_meta(kMeta);
     model = make_model(cfg, task, d);
   }
-  auto opt = make_optimizer(cfg, model->parameters());
+  std::unique_ptr<optim::Optimizer> opt;
+  optim::Optimizer* state = nullptr;  // the optimiser whose state memory::plan saves and restores
+  PlannedRank ranked;                 // under mpirun: DDP and ZeRO (Note [Planning a rank])
+  if (rank.distributed()) {
+    memory::reset_peak_stats();
+    ranked = plan_rank(cfg, model, rank);
+    r.setup_peak = loaded.allocated_bytes + memory::stats(kMeta).peak_allocated_bytes;
+    state = ranked.state;
+  } else {
+    opt = make_optimizer(cfg, model->parameters());
+    state = opt.get();
+  }
+  optim::Optimizer* const stepped = rank.distributed() ? ranked.opt.get() : opt.get();
   std::optional<optim::StepInBackward> in_backward;  // as graft train attaches it
-  if (cfg.step_in_backward) in_backward.emplace(*opt);
+  if (cfg.step_in_backward) in_backward.emplace(*stepped);
   // The loader's other batches while a step runs (train.cpp's make_loader: cfg.workers threads, each
   // with `prefetch` batches ready or being built), never more than the epoch has left after the
-  // first step's.
+  // first step's; under mpirun the epoch is the rank's share, ceil(examples / ranks).
   const int64_t workers = cfg.workers, prefetch = data::DataLoaderOptions(1).prefetch();
-  const int64_t batches = (d.train->size() + batch - 1) / batch;
+  const int64_t share = (d.train->size() + rank.world - 1) / rank.world;
+  const int64_t batches = (share + batch - 1) / batch;
   const int64_t ahead = std::min(workers * prefetch, batches - 1), building = std::min(workers, ahead);
-  const double in_flight_per_example = static_cast<double>(ahead - building) * form.bytes_per_example +
-                                       static_cast<double>(building) * form.build_peak_per_example;
+  double in_flight_per_example = static_cast<double>(ahead - building) * form.bytes_per_example +
+                                 static_cast<double>(building) * form.build_peak_per_example;
+  // A rank's: when the first step's batches in flight reach its share's last batch, that one (the
+  // furthest ahead: being built) has only the examples left over (a share of 600 in batches of 500:
+  // 100). Per example of the step's batch, so the planner's two probes scale it. One process keeps
+  // a whole batch there: its --budget search extrapolates the plan to other batch sizes, which
+  // moves the last batch (Note [Planning a rank] in plan_internal.h).
+  const int64_t last = share - (batches - 1) * batch;
+  if (rank.distributed() && building > 0 && ahead == batches - 1 && last < batch)
+    in_flight_per_example -= static_cast<double>(batch - last) * form.build_peak_per_example / static_cast<double>(batch);
   const TensorOptions on_meta = TensorOptions().device(kMeta);
 
   // One step of graft train at the batch of x (Note [graft train's step]), with the loader's other
@@ -120,16 +146,15 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
     const Tensor in_flight =
         in_flight_per_example > 0 ? bytes_on(x.device(), in_flight_per_example * static_cast<double>(b)) : Tensor();
     const Tensor target = zeros(with_batch(b, form.target_sizes), x.options().dtype(form.target_dtype));
-    (void)TrainStep{model,    nullptr,           opt.get(),           nullptr,           nullptr,
+    (void)TrainStep{model,    nullptr,           stepped,             nullptr,           nullptr,
                     segments, cfg.chunked_loss, cfg.step_in_backward, cfg.micro_batches,
                     cfg.selective_recompute ? CheckpointPolicy::kSaveMatmuls : CheckpointPolicy::kRecomputeAll}(x, target);
   };
-  Prediction r;
   {
     memory::PlanOptions o;
     o.input_dtype = form.data_dtype;
     o.step = step;
-    memory::Plan p = memory::plan(*model.ptr(), with_batch(batch, form.data_sizes), opt.get(), o);
+    memory::Plan p = memory::plan(*model.ptr(), with_batch(batch, form.data_sizes), state, o);
     // The CPU's live bytes (the data set) are under every event of the step.
     for (memory::Plan::Line& l : p.lines)
       for (size_t k = 0; k < memory::kNumCategories; ++k) l.intercept[k] += static_cast<double>(loaded.by_category[k].current_bytes);
@@ -145,6 +170,8 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
     r.eval_batch = std::max<int64_t>(1, std::min(eval_batch_size(cfg, task.eval_chunk()), n));
     memory::reset_peak_stats();
     const int64_t steady = memory::stats(kMeta).allocated_bytes;
+    for (size_t k = 0; k < memory::kNumCategories; ++k)
+      r.between_steps[k] = memory::stats(kMeta).by_category[k].current_bytes;
     {
       NoGradGuard no_grad;
       model->eval();
@@ -158,7 +185,7 @@ Prediction predict(const TrainConfig& cfg, const Task& task, const PlanInputs& i
     r.eval_peak = loaded.allocated_bytes +
                   std::max(memory::stats(kMeta).peak_allocated_bytes, steady + static_cast<int64_t>(std::ceil(build)));
   }
-  r.run_peak = std::max({r.step.predicted_peak_bytes, in.loading_peak, r.eval_peak});
+  r.run_peak = std::max({r.step.predicted_peak_bytes, in.loading_peak, r.eval_peak, r.setup_peak});
   return r;
 }
 
@@ -168,6 +195,17 @@ int64_t segmentable_modules(const TrainConfig& cfg, const Task& task, const Task
   DefaultDeviceGuard on_meta(kMeta);
   return static_cast<int64_t>(task.build_model(cfg, d)->size()) - (cfg.chunked_loss ? 1 : 0);
 }
+
+namespace {
+
+nlohmann::json between_steps_json(const Prediction& pred) {
+  auto at = [&](memory::Category c) { return pred.between_steps[static_cast<size_t>(c)]; };
+  return {{"parameters", at(memory::Category::Parameters)},
+          {"gradients", at(memory::Category::Gradients)},
+          {"optimizer_state", at(memory::Category::OptimizerState)}};
+}
+
+}  // namespace
 
 PlanResult plan(const PlanConfig& pc, std::ostream& out) {
   TrainConfig cfg = with_defaults(pc.train);
@@ -182,6 +220,16 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
               "graft plan", "--accumulate in [1, " + std::to_string(kMaxAccumulate) + "] and --checkpoint-segments in [0, " +
                   std::to_string(kMaxSegments) + "]",
               std::to_string(pc.accumulate) + " and " + std::to_string(pc.checkpoint_segments), "");
+  // Each rank of an mpirun run (Note [Planning a rank]); DDP owns the forward and the gradients, so
+  // graft train refuses there what changes them, and so does the plan.
+  const bool ranked = RankSpec{pc.world_size, 0, pc.zero}.distributed();
+  GRAFT_CHECK(!ranked || (cfg.checkpoint_segments == 0 && pc.checkpoint_segments == 0 && !cfg.chunked_loss &&
+                          !cfg.step_in_backward && cfg.micro_batches == 1 && cfg.memory_budget.empty()),
+              "graft plan --world-size/--zero",
+              "none of --checkpoint-segments, --chunked-loss, --step-in-backward, --micro-batches and --memory-budget "
+              "(one process's savings: DDP owns the forward and the gradients)",
+              "one of them with --world-size " + std::to_string(pc.world_size) + " --zero " + std::to_string(pc.zero),
+              "leave them out to plan each rank of an mpirun run");
   set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   manual_seed(cfg.seed);
   // The data set, loaded as graft train loads it: live through the whole run (Note [What graft plan counts]).
@@ -197,7 +245,15 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
   }
   const int64_t batch = batch_size(cfg);
   if (pc.checkpoint_segments > 0) cfg.checkpoint_segments = pc.checkpoint_segments;
-  const Prediction pred = predict(cfg, task, in);
+  // Under mpirun every rank, and the largest rank's plan is the run's.
+  std::vector<RankRange> ranks;
+  size_t largest = 0;
+  if (ranked) {
+    ranks = plan_ranks(cfg, task, in, pc.world_size, pc.zero);
+    for (size_t i = 1; i < ranks.size(); ++i)
+      if (ranks[i].pred.run_peak > ranks[largest].pred.run_peak) largest = i;
+  }
+  const Prediction pred = ranked ? ranks[largest].pred : predict(cfg, task, in);
   const memory::Plan& p = pred.step;
   const int64_t eval_peak = pred.eval_peak;
   auto plan_with = [&](int64_t segments) {
@@ -207,7 +263,7 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
   };
   PlanResult r;
   r.batch_size = batch;
-  r.predicted_peak_bytes = std::max({p.predicted_peak_bytes, loading_peak, eval_peak});
+  r.predicted_peak_bytes = ranked ? pred.run_peak : std::max({p.predicted_peak_bytes, loading_peak, eval_peak});
   r.eval_peak_bytes = eval_peak;
   r.data_bytes = data_bytes;
   r.loading_peak_bytes = loading_peak;
@@ -224,9 +280,28 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
       << " of it; loading peaks at " << memory::format_bytes(loading_peak) << "\n"
       << "  evaluation (" << pred.eval_batch << " of " << eval_examples(cfg, d.test->size())
       << " held-out examples at a time) peaks at "
-      << memory::format_bytes(eval_peak) << "\n"
-      << "the run's peak: " << memory::format_bytes(r.predicted_peak_bytes) << " (" << r.predicted_peak_bytes
-      << " bytes; GRAFT_MEMORY_LIMIT=" << r.predicted_peak_bytes << " runs it)\n";
+      << memory::format_bytes(eval_peak) << "\n";
+  if (ranked) {
+    // Each rank's peak (Note [Planning a rank]); the table above is the largest rank's.
+    auto bytes = [](int64_t b) { return memory::format_bytes(b); };
+    auto named = [](const RankRange& rr) {
+      return rr.first == rr.last ? "rank " + std::to_string(rr.first)
+                                 : "ranks " + std::to_string(rr.first) + "-" + std::to_string(rr.last);
+    };
+    out << "per rank, " << pc.world_size << (pc.world_size == 1 ? " rank" : " ranks") << " (global batch "
+        << pc.world_size * batch << ")" << (pc.zero > 0 ? ", ZeRO stage " + std::to_string(pc.zero) : std::string())
+        << "; the table above is " << named(ranks[largest]) << "'s:\n";
+    for (const RankRange& rr : ranks) {
+      const auto& b = rr.pred.between_steps;
+      out << "  " << named(rr) << ": peak " << bytes(rr.pred.run_peak) << " (training steps "
+          << bytes(rr.pred.step.predicted_peak_bytes) << ", evaluation " << bytes(rr.pred.eval_peak)
+          << "); between steps: parameters " << bytes(b[static_cast<size_t>(memory::Category::Parameters)])
+          << ", gradients " << bytes(b[static_cast<size_t>(memory::Category::Gradients)]) << ", optimizer state "
+          << bytes(b[static_cast<size_t>(memory::Category::OptimizerState)]) << "\n";
+    }
+  }
+  out << "the run's peak" << (ranked ? " (its largest rank's)" : "") << ": " << memory::format_bytes(r.predicted_peak_bytes)
+      << " (" << r.predicted_peak_bytes << " bytes; GRAFT_MEMORY_LIMIT=" << r.predicted_peak_bytes << " runs it)\n";
   nlohmann::json j = nlohmann::json::parse(p.json());
   j["predicted_peak_bytes"] = r.predicted_peak_bytes;
   j["data_bytes"] = data_bytes;
@@ -244,7 +319,7 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
     if (loading_peak > r.budget_bytes) out << " (loading the data set peaks at " << memory::format_bytes(loading_peak) << ")";
     else if (eval_peak > r.budget_bytes) out << " (evaluation peaks at " << memory::format_bytes(eval_peak) << ", whatever the batch)";
     out << "\n";
-    if (!fits && cfg.checkpoint_segments == 0) {
+    if (!fits && cfg.checkpoint_segments == 0 && !ranked) {  // one process's: graft train refuses it under mpirun
       // Fewest checkpoint segments with which the requested batch fits.
       const int64_t modules = segmentable_modules(cfg, task, d);
       for (int64_t s = 2; s <= modules && r.segments_to_fit == 0; ++s)
@@ -258,31 +333,29 @@ PlanResult plan(const PlanConfig& pc, std::ostream& out) {
     j["max_batch_size"] = r.max_batch_size;
     j["segments_to_fit"] = r.segments_to_fit;
   }
-  if (pc.world_size > 1 || pc.zero > 0) {
-    // Each rank of a data-parallel run (Note [graft train under mpirun]): the same step at the
-    // per-rank batch; ZeRO keeps 1/N of the optimiser state, adds the shard's copies of the
-    // parameters and of their gradient, and at stage 2 keeps only that shard of the gradients
-    // between steps (during backward the buckets still hold them whole).
-    const int64_t n = pc.world_size;
-    auto share = [n](int64_t bytes) { return (bytes + n - 1) / n; };
-    auto at = [&](memory::Category c) { return p.at_peak[static_cast<size_t>(c)]; };
-    auto own = [&](memory::Category c) { return p.category_peak[static_cast<size_t>(c)]; };
-    const int64_t params = own(memory::Category::Parameters), grads = own(memory::Category::Gradients);
-    const int64_t state = own(memory::Category::OptimizerState);
-    int64_t peak = r.predicted_peak_bytes;
-    if (pc.zero > 0) peak += share(at(memory::Category::OptimizerState)) - at(memory::Category::OptimizerState) + 2 * share(params);
-    const int64_t steady_params = params + (pc.zero > 0 ? share(params) : 0);
-    const int64_t steady_grads = pc.zero == 2 ? share(params) : grads + (pc.zero == 1 ? share(params) : 0);
-    const int64_t steady_state = pc.zero > 0 ? share(state) : state;
-    out << "per rank, " << n << " ranks (global batch " << n * batch << ")"
-        << (pc.zero > 0 ? ", ZeRO stage " + std::to_string(pc.zero) : std::string()) << ": peak "
-        << memory::format_bytes(peak) << "; between steps: parameters " << memory::format_bytes(steady_params)
-        << ", gradients " << memory::format_bytes(steady_grads) << ", optimizer state "
-        << memory::format_bytes(steady_state) << "\n";
-    j["world_size"] = n;
+  if (ranked) {
+    // predicted_peak_bytes and the breakdown above are the largest rank's; each range of ranks has
+    // its own figures (Note [Planning a rank]).
+    int64_t step_peak = 0, eval_max = 0;
+    nlohmann::json per = nlohmann::json::array();
+    for (const RankRange& rr : ranks) {
+      step_peak = std::max(step_peak, rr.pred.step.predicted_peak_bytes);
+      eval_max = std::max(eval_max, rr.pred.eval_peak);
+      per.push_back({{"first", rr.first},
+                     {"last", rr.last},
+                     {"peak_bytes", rr.pred.run_peak},
+                     {"step_peak_bytes", rr.pred.step.predicted_peak_bytes},
+                     {"eval_peak_bytes", rr.pred.eval_peak},
+                     {"setup_peak_bytes", rr.pred.setup_peak},
+                     {"between_steps", between_steps_json(rr.pred)}});
+    }
+    j["step_peak_bytes"] = step_peak;
+    j["eval_peak_bytes"] = eval_max;
+    j["world_size"] = pc.world_size;
     j["zero"] = pc.zero;
-    j["per_rank_peak_bytes"] = peak;
-    j["per_rank_between_steps"] = {{"parameters", steady_params}, {"gradients", steady_grads}, {"optimizer_state", steady_state}};
+    j["ranks"] = per;
+    j["per_rank_peak_bytes"] = r.predicted_peak_bytes;
+    j["per_rank_between_steps"] = between_steps_json(ranks.front().pred);  // rank 0's
   }
   j["model"] = cfg.model;
   j["accumulate"] = pc.accumulate;

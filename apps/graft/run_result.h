@@ -27,6 +27,10 @@ struct TrainResult {
                                         // what `graft plan` predicts
   int64_t parameters = 0;
   int64_t world_size = 1;  // ranks under mpirun (--json: "world_size"; the global batch is world_size x --batch-size)
+  // Each rank's peak_memory_bytes and peak_train_memory_bytes, in rank order (--json:
+  // "rank_peak_memory_bytes", "rank_peak_train_memory_bytes"; one entry in one process): what
+  // graft plan --world-size predicts per rank (Note [Planning a rank] in plan_internal.h).
+  std::vector<int64_t> rank_peak_memory_bytes, rank_peak_train_memory_bytes;
   std::vector<EpochRecord> history;  // epochs run by this process
 };
 

@@ -343,6 +343,14 @@ void Run::finish(int64_t first_epoch, int64_t last_epoch, std::chrono::steady_cl
     }
     result.peak_rss_bytes = peak_resident_bytes();
   }
+  // Every rank's peaks for rank 0's --json, gathered after they were read (the gather's tensors are in none).
+  const Tensor mine = tensor<int64_t>({result.peak_memory_bytes, result.peak_train_memory_bytes}, TensorOptions().dtype(kInt64));
+  const Tensor gathered = par_.world > 1 ? empty({2 * par_.world}, TensorOptions().dtype(kInt64)) : mine;
+  if (par_.world > 1) dist::all_gather_into_tensor(gathered, mine);
+  for (int64_t i = 0; i < 2 * par_.world; i += 2) {
+    result.rank_peak_memory_bytes.push_back(gathered.data_ptr<int64_t>()[i]);
+    result.rank_peak_train_memory_bytes.push_back(gathered.data_ptr<int64_t>()[i + 1]);
+  }
   progress_.message(task_.result_line(result));
   {
     std::istringstream table(memory::memory_summary());  // where the bytes went (Note [Memory categories])
@@ -469,6 +477,8 @@ std::string result_json(const TrainConfig& cfg, const TrainResult& r) {
                       {"peak_memory_bytes", r.peak_memory_bytes},
                       {"peak_memory_by_category", r.peak_memory_by_category},
                       {"peak_train_memory_bytes", r.peak_train_memory_bytes},
+                      {"rank_peak_memory_bytes", r.rank_peak_memory_bytes},
+                      {"rank_peak_train_memory_bytes", r.rank_peak_train_memory_bytes},
                       {"peak_rss_bytes", r.peak_rss_bytes},
                       {"peak_reserved_bytes", r.peak_reserved_bytes},
                       {"parameters", r.parameters},

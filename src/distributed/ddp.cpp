@@ -91,6 +91,32 @@ std::string list_names(const std::vector<std::string>& names, const std::vector<
 
 }  // namespace
 
+std::vector<BucketAssignment> assign_buckets(const std::vector<Tensor>& params, const DistributedDataParallelOptions& options) {
+  struct Open {
+    DType dtype;
+    std::vector<size_t> params;
+    int64_t bytes = 0;
+  };
+  std::vector<Open> open;
+  std::vector<BucketAssignment> closed;
+  auto limit = [&] {
+    return static_cast<int64_t>((closed.empty() ? options.first_bucket_cap_mb() : options.bucket_cap_mb()) * kMiB);
+  };
+  for (size_t k = params.size(); k-- > 0;) {
+    const DType d = params[k].dtype();
+    auto it = std::find_if(open.begin(), open.end(), [&](const Open& o) { return o.dtype == d; });
+    if (it == open.end()) it = open.insert(open.end(), Open{d, {}, 0});
+    it->params.push_back(k);
+    it->bytes += static_cast<int64_t>(params[k].nbytes());
+    if (it->bytes >= limit()) {
+      closed.push_back({std::move(it->params), d});
+      open.erase(it);
+    }
+  }
+  for (auto& o : open) closed.push_back({std::move(o.params), o.dtype});
+  return closed;
+}
+
 Reducer::Reducer(std::shared_ptr<Module> module, DistributedDataParallelOptions options)
     : module_(std::move(module)), options_(options) {
   GRAFT_CHECK(module_ != nullptr, "DistributedDataParallel", "a module", "null", "pass the model to replicate");
@@ -133,40 +159,14 @@ Reducer::Reducer(std::shared_ptr<Module> module, DistributedDataParallelOptions 
   }
 
   // Buckets: reverse registration order, by dtype, the first one small.
-  struct Open {
-    DType dtype;
-    std::vector<size_t> params;
-    int64_t bytes = 0;
-  };
-  std::vector<Open> open;
-  std::vector<std::vector<size_t>> closed;
-  std::vector<DType> closed_dtype;
-  auto limit = [&] {
-    return static_cast<int64_t>((closed.empty() ? options_.first_bucket_cap_mb() : options_.bucket_cap_mb()) * kMiB);
-  };
-  for (size_t k = params_.size(); k-- > 0;) {
-    const DType d = params_[k].dtype();
-    auto it = std::find_if(open.begin(), open.end(), [&](const Open& o) { return o.dtype == d; });
-    if (it == open.end()) it = open.insert(open.end(), Open{d, {}, 0});
-    it->params.push_back(k);
-    it->bytes += static_cast<int64_t>(params_[k].nbytes());
-    if (it->bytes >= limit()) {
-      closed.push_back(std::move(it->params));
-      closed_dtype.push_back(d);
-      open.erase(it);
-    }
-  }
-  for (auto& o : open) {
-    closed.push_back(std::move(o.params));
-    closed_dtype.push_back(o.dtype);
-  }
+  const std::vector<BucketAssignment> assigned = assign_buckets(params_, options_);
   bucket_of_.assign(params_.size(), 0);
   position_of_.assign(params_.size(), 0);
-  for (size_t b = 0; b < closed.size(); ++b) {
+  for (size_t b = 0; b < assigned.size(); ++b) {
     Bucket bucket;
     int64_t n = 0;
-    for (size_t j = 0; j < closed[b].size(); ++j) {
-      const size_t p = closed[b][j];
+    for (size_t j = 0; j < assigned[b].params.size(); ++j) {
+      const size_t p = assigned[b].params[j];
       bucket.params.push_back(p);
       bucket.offsets.push_back(n);
       bucket_of_[p] = b;
@@ -174,8 +174,8 @@ Reducer::Reducer(std::shared_ptr<Module> module, DistributedDataParallelOptions 
       n += params_[p].numel();
     }
     bucket.numel = n;
-    bucket.dtype = closed_dtype[b];
-    bucket.buffer = zeros({n}, TensorOptions().dtype(closed_dtype[b]));
+    bucket.dtype = assigned[b].dtype;
+    bucket.buffer = zeros({n}, TensorOptions().dtype(assigned[b].dtype));
     memory::set_category(*bucket.buffer.impl().storage, memory::Category::Gradients);
     buckets_.push_back(std::move(bucket));
   }

@@ -153,6 +153,18 @@ struct DistributedDataParallelOptions {
   GRAFT_ARG(bool, gradient_as_bucket_view) = true;
 };
 
+// Note [DDP buckets]'s assignment, the one place it is written (the Reducer builds its buckets with
+// it, and graft plan plans a rank's memory with it): `params` (the parameters that require grad, in
+// registration order; only their sizes and dtypes are read, so meta tensors do) taken in reverse
+// order, grouped by dtype, a bucket closed once its bytes reach first_bucket_cap_mb (the first
+// bucket closed) or bucket_cap_mb (every later one); the buckets still open at the end close in the
+// order they were opened. Each bucket: its parameters' indices into `params`, in bucket order.
+struct BucketAssignment {
+  std::vector<size_t> params;
+  DType dtype = kFloat32;
+};
+std::vector<BucketAssignment> assign_buckets(const std::vector<Tensor>& params, const DistributedDataParallelOptions& options);
+
 // What the reducer did in the last synchronised iteration, in order (for overlap measurements).
 struct ReducerEvent {
   enum class Kind { kGradReady, kBucketQueued, kBackwardEnd, kBucketDone };
