@@ -58,6 +58,7 @@
 #include "graft/io/safetensors.h"
 #include "graft/io/serialize.h"
 #include "graft/io/state_dict.h"
+#include "graft/io/tempfile.h"
 #include "graft/nn/functional.h"
 #include "graft/nn/init.h"
 #include "graft/nn/module.h"

@@ -120,13 +120,12 @@ MetaOpScope::~MetaOpScope() {
 }  // namespace detail
 
 // Tensor::set_data: the data of `new_data` (storage, layout, dtype) in this TensorImpl, so every
-// handle sees it. The storage takes this tensor's memory category (Note [Memory categories]): a
+// handle sees it (a module's to(kMeta) moves its parameters this way, so the device may change).
+// The storage takes this tensor's memory category (Note [Memory categories]): a
 // parameter given new data stays a parameter in the accounting.
 void Tensor::set_data(const Tensor& new_data) const {
   GRAFT_CHECK(defined() && new_data.defined(), "set_data", "two defined tensors",
               defined() ? "an undefined new_data" : "an undefined tensor", "give set_data a tensor with data");
-  GRAFT_CHECK(new_data.device().type() == device().type(), "set_data", "new data on the tensor's device (" + device().str() + ")",
-              new_data.device().str(), "move the data with .to() first");
   TensorImpl& dst = impl();
   const TensorImpl& s = new_data.impl();
   if (&dst == &s) return;

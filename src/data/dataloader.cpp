@@ -132,6 +132,17 @@ struct DataLoader::Run {
   }
 };
 
+FullDataLoaderOptions::FullDataLoaderOptions(const DataLoaderOptions& options)
+    : timeout(options.timeout()), enforce_ordering(options.enforce_ordering()), drop_last(options.drop_last()) {
+  GRAFT_CHECK(options.batch_size() >= 1, "FullDataLoaderOptions", "a batch size >= 1",
+              std::to_string(options.batch_size()), "DataLoaderOptions().batch_size(n) with n >= 1");
+  GRAFT_CHECK(options.workers() >= 0, "FullDataLoaderOptions", "workers >= 0", std::to_string(options.workers()),
+              "0 prepares batches on the calling thread");
+  batch_size = static_cast<size_t>(options.batch_size());
+  workers = static_cast<size_t>(options.workers());
+  max_jobs = options.max_jobs().value_or(2 * workers);
+}
+
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(std::move(options)) {
   GRAFT_CHECK(dataset_ != nullptr, "DataLoader", "a dataset", "a null pointer",

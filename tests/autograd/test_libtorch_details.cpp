@@ -146,6 +146,16 @@ TEST(WarningHandler, LibTorch113FormReceivesWarningsInPieces) {
   EXPECT_EQ(collect.lines[0], line);
 }
 
+TEST(LibTorchChecks, AutogradInferenceModeIsTheSameGuard) {
+  EXPECT_FALSE(InferenceMode::is_enabled());
+  {
+    autograd::InferenceMode guard;  // LibTorch's torch::autograd::InferenceMode
+    EXPECT_TRUE(InferenceMode::is_enabled());
+    EXPECT_FALSE(GradMode::is_enabled());
+  }
+  EXPECT_FALSE(InferenceMode::is_enabled());
+}
+
 TEST(LibTorchChecks, TorchCheckMessageInPiecesOrTheCondition) {
   const int dim = -1;
   const std::string with_pieces = test::error_message([&] { GRAFT_TORCH_CHECK(dim >= 0, "dim must be >= 0, got ", dim); });

@@ -53,6 +53,9 @@ class InferenceMode {
 
 namespace autograd {
 
+// LibTorch's torch::autograd::InferenceMode (torch/csrc/autograd/InferenceMode.h) is c10's.
+using InferenceMode = ::graft::InferenceMode;
+
 // Anomaly mode: the engine checks every gradient a backward node produces and raises a
 // graft::Error naming the node and its forward op at the first NaN or Inf.
 struct AnomalyMode {

@@ -85,6 +85,19 @@ class DataLoaderOptions {
   int64_t rank_ = 0;
 };
 
+// DataLoaderOptions with its defaults filled in, as LibTorch's data loaders keep them:
+// max_jobs = 2 * workers unless given.
+struct FullDataLoaderOptions {
+  explicit FullDataLoaderOptions(const DataLoaderOptions& options);
+
+  size_t batch_size = 1;
+  size_t workers = 0;
+  size_t max_jobs = 0;
+  std::optional<std::chrono::milliseconds> timeout;
+  bool enforce_ordering = true;
+  bool drop_last = false;
+};
+
 class DataLoader {
  public:
   DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});

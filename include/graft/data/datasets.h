@@ -16,20 +16,25 @@
 // tensors. Datasets are values: map() copies or moves the dataset into the MapDataset, and the data
 // loader holds its own copy.
 //
-// Differences from LibTorch: the batch request is a std::span<const size_t> (LibTorch's
-// ArrayRef<size_t>), size() gives std::optional<size_t> (LibTorch's c10::optional), and there are no
-// stateful (chunk) datasets.
+// Besides: StreamDataset (batches by count, for a StreamSampler), TensorDataset (the rows of one
+// tensor) and SharedBatchDataset (make_shared_dataset: one dataset shared by copies, for datasets
+// that cannot or should not be copied).
+//
+// Differences from LibTorch: size() gives std::optional<size_t> (LibTorch's c10::optional, the same
+// type in graft), and there are no stateful (chunk) datasets.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "graft/core/error.h"
 #include "graft/core/tensor.h"
+#include "graft/core/util.h"
 #include "graft/data/example.h"
 
 namespace graft::data::datasets {
@@ -40,7 +45,9 @@ class MapDataset;
 template <typename D, typename T>
 MapDataset<D, T> map(D dataset, T transform);
 
-template <typename Self, typename Batch = std::vector<Example<>>, typename BatchRequest = std::span<const size_t>>
+// The batch request is, by default, the indices of the batch's examples as an ArrayRef<size_t>
+// (graft/core/util.h), as LibTorch's: get_batch({0, 1, 2}) and get_batch(sampler_indices) both work.
+template <typename Self, typename Batch = std::vector<Example<>>, typename BatchRequest = ArrayRef<size_t>>
 class BatchDataset {
  public:
   using SelfType = Self;
@@ -71,7 +78,7 @@ class Dataset : public BatchDataset<Self, std::vector<SingleExample>> {
 
   virtual ExampleType get(size_t index) = 0;
 
-  std::vector<ExampleType> get_batch(std::span<const size_t> indices) override {
+  std::vector<ExampleType> get_batch(ArrayRef<size_t> indices) override {
     std::vector<ExampleType> batch;
     batch.reserve(indices.size());
     for (const size_t i : indices) batch.push_back(get(i));
@@ -110,6 +117,58 @@ MapDataset<D, T> map(D dataset, T transform) {
                 "map(dataset, transform): the dataset's BatchType is not the transform's InputBatchType "
                 "(a per-example transform such as Normalize must come before a collation such as Stack)");
   return {std::move(dataset), std::move(transform)};
+}
+
+// A dataset whose batch request is a number of examples (a size_t; a StreamSampler's BatchSize
+// converts to it): get_batch(n) gives the next n examples of a stream.
+template <typename Self, typename Batch = std::vector<Example<>>>
+using StreamDataset = BatchDataset<Self, Batch, size_t>;
+
+// The rows of one tensor: get(i) is tensor[i] (a view) as a TensorExample (data only). Made from a
+// tensor (N, ...) or from a list of N tensors of one shape, stacked along a new dim 0.
+struct TensorDataset : public Dataset<TensorDataset, TensorExample> {
+  explicit TensorDataset(const std::vector<Tensor>& tensors);
+  explicit TensorDataset(Tensor tensor_);
+
+  TensorExample get(size_t index) override;
+  std::optional<size_t> size() const override;
+
+  Tensor tensor;
+};
+
+// A dataset held by a shared_ptr: copies of a SharedBatchDataset (the data loader's, map()'s) all
+// use the one dataset, which is never copied. make_shared_dataset<D>(args...) makes one.
+template <typename UnderlyingDataset>
+class SharedBatchDataset
+    : public BatchDataset<SharedBatchDataset<UnderlyingDataset>, typename UnderlyingDataset::BatchType,
+                          typename UnderlyingDataset::BatchRequestType> {
+ public:
+  using BatchType = typename UnderlyingDataset::BatchType;
+  using BatchRequestType = typename UnderlyingDataset::BatchRequestType;
+
+  /* implicit */ SharedBatchDataset(std::shared_ptr<UnderlyingDataset> shared_dataset)  // NOLINT
+      : dataset_(std::move(shared_dataset)) {
+    GRAFT_CHECK(dataset_ != nullptr, "SharedBatchDataset", "a dataset", "a null shared_ptr",
+                "make one with make_shared_dataset<D>(args...)");
+  }
+
+  BatchType get_batch(BatchRequestType request) override { return dataset_->get_batch(std::move(request)); }
+  std::optional<size_t> size() const override { return dataset_->size(); }
+
+  UnderlyingDataset& operator*() { return *dataset_; }
+  const UnderlyingDataset& operator*() const { return *dataset_; }
+  UnderlyingDataset* operator->() { return dataset_.get(); }
+  const UnderlyingDataset* operator->() const { return dataset_.get(); }
+
+ private:
+  std::shared_ptr<UnderlyingDataset> dataset_;
+};
+
+// A SharedBatchDataset over a new UnderlyingDataset(args...) (a moved-in dataset is moved, not
+// copied).
+template <typename UnderlyingDataset, typename... Args>
+SharedBatchDataset<UnderlyingDataset> make_shared_dataset(Args&&... args) {
+  return std::make_shared<UnderlyingDataset>(std::forward<Args>(args)...);
 }
 
 // MNIST or Fashion-MNIST from the four raw IDX files in `root` (train-images-idx3-ubyte,

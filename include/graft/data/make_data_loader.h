@@ -26,6 +26,9 @@
 #include "graft/core/error.h"
 #include "graft/data/dataloader.h"
 #include "graft/data/datasets.h"
+#include "graft/data/detail/data_shuttle.h"  // reachable from graft.h, as LibTorch makes them
+#include "graft/data/detail/queue.h"
+#include "graft/data/detail/sequencers.h"
 #include "graft/data/samplers.h"
 
 namespace graft::data {
@@ -96,7 +99,8 @@ class StatelessDataLoader {
     batch_.reset();
     const auto batch_size = static_cast<size_t>(options_.batch_size());
     std::optional<BatchRequestType> request = sampler_.next(batch_size);
-    if (!request || (request->size() < batch_size && options_.drop_last()) || request->empty()) return;
+    // size(): a list of indices, a BatchSize and a user's CustomBatchRequest all have it.
+    if (!request || (request->size() < batch_size && options_.drop_last()) || request->size() == 0) return;
     batch_.emplace(dataset_.get_batch(*request));
   }
 

@@ -3,14 +3,32 @@
 //   - SequentialSampler(n): 0, 1, ..., n - 1 in order, every epoch.
 //   - RandomSampler(n): a random permutation of 0..n-1, drawn afresh by every reset() from graft's
 //     default generator (graft::manual_seed makes the epochs' orders repeatable).
-// Differences from LibTorch: no save/load (graft has no serialize::OutputArchive yet), and
-// RandomSampler takes no index dtype.
+//   - StreamSampler(epoch_size): no indices, only how many examples a StreamDataset should give
+//     (a BatchSize): batch_size each time, until epoch_size examples have been asked for.
+//   - DistributedSampler and LibTorch's two distributed ones (below).
+//
+// Note [Saving samplers]
+// save(archive) / load(archive) store where a sampler is in its epoch, so that a resumed run goes
+// on from there; graft::save(sampler, stream) / graft::load(sampler, stream) call them (operator<<
+// and operator>> below). The keys are LibTorch's, each an int64 tensor:
+//   SequentialSampler   "index"
+//   RandomSampler       "index", "indices" (the epoch's whole permutation)
+//   StreamSampler       "examples_retrieved_so_far"
+//   DistributedSampler  "sample_index_", "epoch_" (the permutation is remade from seed + epoch)
+// load checks the values against the sampler (an index past its epoch is an error) before changing
+// anything. A user's Sampler must define both (they are pure virtual, as in LibTorch).
+// Difference from LibTorch: RandomSampler takes no index dtype.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
+
+namespace graft::serialize {
+class OutputArchive;
+class InputArchive;
+}  // namespace graft::serialize
 
 namespace graft::data::samplers {
 
@@ -23,6 +41,42 @@ class Sampler {
   virtual void reset(std::optional<size_t> new_size) = 0;
   // Up to batch_size indices, or nullopt when the epoch is done.
   virtual std::optional<BatchRequest> next(size_t batch_size) = 0;
+  // Note [Saving samplers].
+  virtual void save(serialize::OutputArchive& archive) const = 0;
+  virtual void load(serialize::InputArchive& archive) = 0;
+};
+
+// graft::save(sampler, path_or_stream) / graft::load(sampler, ...) (Note [Saving samplers]).
+template <typename BatchRequest>
+serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const Sampler<BatchRequest>& sampler) {
+  sampler.save(archive);
+  return archive;
+}
+template <typename BatchRequest>
+serialize::InputArchive& operator>>(serialize::InputArchive& archive, Sampler<BatchRequest>& sampler) {
+  sampler.load(archive);
+  return archive;
+}
+
+// A batch request that is not a list of indices (LibTorch's CustomBatchRequest): a sampler of
+// Sampler<MyRequest> gives MyRequests, a BatchDataset<D, Batch, MyRequest> takes them. size() is
+// the number of examples it asks for (the data loader's drop_last compares it with batch_size).
+struct CustomBatchRequest {
+  CustomBatchRequest() = default;
+  CustomBatchRequest(const CustomBatchRequest&) = default;
+  CustomBatchRequest(CustomBatchRequest&&) noexcept = default;
+  CustomBatchRequest& operator=(const CustomBatchRequest&) = default;
+  CustomBatchRequest& operator=(CustomBatchRequest&&) noexcept = default;
+  virtual ~CustomBatchRequest() = default;
+  virtual size_t size() const = 0;
+};
+
+// How many examples a StreamDataset should give next; converts to size_t.
+struct BatchSize : public CustomBatchRequest {
+  explicit BatchSize(size_t size) : size_(size) {}
+  size_t size() const noexcept override { return size_; }
+  operator size_t() const noexcept { return size_; }  // NOLINT: implicit, as LibTorch's
+  size_t size_;
 };
 
 class SequentialSampler : public Sampler<> {
@@ -30,6 +84,8 @@ class SequentialSampler : public Sampler<> {
   explicit SequentialSampler(size_t size) : size_(size) {}
   void reset(std::optional<size_t> new_size = std::nullopt) override;
   std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  void save(serialize::OutputArchive& archive) const override;
+  void load(serialize::InputArchive& archive) override;
   size_t index() const noexcept { return index_; }  // of the next index to yield
 
  private:
@@ -42,11 +98,30 @@ class RandomSampler : public Sampler<> {
   explicit RandomSampler(int64_t size);
   void reset(std::optional<size_t> new_size = std::nullopt) override;
   std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  void save(serialize::OutputArchive& archive) const override;
+  void load(serialize::InputArchive& archive) override;
   size_t index() const noexcept { return index_; }
 
  private:
   std::vector<size_t> indices_;
   size_t index_ = 0;
+};
+
+// For a StreamDataset (graft/data/datasets.h): next(batch_size) is BatchSize(min(batch_size,
+// left)) until epoch_size examples have been asked for in this epoch, then nullopt.
+class StreamSampler : public Sampler<BatchSize> {
+ public:
+  explicit StreamSampler(size_t epoch_size) : epoch_size_(epoch_size) {}
+  void reset(std::optional<size_t> new_size = std::nullopt) override;
+  std::optional<BatchSize> next(size_t batch_size) override;
+  void save(serialize::OutputArchive& archive) const override;
+  void load(serialize::InputArchive& archive) override;
+  size_t epoch_size() const noexcept { return epoch_size_; }
+  size_t examples_retrieved_so_far() const noexcept { return examples_retrieved_so_far_; }
+
+ private:
+  size_t epoch_size_;
+  size_t examples_retrieved_so_far_ = 0;
 };
 
 // PyTorch's DistributedSampler: each of num_replicas ranks takes every num_replicas-th index
@@ -61,8 +136,11 @@ class DistributedSampler : public Sampler<> {
                      bool drop_last = false);
   void reset(std::optional<size_t> new_size = std::nullopt) override;
   std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  void save(serialize::OutputArchive& archive) const override;
+  void load(serialize::InputArchive& archive) override;
   void set_epoch(size_t epoch);
   size_t epoch() const noexcept { return epoch_; }
+  size_t index() const noexcept { return index_; }  // into indices(), of the next index to yield
   size_t num_samples() const noexcept { return indices_.size(); }  // this rank's, per epoch
   const std::vector<size_t>& indices() const noexcept { return indices_; }
 
