@@ -255,6 +255,8 @@ def attribute(output, gen_path, is_macro_line):
                     uses.append(ln2)
             if uses:
                 target = uses[-1]
+            elif target is not None and is_macro_line(target):
+                target = None  # never drop a #define for an error no use of it is named for
         if target is not None and target not in bad:
             bad[target] = text
         context = []

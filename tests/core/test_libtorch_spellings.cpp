@@ -148,5 +148,22 @@ TEST(LibTorchSpellings, AliasIntArrayRefSliceAndScalarNames) {
   EXPECT_FALSE(Scalar(true).isIntegral(/*include_bool=*/false));
 }
 
+TEST(LibTorchSpellings, FactoryAndBinaryMaxOverloads) {
+  const Tensor r = arange(2, 5, kInt64);  // arange(start, end, options)
+  EXPECT_EQ(r.dtype(), kInt64);
+  EXPECT_EQ(values(r.to(kFloat64)), (std::vector<double>{2, 3, 4}));
+  const std::vector<float> v{1.5f, -2.f};
+  const Tensor t = tensor(ArrayRef<float>(v));
+  EXPECT_EQ(t.dtype(), kFloat32);
+  EXPECT_EQ(values(t), (std::vector<double>{1.5, -2}));
+  const std::vector<int> iv{3, 4};
+  EXPECT_EQ(tensor(ArrayRef<int>(iv), kFloat64).dtype(), kFloat64);
+  const Tensor a = make({1, 5, 3}, {3}, kFloat32), b = make({4, 2, 3}, {3}, kFloat32);
+  EXPECT_EQ(values(max(a, b)), (std::vector<double>{4, 5, 3}));
+  EXPECT_EQ(values(min(a, b)), (std::vector<double>{1, 2, 3}));
+  Dtype d = kFloat64;  // torch::Dtype
+  EXPECT_EQ(d, kFloat64);
+}
+
 }  // namespace
 }  // namespace graft::test

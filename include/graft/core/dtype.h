@@ -14,6 +14,7 @@ namespace graft {
 // The integer dtypes after the first six keep the values graft's files were written with.
 enum class DType : uint8_t { Float32, Float64, Int64, Bool, Float16, BFloat16, Int32, Int16, Int8, UInt8 };
 using ScalarType = DType;  // LibTorch spelling
+using Dtype = DType;       // torch::Dtype (torch/types.h)
 
 inline constexpr DType kFloat32 = DType::Float32;
 inline constexpr DType kFloat = DType::Float32;

@@ -11,6 +11,7 @@
 #include "graft/core/generator.h"
 #include "graft/core/half.h"
 #include "graft/core/tensor.h"
+#include "graft/core/util.h"
 
 namespace graft {
 
@@ -111,6 +112,11 @@ template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
 Tensor tensor(const std::vector<T>& values, const TensorOptions& options = {}) {
   return tensor(detail::TensorDataContainer(values), options);
 }
+// c10::ArrayRef<T> of scalars (LibTorch: torch::tensor(at::ArrayRef<float>(v))): as a vector's.
+template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+Tensor tensor(ArrayRef<T> values, const TensorOptions& options = {}) {
+  return tensor(std::vector<T>(values.begin(), values.end()), options);
+}
 
 // LibTorch's scalar_tensor: a 0-dim tensor of the options' dtype (the default dtype unless they
 // name one, whatever the value's C++ type: scalar_tensor(1) is float32 1).
@@ -125,6 +131,10 @@ Tensor ones(IntArrayRef size, const TensorOptions& options = {});
 Tensor full(IntArrayRef size, const Scalar& value, const TensorOptions& options = {});
 Tensor arange(const Scalar& end, const TensorOptions& options = {});
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, const TensorOptions& options = {});
+// arange(start, end, options): step 1 (LibTorch's overload).
+inline Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& options) {
+  return arange(start, end, 1, options);
+}
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options = {});
 Tensor eye(int64_t n, const TensorOptions& options = {});
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options = {});

@@ -108,6 +108,9 @@ Tensor max(const Tensor& x);  // ties share the gradient evenly
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);  // (values, indices)
 Tensor min(const Tensor& x);
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+// LibTorch's binary max(a, b) and min(a, b) are maximum and minimum.
+inline Tensor max(const Tensor& a, const Tensor& b) { return maximum(a, b); }
+inline Tensor min(const Tensor& a, const Tensor& b) { return minimum(a, b); }
 Tensor amax(const Tensor& x, IntArrayRef dim = {}, bool keepdim = false);  // ties share the gradient evenly
 Tensor amin(const Tensor& x, IntArrayRef dim = {}, bool keepdim = false);
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
