@@ -68,6 +68,7 @@
 #include "graft/nn/modules/distance.h"
 #include "graft/nn/modules/dropout.h"
 #include "graft/nn/modules/embedding.h"
+#include "graft/nn/modules/flatten.h"
 #include "graft/nn/modules/fold.h"
 #include "graft/nn/modules/rnn.h"
 #include "graft/nn/modules/transformer.h"

@@ -121,6 +121,9 @@ int64_t set_outputs_history(const char* function_name, AutogradContext& ctx, var
       GRAFT_CHECK(!(o.is_leaf() && o.requires_grad()), op, "a tensor that is not a leaf requiring grad",
                   "a leaf tensor of shape " + shape_str(o.sizes()) + " that requires grad, marked dirty",
                   "a leaf Variable that requires grad is being used in an in-place operation; pass a .clone()");
+      // forward changed it in place (through data_ptr, unseen by graft): count the write, so a
+      // backward that saved the old value notices (Note [Version counter]).
+      o.impl().storage->bump_version(function_name);
     } else if (is_input) {
       o = o.detach();  // forward returned an input unchanged: the output is a new alias with this history
     }

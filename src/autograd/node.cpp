@@ -67,8 +67,8 @@ unsigned Node::add_pre_hook(GradHook hook) {
   return id;
 }
 
-void Node::remove_pre_hook(unsigned id) {
-  std::erase_if(pre_hooks_, [id](const auto& p) { return p.first == id; });
+size_t Node::remove_pre_hook(unsigned id) {
+  return std::erase_if(pre_hooks_, [id](const auto& p) { return p.first == id; });
 }
 
 // ---- SavedMark ----

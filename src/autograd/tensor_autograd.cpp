@@ -9,6 +9,7 @@
 #include "graft/core/error.h"
 #include "graft/core/small_object_pool.h"
 #include "graft/core/tensor.h"
+#include "graft/core/warning.h"
 
 namespace graft {
 
@@ -72,6 +73,11 @@ const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
 const Tensor& Tensor::grad() const {
   static const Tensor none;
   const auto& a = impl().autograd;
+  // As PyTorch: reading the .grad of a non-leaf that requires grad and does not retain it is
+  // almost always a mistake (backward never fills it): say so.
+  if (a && a->grad_fn && !a->retains_grad) [[unlikely]]
+    warn("the .grad of a tensor that is not a leaf is being read; backward() does not fill it. Call .retain_grad() "
+         "on it before backward() to keep its gradient, or read the leaf tensor's .grad instead");
   return a ? a->grad : none;
 }
 
@@ -138,11 +144,15 @@ HookHandle Tensor::register_post_accumulate_grad_hook(std::function<void(const T
 }
 
 void Tensor::remove_hook(unsigned id) const {
+  size_t removed = 0;
   if (is_leaf()) {
-    if (impl().autograd) std::erase_if(impl().autograd->hooks, [id](const auto& p) { return p.first == id; });
+    if (impl().autograd) removed = std::erase_if(impl().autograd->hooks, [id](const auto& p) { return p.first == id; });
   } else {
-    grad_fn()->remove_pre_hook(id);
+    removed = grad_fn()->remove_pre_hook(id);
   }
+  GRAFT_CHECK(removed > 0, "remove_hook", "the id register_hook returned for this tensor",
+              "id " + std::to_string(id) + ": Invalid index, no hook with that id on this tensor",
+              "keep the id register_hook gave (a hook is removed once)");
 }
 
 }  // namespace graft

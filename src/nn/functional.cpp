@@ -5,26 +5,33 @@
 #include "graft/nn/functional.h"
 
 #include <cmath>
+#include <vector>
 
+#include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/nn/init.h"
 #include "graft/ops/ops.h"
 #include "ops/linear_cross_entropy.h"
 #include "nn/maybe_inplace.h"
+#include "nn/modules/embedding_internal.h"
 
 namespace graft::nn::functional {
 
 // ---- activations ----
 Tensor relu(const Tensor& x) { return graft::relu(x); }
-Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& options) {
-  return graft::leaky_relu(x, options.negative_slope());
+Tensor leaky_relu(Tensor x, const LeakyReLUFuncOptions& options) {
+  const double slope = options.negative_slope();
+  return detail::maybe_inplace(x, options.inplace(), [slope](const Tensor& t) { return graft::leaky_relu(t, slope); });
 }
 Tensor gelu(const Tensor& x, const GELUFuncOptions& options) { return graft::gelu(x, options.approximate()); }
 Tensor silu(const Tensor& x) { return graft::silu(x); }
 Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options) {
   return graft::softplus(x, options.beta(), options.threshold());
 }
-Tensor elu(const Tensor& x, const ELUFuncOptions& options) { return graft::elu(x, options.alpha()); }
+Tensor elu(Tensor x, const ELUFuncOptions& options) {
+  const double alpha = options.alpha();
+  return detail::maybe_inplace(x, options.inplace(), [alpha](const Tensor& t) { return graft::elu(t, alpha); });
+}
 Tensor sigmoid(const Tensor& x) { return graft::sigmoid(x); }
 Tensor tanh(const Tensor& x) { return graft::tanh(x); }
 Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& options) {
@@ -63,7 +70,21 @@ Tensor fused_linear(const Tensor& input, const Tensor& weight, const Tensor& bia
 }
 // LibTorch's argument order (input, weight); ATen's op takes (weight, indices).
 Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options) {
-  return graft::embedding(weight, input, options.padding_idx());
+  GRAFT_CHECK(!options.sparse(), "embedding", "sparse = false", "sparse = true",
+              "graft has no sparse gradients: leave sparse unset (the gradient is dense)");
+  if (options.max_norm())
+    nn::detail::embedding_renorm_(weight, input, *options.max_norm(), options.norm_type(), "embedding");
+  const Tensor out = graft::embedding(weight, input, options.padding_idx());
+  if (!options.scale_grad_by_freq() || !GradMode::is_enabled() || !out.requires_grad()) return out;
+  // scale_grad_by_freq: the same values, but each lookup's gradient is divided by its index's count
+  // in input, so that a row's gradient is the mean of its lookups' (PyTorch's embedding_backward).
+  // (out - out.detach()) is exactly 0 forward, and carries the gradient times 1 / count.
+  const Tensor ids = input.reshape({-1}).to(kInt64);
+  const Tensor counts = zeros({weight.size(0)}, weight.dtype()).index_add(0, ids, ones({ids.numel()}, weight.dtype()));
+  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
+  shape.push_back(1);
+  const Tensor inv = counts.index_select(0, ids).reciprocal().reshape(shape);
+  return out.detach() + (out - out.detach()) * inv;
 }
 Tensor one_hot(const Tensor& input, int64_t num_classes) { return graft::one_hot(input, num_classes); }
 

@@ -146,6 +146,48 @@ TEST(WarningHandler, LibTorch113FormReceivesWarningsInPieces) {
   EXPECT_EQ(collect.lines[0], line);
 }
 
+TEST(LibTorchChecks, ReadingANonLeafGradWarnsUnlessRetained) {
+  Collect113 collect;
+  Warning::WarningHandlerGuard guard(&collect);
+  const Tensor x = ones({2}).requires_grad_();
+  const Tensor h = x * 3;
+  EXPECT_FALSE(h.grad().defined());
+  ASSERT_EQ(collect.messages.size(), 1u);
+  EXPECT_NE(collect.messages[0].find("is not a leaf"), std::string::npos) << collect.messages[0];
+  (void)x.grad();  // a leaf: no warning
+  h.retain_grad();
+  (h * h).sum().backward();
+  EXPECT_EQ(h.grad().sizes().vec(), (std::vector<int64_t>{2}));  // retained: no warning either
+  EXPECT_EQ(collect.messages.size(), 1u);
+}
+
+TEST(LibTorchChecks, RemovingAnUnknownHookIsAnError) {
+  const Tensor x = ones({2}).requires_grad_();
+  const Tensor y = x * 2;
+  const unsigned id = y.register_hook([](const Tensor& g) { return g; });
+  y.remove_hook(id);
+  EXPECT_TRUE(test::throws_error([&] { y.remove_hook(id); }, {"remove_hook", "Invalid index"}));
+  EXPECT_TRUE(test::throws_error([&] { x.remove_hook(12345); }, {"remove_hook", "id 12345"}));
+}
+
+// forward writes through data_ptr, which graft cannot see: mark_dirty counts the write.
+struct WriteTwo : autograd::Function<WriteTwo> {
+  static Tensor forward(autograd::AutogradContext* ctx, Tensor v) {
+    v.data_ptr<float>()[0] = 2;
+    ctx->mark_dirty({v});
+    return v;
+  }
+  static autograd::variable_list backward(autograd::AutogradContext*, autograd::variable_list g) { return {g[0] * 2}; }
+};
+
+TEST(LibTorchChecks, MarkDirtyBumpsTheVersion) {
+  const Tensor x = ones({3}).requires_grad_().clone();
+  const uint32_t before = x._version();
+  const Tensor out = WriteTwo::apply(x);
+  EXPECT_GE(x._version(), before + 1);
+  EXPECT_EQ(test::values(out), (std::vector<double>{2, 1, 1}));
+}
+
 TEST(LibTorchChecks, AutogradInferenceModeIsTheSameGuard) {
   EXPECT_FALSE(InferenceMode::is_enabled());
   {

@@ -214,14 +214,26 @@ TEST(OpCoverage, EveryPublicOpIsListed) {
   // F::local_response_norm is PyTorch's composition (pad, avg_pool, pow), checked against PyTorch
   // in tests/nn/test_norm3d.cpp; F::triplet_margin_with_distance_loss is PyTorch's composition (a
   // user's distance or pairwise_distance, minimum, clamp_min, the reduction), checked against PyTorch
-  // in tests/nn/test_loss2.cpp.
+  // in tests/nn/test_loss2.cpp; F::dropout3d (feature_dropout of a volume batch, or of one volume
+  // as a batch of one), F::alpha_dropout and F::feature_alpha_dropout (PyTorch's composition: a
+  // Bernoulli keep from rand, then mul and add) are checked against the seeded draws in
+  // tests/nn/test_modules_misc.cpp.
+  // F::max_pool3d, F::avg_pool3d, F::adaptive_avg_pool3d, F::adaptive_max_pool1d/3d and the
+  // _with_indices forms of max_pool1d/3d and adaptive_max_pool1d/3d are compositions of the listed 2-D
+  // pools (Note [3-D pooling from the 2-D ops] in src/nn/modules/pooling.cpp), checked against PyTorch
+  // in tests/nn/test_pool3d.cpp.
   // is_autocast_enabled (autocast.h) asks for the mode, it computes nothing; detail::attention_probs
   // and detail::attention_additive_mask (attention.h) are scaled_dot_product_attention's own formula,
   // shared with MultiheadAttention, not ops of their own.
   const std::set<std::string> not_ops = {"var_all",     "std_all", "adaptive_max_pool2d_with_indices",
                                          "interpolate", "softmin", "normalize", "local_response_norm", "is_autocast_enabled",
-                                         "triplet_margin_with_distance_loss",
-                                         "attention_probs", "attention_additive_mask"};
+                                         "triplet_margin_with_distance_loss", "dropout3d", "alpha_dropout",
+                                         "feature_alpha_dropout",
+                                         "attention_probs", "attention_additive_mask",
+                                         "max_pool3d", "max_pool3d_with_indices", "max_pool1d_with_indices",
+                                         "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+                                         "adaptive_max_pool1d_with_indices", "adaptive_max_pool3d",
+                                         "adaptive_max_pool3d_with_indices"};
   size_t declared = 0;
   // Every ops header, so that an op declared beside its guard (attention.h, rnn.h) is seen too.
   for (const char* header : {"/include/graft/ops/ops.h", "/include/graft/ops/attention.h", "/include/graft/ops/rnn.h",

@@ -156,7 +156,7 @@ class Node : public std::enable_shared_from_this<Node> {
 
   // ---- hooks on the gradient of this node's output (tensor hooks of non-leaf tensors) ----
   unsigned add_pre_hook(GradHook hook);
-  void remove_pre_hook(unsigned id);
+  size_t remove_pre_hook(unsigned id);  // how many were removed (0 or 1)
   std::vector<std::pair<unsigned, GradHook>>& pre_hooks() { return pre_hooks_; }
   // retain_grad(): runs after the other hooks and stores the gradient on the tensor.
   std::function<void(const Tensor&)> retain_grad_hook;

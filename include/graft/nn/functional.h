@@ -43,6 +43,7 @@ class ExpandingArray {
   ExpandingArray(std::initializer_list<int64_t> list) { assign(list.begin(), list.size()); }
   ExpandingArray(const std::vector<int64_t>& list) { assign(list.data(), list.size()); }  // NOLINT
   ExpandingArray(const std::array<int64_t, D>& a) : values_(a) {}  // NOLINT
+  ExpandingArray(IntArrayRef list) { assign(list.data(), list.size()); }  // NOLINT: Unfold(IntArrayRef({2, 4}))
   int64_t operator[](size_t i) const { return values_[i]; }
   static constexpr size_t size() { return D; }
   const int64_t* begin() const { return values_.data(); }
@@ -61,10 +62,17 @@ class ExpandingArray {
 
 namespace nn::functional {
 
-struct LeakyReLUFuncOptions { GRAFT_ARG(double, negative_slope) = 0.01; };
+// inplace (LibTorch's option): the input takes the result and is returned (src/nn/maybe_inplace.h).
+struct LeakyReLUFuncOptions {
+  GRAFT_ARG(double, negative_slope) = 0.01;
+  GRAFT_ARG(bool, inplace) = false;
+};
 struct GELUFuncOptions { GRAFT_ARG(std::string, approximate) = "none"; };  // "none" or "tanh"
 struct SoftplusFuncOptions { GRAFT_ARG(double, beta) = 1.0; GRAFT_ARG(double, threshold) = 20.0; };
-struct ELUFuncOptions { GRAFT_ARG(double, alpha) = 1.0; };
+struct ELUFuncOptions {
+  GRAFT_ARG(double, alpha) = 1.0;
+  GRAFT_ARG(bool, inplace) = false;
+};
 struct SoftmaxFuncOptions {
   SoftmaxFuncOptions(int64_t dim) : dim_(dim) {}  // NOLINT
   GRAFT_ARG(int64_t, dim);
@@ -81,7 +89,23 @@ struct DropoutFuncOptions {
   GRAFT_ARG(bool, inplace) = false;
 };
 using Dropout2dFuncOptions = DropoutFuncOptions;
-struct EmbeddingFuncOptions { GRAFT_ARG(std::optional<int64_t>, padding_idx) = std::nullopt; };
+using Dropout3dFuncOptions = DropoutFuncOptions;
+// LibTorch's alpha dropout options: training is false by default (unlike DropoutFuncOptions).
+struct AlphaDropoutFuncOptions {
+  GRAFT_ARG(double, p) = 0.5;
+  GRAFT_ARG(bool, training) = false;
+  GRAFT_ARG(bool, inplace) = false;
+};
+using FeatureAlphaDropoutFuncOptions = AlphaDropoutFuncOptions;
+struct EmbeddingFuncOptions {
+  GRAFT_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+  // Looked-up rows whose norm_type-norm exceeds max_norm are scaled down to it, in place in weight.
+  GRAFT_ARG(std::optional<double>, max_norm) = std::nullopt;
+  GRAFT_ARG(double, norm_type) = 2.;
+  // Each row's gradient divided by how often input names it.
+  GRAFT_ARG(bool, scale_grad_by_freq) = false;
+  GRAFT_ARG(bool, sparse) = false;  // true is refused: graft has no sparse gradients
+};
 
 struct CrossEntropyFuncOptions {
   GRAFT_ARG(Tensor, weight) = {};
@@ -184,11 +208,11 @@ struct LayerNormFuncOptions {
 
 // ---- activations ----
 Tensor relu(const Tensor& x);
-Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& options = {});
+Tensor leaky_relu(Tensor x, const LeakyReLUFuncOptions& options = {});
 Tensor gelu(const Tensor& x, const GELUFuncOptions& options = {});
 Tensor silu(const Tensor& x);
 Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options = {});
-Tensor elu(const Tensor& x, const ELUFuncOptions& options = {});
+Tensor elu(Tensor x, const ELUFuncOptions& options = {});
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& options);
@@ -358,6 +382,57 @@ Tensor adaptive_avg_pool1d(const Tensor& input, const AdaptiveAvgPool1dFuncOptio
 Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& options);
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
                                                             const AdaptiveMaxPool2dFuncOptions& options);
+
+// ---- 3-D pooling, 1-D and 3-D adaptive max pooling, max_pool1d's indices (issue 32; defined in
+// src/nn/modules/pooling.cpp). Compositions of the 2-D ops above, exact in values, indices, ties and
+// gradients (Note [3-D pooling from the 2-D ops] there). input (N, C, D, H, W) or (C, D, H, W);
+// (N, C, L) or (C, L) for the 1-D ones. Indices are flat within each input plane: (d H + h) W + w,
+// or l, as PyTorch's.
+struct MaxPool3dFuncOptions {
+  MaxPool3dFuncOptions(ExpandingArray<3> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  MaxPool3dFuncOptions(int64_t kernel_size) : MaxPool3dFuncOptions(ExpandingArray<3>(kernel_size)) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<3>, kernel_size);
+  GRAFT_ARG(ExpandingArray<3>, stride);  // defaults to kernel_size
+  GRAFT_ARG(ExpandingArray<3>, padding) = 0;
+  GRAFT_ARG(ExpandingArray<3>, dilation) = 1;
+  GRAFT_ARG(bool, ceil_mode) = false;
+};
+struct AvgPool3dFuncOptions {
+  AvgPool3dFuncOptions(ExpandingArray<3> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  AvgPool3dFuncOptions(int64_t kernel_size) : AvgPool3dFuncOptions(ExpandingArray<3>(kernel_size)) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<3>, kernel_size);
+  GRAFT_ARG(ExpandingArray<3>, stride);  // defaults to kernel_size
+  GRAFT_ARG(ExpandingArray<3>, padding) = 0;
+  GRAFT_ARG(bool, ceil_mode) = false;
+  GRAFT_ARG(bool, count_include_pad) = true;
+  GRAFT_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
+};
+struct AdaptiveAvgPool3dFuncOptions {
+  AdaptiveAvgPool3dFuncOptions(ExpandingArray<3> output_size) : output_size_(output_size) {}  // NOLINT
+  AdaptiveAvgPool3dFuncOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<3>, output_size);
+};
+struct AdaptiveMaxPool1dFuncOptions {
+  AdaptiveMaxPool1dFuncOptions(ExpandingArray<1> output_size) : output_size_(output_size) {}  // NOLINT
+  AdaptiveMaxPool1dFuncOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<1>, output_size);
+};
+struct AdaptiveMaxPool3dFuncOptions {
+  AdaptiveMaxPool3dFuncOptions(ExpandingArray<3> output_size) : output_size_(output_size) {}  // NOLINT
+  AdaptiveMaxPool3dFuncOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<3>, output_size);
+};
+Tensor max_pool3d(const Tensor& input, const MaxPool3dFuncOptions& options);
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& input, const MaxPool3dFuncOptions& options);
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, const MaxPool1dFuncOptions& options);
+Tensor avg_pool3d(const Tensor& input, const AvgPool3dFuncOptions& options);
+Tensor adaptive_avg_pool3d(const Tensor& input, const AdaptiveAvgPool3dFuncOptions& options);
+Tensor adaptive_max_pool1d(const Tensor& input, const AdaptiveMaxPool1dFuncOptions& options);
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool1dFuncOptions& options);
+Tensor adaptive_max_pool3d(const Tensor& input, const AdaptiveMaxPool3dFuncOptions& options);
+std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool3dFuncOptions& options);
 // input (N, C, *). training: normalise with the batch statistics and update running_mean /
 // running_var in place (when defined) with the unbiased variance; else use the running statistics.
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
@@ -453,6 +528,15 @@ Tensor pixel_unshuffle(const Tensor& input, const PixelUnshuffleFuncOptions& opt
 // input (N, C, H, W) or (C, H, W) for dropout2d. With inplace, input is multiplied in place and returned.
 Tensor dropout(Tensor input, const DropoutFuncOptions& options = {});
 Tensor dropout2d(Tensor input, const Dropout2dFuncOptions& options = {});
+// (issue 32; defined in src/nn/modules/dropout.cpp.) dropout3d: whole channels of a volume batch
+// (N, C, D, H, W) or of one volume (C, D, H, W). alpha_dropout (SELU networks): dropped elements
+// take SELU's negative saturation -alpha' (alpha' = 1.7580993408473766), then an affine map a x + b
+// keeps mean 0 and variance 1: with keep ~ Bernoulli(1 - p), a = 1 / sqrt((alpha'^2 p + 1)(1 - p)),
+// out = keep ? a x + alpha' a p : alpha' a (p - 1); p = 1 gives zeros, eval or p = 0 the input.
+// feature_alpha_dropout draws keep per channel (N, C, 1, ...) of an input of at least 2 dims.
+Tensor dropout3d(Tensor input, const Dropout3dFuncOptions& options = {});
+Tensor alpha_dropout(Tensor input, const AlphaDropoutFuncOptions& options = {});
+Tensor feature_alpha_dropout(Tensor input, const FeatureAlphaDropoutFuncOptions& options = {});
 
 // ---- losses ----
 // input (N, C) or (N, C, d1, ...) or (C); target int64 class indices (N) / (N, d1, ...) / ().
@@ -605,6 +689,7 @@ Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target,
 // the margin, swap (the negative's distance is min(d(a, n), d(p, n))) and the reduction.
 struct TripletMarginWithDistanceLossFuncOptions {
   using distance_function_t = std::function<Tensor(const Tensor&, const Tensor&)>;
+  using reduction_t = Reduction;  // LibTorch's variant of kNone, kMean, kSum
   GRAFT_ARG(std::optional<distance_function_t>, distance_function) = std::nullopt;
   GRAFT_ARG(double, margin) = 1.0;
   GRAFT_ARG(bool, swap) = false;

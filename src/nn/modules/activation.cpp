@@ -2,6 +2,8 @@
 #include "graft/nn/modules/activation.h"
 
 #include <cmath>
+#include <sstream>
+#include <utility>
 
 #include "../../core/format.h"
 
@@ -26,11 +28,19 @@ Tensor ReLUImpl::forward(const Tensor& input) {
 }
 std::string ReLUImpl::extra_repr() const { return options.inplace() ? "inplace=True" : ""; }
 
-Tensor LeakyReLUImpl::forward(const Tensor& input) {
-  return F::leaky_relu(input, F::LeakyReLUFuncOptions().negative_slope(options.negative_slope()));
+Tensor LeakyReLUImpl::forward(Tensor input) {
+  return F::leaky_relu(std::move(input),
+                       F::LeakyReLUFuncOptions().negative_slope(options.negative_slope()).inplace(options.inplace()));
+}
+std::string LeakyReLUImpl::libtorch_repr() const {
+  std::ostringstream s;
+  s << "graft::nn::LeakyReLU(negative_slope=" << options.negative_slope() << (options.inplace() ? ", inplace=true" : "")
+    << ")";
+  return s.str();
 }
 std::string LeakyReLUImpl::extra_repr() const {
-  return "negative_slope=" + graft::detail::py_repr(options.negative_slope());
+  return "negative_slope=" + graft::detail::py_repr(options.negative_slope()) +
+         (options.inplace() ? ", inplace=True" : "");
 }
 
 Tensor SigmoidImpl::forward(const Tensor& input) { return F::sigmoid(input); }
@@ -55,14 +65,30 @@ std::string SoftplusImpl::extra_repr() const {
   return "beta=" + py_number(options.beta()) + ", threshold=" + py_number(options.threshold());
 }
 
-Tensor ELUImpl::forward(const Tensor& input) { return F::elu(input, F::ELUFuncOptions().alpha(options.alpha())); }
-std::string ELUImpl::extra_repr() const { return "alpha=" + graft::detail::py_repr(options.alpha()); }
+Tensor ELUImpl::forward(Tensor input) {
+  return F::elu(std::move(input), F::ELUFuncOptions().alpha(options.alpha()).inplace(options.inplace()));
+}
+std::string ELUImpl::libtorch_repr() const {
+  std::ostringstream s;  // LibTorch streams the double: alpha=1, alpha=42.42
+  s << "graft::nn::ELU(alpha=" << options.alpha() << (options.inplace() ? ", inplace=true" : "") << ")";
+  return s.str();
+}
+std::string ELUImpl::extra_repr() const {
+  return "alpha=" + graft::detail::py_repr(options.alpha()) + (options.inplace() ? ", inplace=True" : "");
+}
 
 Tensor SoftmaxImpl::forward(const Tensor& input) { return F::softmax(input, options.dim()); }
 std::string SoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
 
 Tensor LogSoftmaxImpl::forward(const Tensor& input) { return F::log_softmax(input, options.dim()); }
 std::string LogSoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+
+Tensor Softmax2dImpl::forward(const Tensor& input) {
+  GRAFT_CHECK(input.dim() == 3 || input.dim() == 4, "Softmax2d", "an image batch (N, C, H, W) or an image (C, H, W)",
+              "a " + std::to_string(input.dim()) + "-dim input " + shape_str(input.sizes()),
+              "Softmax2d normalises over the channels (dim -3); use Softmax(dim) for other shapes");
+  return F::softmax(input, -3);
+}
 
 // ---- SELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, GLU, Softmin ----
 Tensor SELUImpl::forward(Tensor input) { return F::selu(std::move(input), options); }

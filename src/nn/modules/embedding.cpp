@@ -1,6 +1,9 @@
 // Embedding.
 #include "graft/nn/modules/embedding.h"
 
+#include <sstream>
+
+#include "../../core/format.h"
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/factory.h"
 #include "graft/core/shape.h"
@@ -59,22 +62,55 @@ void EmbeddingImpl::reset() {
 void EmbeddingImpl::reset_parameters() { detail::init_embedding_weight(weight, options.padding_idx()); }
 
 Tensor EmbeddingImpl::forward(const Tensor& indices) {
-  return functional::embedding(indices, weight, functional::EmbeddingFuncOptions().padding_idx(options.padding_idx()));
+  return functional::embedding(indices, weight,
+                               functional::EmbeddingFuncOptions()
+                                   .padding_idx(options.padding_idx())
+                                   .max_norm(options.max_norm())
+                                   .norm_type(options.norm_type())
+                                   .scale_grad_by_freq(options.scale_grad_by_freq())
+                                   .sparse(options.sparse()));
 }
 
 std::string EmbeddingImpl::extra_repr() const {
   std::string s = std::to_string(options.num_embeddings()) + ", " + std::to_string(options.embedding_dim());
   if (options.padding_idx()) s += ", padding_idx=" + std::to_string(*options.padding_idx());
+  if (options.max_norm()) s += ", max_norm=" + graft::detail::py_repr(*options.max_norm());
+  if (options.norm_type() != 2) s += ", norm_type=" + graft::detail::py_repr(options.norm_type());
+  if (options.scale_grad_by_freq()) s += ", scale_grad_by_freq=True";
+  if (options.sparse()) s += ", sparse=True";
   return s;
 }
 
-Embedding embedding_from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options) {
+std::string EmbeddingImpl::libtorch_repr() const {
+  std::ostringstream s;
+  s << std::boolalpha << "graft::nn::Embedding(num_embeddings=" << options.num_embeddings()
+    << ", embedding_dim=" << options.embedding_dim();
+  if (options.padding_idx()) s << ", padding_idx=" << *options.padding_idx();
+  if (options.max_norm()) s << ", max_norm=" << *options.max_norm();
+  if (options.norm_type() != 2) s << ", norm_type=" << options.norm_type();
+  if (options.scale_grad_by_freq()) s << ", scale_grad_by_freq=true";
+  if (options.sparse()) s << ", sparse=true";
+  s << ")";
+  return s.str();
+}
+
+Embedding Embedding::from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options) {
   GRAFT_CHECK(embeddings.defined() && embeddings.dim() == 2, "Embedding::from_pretrained", "a 2-D tensor of embeddings",
               embeddings.defined() ? "shape " + shape_str(embeddings.sizes()) : "an undefined tensor",
               "pass a (num_embeddings, embedding_dim) matrix");
-  Embedding e(EmbeddingOptions(embeddings.size(0), embeddings.size(1))._weight(embeddings).padding_idx(options.padding_idx()));
+  Embedding e(EmbeddingOptions(embeddings.size(0), embeddings.size(1))
+                  ._weight(embeddings)
+                  .padding_idx(options.padding_idx())
+                  .max_norm(options.max_norm())
+                  .norm_type(options.norm_type())
+                  .scale_grad_by_freq(options.scale_grad_by_freq())
+                  .sparse(options.sparse()));
   e->weight.set_requires_grad(!options.freeze());
   return e;
+}
+
+Embedding embedding_from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options) {
+  return Embedding::from_pretrained(embeddings, options);
 }
 
 }  // namespace graft::nn

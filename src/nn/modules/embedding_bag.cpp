@@ -29,15 +29,12 @@ const char* EmbeddingBagMode::name() const {
   return "mean";
 }
 
-namespace nn::functional {
+namespace nn::detail {
 
-namespace {
-
-// PyTorch's embedding_renorm_ (run by F.embedding_bag under no_grad): each row of weight that
-// input names whose norm_type-norm exceeds max_norm is multiplied by max_norm / (norm + 1e-7).
-// Written as one pass over all rows: the others are multiplied by exactly 1.
-void renorm_rows_(const Tensor& weight, const Tensor& input, double max_norm, double norm_type) {
-  const char* op = "embedding_bag";
+// PyTorch's embedding_renorm_ (run by F.embedding / F.embedding_bag under no_grad): each row of
+// weight that input names whose norm_type-norm exceeds max_norm is multiplied by
+// max_norm / (norm + 1e-7). Written as one pass over all rows: the others are multiplied by exactly 1.
+void embedding_renorm_(const Tensor& weight, const Tensor& input, double max_norm, double norm_type, const char* op) {
   GRAFT_CHECK(input.defined() && (input.dtype() == kInt64 || input.dtype() == kInt32), op, "int64 or int32 indices",
               input.defined() ? std::string("a ") + dtype_name(input.dtype()) + " input" : "an undefined input",
               "convert the indices with .to(graft::kInt64)");
@@ -62,7 +59,9 @@ void renorm_rows_(const Tensor& weight, const Tensor& input, double max_norm, do
   w.mul_(scale.unsqueeze(1));
 }
 
-}  // namespace
+}  // namespace nn::detail
+
+namespace nn::functional {
 
 Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingBagFuncOptions& options) {
   // PyTorch's F.embedding_bag's own checks, before the renormalisation writes to weight.
@@ -72,7 +71,8 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
   GRAFT_CHECK(!(input.defined() && input.dim() == 1 && !options.offsets().defined()), "embedding_bag",
               "offsets with a 1-D input", "undefined offsets",
               "pass where each bag starts (offsets(graft::tensor<int64_t>({0, ...}))), or a 2-D input of bags");
-  if (options.max_norm()) renorm_rows_(weight, input, *options.max_norm(), options.norm_type());
+  if (options.max_norm())
+    detail::embedding_renorm_(weight, input, *options.max_norm(), options.norm_type(), "embedding_bag");
   return graft::embedding_bag(weight, input, options.offsets(), options.scale_grad_by_freq(),
                               options.mode().aten_mode(), options.sparse(), options.per_sample_weights(),
                               options.include_last_offset(), options.padding_idx());

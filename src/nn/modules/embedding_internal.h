@@ -19,5 +19,9 @@ Tensor embedding_weight(const Tensor& given, int64_t num, int64_t dim, std::opti
                         const char* module);
 // N(0, 1), the padding row zeroed (PyTorch's reset_parameters).
 void init_embedding_weight(const Tensor& weight, std::optional<int64_t> padding_idx);
+// max_norm's renormalisation (src/nn/modules/embedding_bag.cpp): the rows of weight that input
+// names, with a norm_type-norm above max_norm, scaled down to it in place (no gradient recorded);
+// `op` names the caller in errors.
+void embedding_renorm_(const Tensor& weight, const Tensor& input, double max_norm, double norm_type, const char* op);
 
 }  // namespace graft::nn::detail

@@ -1,4 +1,4 @@
-// Activation modules: ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Softplus, ELU, Softmax, LogSoftmax,
+// Activation modules: ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Softplus, ELU, Softmax, LogSoftmax, Softmax2d,
 // SELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, GLU, Softmin, PReLU, RReLU, CELU, Softsign,
 // Tanhshrink, Threshold, Softshrink, Hardshrink, LogSigmoid.
 // Each forwards to graft::nn::functional with its options.
@@ -29,13 +29,15 @@ GRAFT_MODULE(ReLU);
 
 struct LeakyReLUOptions {
   GRAFT_ARG(double, negative_slope) = 0.01;
+  GRAFT_ARG(bool, inplace) = false;  // forward writes the result into its input and returns it
 };
 class LeakyReLUImpl : public Cloneable<LeakyReLUImpl> {
  public:
   explicit LeakyReLUImpl(const LeakyReLUOptions& options = {}) : options(options) {}
   void reset() override {}
-  Tensor forward(const Tensor& input);
+  Tensor forward(Tensor input);
   std::string extra_repr() const override;
+  std::string libtorch_repr() const override;  // graft::nn::LeakyReLU(negative_slope=0.01[, inplace=true])
   LeakyReLUOptions options;
 };
 GRAFT_MODULE(LeakyReLU);
@@ -90,13 +92,15 @@ GRAFT_MODULE(Softplus);
 
 struct ELUOptions {
   GRAFT_ARG(double, alpha) = 1.0;
+  GRAFT_ARG(bool, inplace) = false;  // forward writes the result into its input and returns it
 };
 class ELUImpl : public Cloneable<ELUImpl> {
  public:
   explicit ELUImpl(const ELUOptions& options = {}) : options(options) {}
   void reset() override {}
-  Tensor forward(const Tensor& input);
+  Tensor forward(Tensor input);
   std::string extra_repr() const override;
+  std::string libtorch_repr() const override;  // graft::nn::ELU(alpha=1[, inplace=true])
   ELUOptions options;
 };
 GRAFT_MODULE(ELU);
@@ -130,6 +134,15 @@ class LogSoftmaxImpl : public Cloneable<LogSoftmaxImpl> {
   LogSoftmaxOptions options;
 };
 GRAFT_MODULE(LogSoftmax);
+
+// Softmax2d: softmax over the channels (dim -3) at every position of an image batch (N, C, H, W)
+// or of one image (C, H, W).
+class Softmax2dImpl : public Cloneable<Softmax2dImpl> {
+ public:
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+};
+GRAFT_MODULE(Softmax2d);
 
 // ---- SELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, GLU, Softmin ----
 // (LibTorch 1.13 has no Hardswish / Hardsigmoid modules; graft adds them, as PyTorch's Python has.)

@@ -40,4 +40,46 @@ class Dropout2dImpl : public Cloneable<Dropout2dImpl> {
 };
 GRAFT_MODULE(Dropout2d);
 
+// Dropout3d: as Dropout2d for volumes: whole channels of (N, C, D, H, W) (or of one volume
+// (C, D, H, W)), each with probability p; identity in eval mode.
+using Dropout3dOptions = DropoutOptions;
+
+class Dropout3dImpl : public Cloneable<Dropout3dImpl> {
+ public:
+  explicit Dropout3dImpl(const Dropout3dOptions& options = {});
+  void reset() override;
+  Tensor forward(Tensor input);
+  std::string extra_repr() const override;
+
+  Dropout3dOptions options;
+};
+GRAFT_MODULE(Dropout3d);
+
+// AlphaDropout (for SELU networks) and FeatureAlphaDropout (whole channels): functional::alpha_dropout
+// / feature_alpha_dropout in training mode, identity in eval mode.
+using AlphaDropoutOptions = DropoutOptions;
+using FeatureAlphaDropoutOptions = DropoutOptions;
+
+class AlphaDropoutImpl : public Cloneable<AlphaDropoutImpl> {
+ public:
+  explicit AlphaDropoutImpl(const AlphaDropoutOptions& options = {});
+  void reset() override;
+  Tensor forward(Tensor input);
+  std::string extra_repr() const override;
+
+  AlphaDropoutOptions options;
+};
+GRAFT_MODULE(AlphaDropout);
+
+class FeatureAlphaDropoutImpl : public Cloneable<FeatureAlphaDropoutImpl> {
+ public:
+  explicit FeatureAlphaDropoutImpl(const FeatureAlphaDropoutOptions& options = {});
+  void reset() override;
+  Tensor forward(Tensor input);
+  std::string extra_repr() const override;
+
+  FeatureAlphaDropoutOptions options;
+};
+GRAFT_MODULE(FeatureAlphaDropout);
+
 }  // namespace graft::nn

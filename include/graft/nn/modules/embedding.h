@@ -17,6 +17,12 @@ struct EmbeddingOptions {
   GRAFT_ARG(int64_t, embedding_dim);
   // The row that stays zero and gets no gradient; negative counts from the end.
   GRAFT_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+  // Rows that forward looks up with a norm_type-norm above max_norm are scaled down to it, in place.
+  GRAFT_ARG(std::optional<double>, max_norm) = std::nullopt;
+  GRAFT_ARG(double, norm_type) = 2.;
+  // Each row's gradient divided by how often the input names it.
+  GRAFT_ARG(bool, scale_grad_by_freq) = false;
+  GRAFT_ARG(bool, sparse) = false;  // true is refused on forward: graft has no sparse gradients
   // Initial weight (num_embeddings, embedding_dim) instead of N(0, 1) draws.
   GRAFT_ARG(Tensor, _weight) = {};
 };
@@ -24,6 +30,10 @@ struct EmbeddingOptions {
 struct EmbeddingFromPretrainedOptions {
   GRAFT_ARG(bool, freeze) = true;
   GRAFT_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+  GRAFT_ARG(std::optional<double>, max_norm) = std::nullopt;
+  GRAFT_ARG(double, norm_type) = 2.;
+  GRAFT_ARG(bool, scale_grad_by_freq) = false;
+  GRAFT_ARG(bool, sparse) = false;
 };
 
 // weight ~ N(0, 1) with the padding row zeroed (PyTorch's initialisation).
@@ -35,14 +45,26 @@ class EmbeddingImpl : public Cloneable<EmbeddingImpl> {
   void reset() override;
   void reset_parameters();
   Tensor forward(const Tensor& indices);
+  // PyTorch's: "10, 2, padding_idx=3, max_norm=2.0, norm_type=2.5, scale_grad_by_freq=True, sparse=True",
+  // the optional parts only when set or not their defaults.
   std::string extra_repr() const override;
+  // LibTorch 1.13's: graft::nn::Embedding(num_embeddings=10, embedding_dim=2, padding_idx=3,
+  // max_norm=2, norm_type=2.5, scale_grad_by_freq=true, sparse=true), likewise.
+  std::string libtorch_repr() const override;
 
   EmbeddingOptions options;
   Tensor weight;
 };
-GRAFT_MODULE(Embedding);
 
-// An Embedding holding a copy of `embeddings` (2-D); frozen (no gradient) unless freeze(false).
+class Embedding : public ModuleHolder<EmbeddingImpl> {
+ public:
+  using ModuleHolder<EmbeddingImpl>::ModuleHolder;
+  using ModuleHolder<EmbeddingImpl>::get;
+  // An Embedding holding a copy of `embeddings` (2-D), frozen (no gradient) unless freeze(false).
+  static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options = {});
+};
+
+// Embedding::from_pretrained, under graft's earlier name.
 Embedding embedding_from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options = {});
 
 // ---- EmbeddingBag (issue 32; src/nn/modules/embedding_bag.cpp) ----

@@ -7,6 +7,7 @@
 
 #include "graft/nn/functional.h"
 #include "graft/nn/module.h"
+// (Unflatten is in graft/nn/modules/flatten.h.)
 
 namespace graft::nn {
 

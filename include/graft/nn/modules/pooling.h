@@ -1,5 +1,6 @@
 // MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, MaxPool1d, AvgPool1d, AdaptiveAvgPool1d,
-// AdaptiveMaxPool2d: modules around the functional pools (no parameters).
+// AdaptiveMaxPool2d, MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool3d:
+// modules around the functional pools (no parameters).
 #pragma once
 
 #include <string>
@@ -60,6 +61,8 @@ class MaxPool1dImpl : public Cloneable<MaxPool1dImpl> {
   explicit MaxPool1dImpl(const MaxPool1dOptions& options) : options(options) {}
   void reset() override {}
   Tensor forward(const Tensor& input);
+  // (output, indices), like LibTorch's forward_with_indices.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
   std::string extra_repr() const override;
 
   MaxPool1dOptions options;
@@ -100,5 +103,79 @@ class AdaptiveMaxPool2dImpl : public Cloneable<AdaptiveMaxPool2dImpl> {
   AdaptiveMaxPool2dOptions options;
 };
 GRAFT_MODULE(AdaptiveMaxPool2d);
+
+// ---- MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool3d (issue 32) ----
+// Printed as PyTorch's repr and LibTorch's pretty_print (libtorch_repr: sizes as lists, "[2, 2, 2]").
+using MaxPool3dOptions = functional::MaxPool3dFuncOptions;
+using AvgPool3dOptions = functional::AvgPool3dFuncOptions;
+using AdaptiveAvgPool3dOptions = functional::AdaptiveAvgPool3dFuncOptions;
+using AdaptiveMaxPool1dOptions = functional::AdaptiveMaxPool1dFuncOptions;
+using AdaptiveMaxPool3dOptions = functional::AdaptiveMaxPool3dFuncOptions;
+
+class MaxPool3dImpl : public Cloneable<MaxPool3dImpl> {
+ public:
+  explicit MaxPool3dImpl(const MaxPool3dOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  // (output, indices), like LibTorch's forward_with_indices.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  std::string extra_repr() const override;
+  std::string libtorch_repr() const override;
+
+  MaxPool3dOptions options;
+};
+GRAFT_MODULE(MaxPool3d);
+
+class AvgPool3dImpl : public Cloneable<AvgPool3dImpl> {
+ public:
+  explicit AvgPool3dImpl(const AvgPool3dOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  std::string libtorch_repr() const override;
+
+  AvgPool3dOptions options;
+};
+GRAFT_MODULE(AvgPool3d);
+
+class AdaptiveAvgPool3dImpl : public Cloneable<AdaptiveAvgPool3dImpl> {
+ public:
+  explicit AdaptiveAvgPool3dImpl(const AdaptiveAvgPool3dOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  std::string libtorch_repr() const override;
+
+  AdaptiveAvgPool3dOptions options;
+};
+GRAFT_MODULE(AdaptiveAvgPool3d);
+
+class AdaptiveMaxPool1dImpl : public Cloneable<AdaptiveMaxPool1dImpl> {
+ public:
+  explicit AdaptiveMaxPool1dImpl(const AdaptiveMaxPool1dOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  // (output, indices), like LibTorch's forward_with_indices.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  std::string extra_repr() const override;
+  std::string libtorch_repr() const override;
+
+  AdaptiveMaxPool1dOptions options;
+};
+GRAFT_MODULE(AdaptiveMaxPool1d);
+
+class AdaptiveMaxPool3dImpl : public Cloneable<AdaptiveMaxPool3dImpl> {
+ public:
+  explicit AdaptiveMaxPool3dImpl(const AdaptiveMaxPool3dOptions& options) : options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  // (output, indices), like LibTorch's forward_with_indices.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  std::string extra_repr() const override;
+  std::string libtorch_repr() const override;
+
+  AdaptiveMaxPool3dOptions options;
+};
+GRAFT_MODULE(AdaptiveMaxPool3d);
 
 }  // namespace graft::nn
