@@ -110,5 +110,6 @@ std::string Device::str() const {
 }
 
 std::ostream& operator<<(std::ostream& os, const Device& device) { return os << device.str(); }
+std::ostream& operator<<(std::ostream& os, Layout layout) { return os << (layout == kStrided ? "Strided" : "Sparse"); }
 
 }  // namespace graft

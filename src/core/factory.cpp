@@ -23,6 +23,8 @@ void check_sizes(IntArrayRef size, const char* op) {
 void check_device(const TensorOptions& o, const char* op) {
   GRAFT_CHECK(o.device().is_cpu() || o.device().is_meta(), op, "a CPU device or the meta device", o.device().str(),
               "graft runs on the CPU (and on meta tensors, which have no data) so far; the CUDA device is planned");
+  GRAFT_CHECK(o.layout() == kStrided, op, "the strided layout (kStrided)", "kSparse",
+              "graft's tensors are dense; build a dense tensor (leave the layout out)");
 }
 
 Tensor finish(Tensor t, const TensorOptions& o) {

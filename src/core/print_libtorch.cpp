@@ -79,7 +79,7 @@ std::vector<double> row_major_values(const Tensor& t) {
   return out;
 }
 
-struct Layout {
+struct ColumnLayout {
   double scale = 1;   // values are printed divided by it
   int64_t width = 0;  // each value's column width
 };
@@ -89,9 +89,9 @@ double digits(double magnitude) { return magnitude != 0 ? std::floor(std::log10(
 
 // Chooses the format of `n` values (Note [LibTorch's tensor print]), setting the stream's float
 // notation and precision; returns the scale and the column width.
-Layout choose_layout(std::ostream& os, const double* v, int64_t n) {
-  Layout layout;
-  if (n == 0) return layout;
+ColumnLayout choose_layout(std::ostream& os, const double* v, int64_t n) {
+  ColumnLayout column_layout;
+  if (n == 0) return column_layout;
   bool int_mode = true;
   for (int64_t i = 0; i < n && int_mode; ++i)
     if (std::isfinite(v[i]) && v[i] != std::ceil(v[i])) int_mode = false;
@@ -110,25 +110,25 @@ Layout choose_layout(std::ostream& os, const double* v, int64_t n) {
   }
   if (int_mode) {
     if (exp_max > 9) {
-      layout.width = 11;
+      column_layout.width = 11;
       os << std::scientific << std::setprecision(4);
     } else {
-      layout.width = static_cast<int64_t>(exp_max) + 1;
+      column_layout.width = static_cast<int64_t>(exp_max) + 1;
       os.unsetf(std::ios_base::floatfield);
     }
   } else if (exp_max - exp_min > 4) {
-    layout.width = std::fabs(exp_max) > 99 || std::fabs(exp_min) > 99 ? 12 : 11;
+    column_layout.width = std::fabs(exp_max) > 99 || std::fabs(exp_min) > 99 ? 12 : 11;
     os << std::scientific << std::setprecision(4);
   } else {
     if (exp_max > 5 || exp_max < 0) {
-      layout.width = 7;
-      layout.scale = std::pow(10, exp_max - 1);
+      column_layout.width = 7;
+      column_layout.scale = std::pow(10, exp_max - 1);
     } else {
-      layout.width = exp_max == 0 ? 7 : static_cast<int64_t>(exp_max) + 6;
+      column_layout.width = exp_max == 0 ? 7 : static_cast<int64_t>(exp_max) + 6;
     }
     os << std::fixed << std::setprecision(4);
   }
-  return layout;
+  return column_layout;
 }
 
 void print_scale(std::ostream& os, double scale) {
@@ -143,9 +143,9 @@ void indent_by(std::ostream& os, int64_t n) {
 
 // One matrix of `rows` x `cols` row-major values, in blocks of columns that fit the line.
 void print_matrix(std::ostream& os, const double* v, int64_t rows, int64_t cols, int64_t linesize, int64_t indent) {
-  const Layout layout = choose_layout(os, v, rows * cols);
+  const ColumnLayout column_layout = choose_layout(os, v, rows * cols);
   indent_by(os, indent);
-  const int64_t per_line = (linesize - indent) / (layout.width + 1);
+  const int64_t per_line = (linesize - indent) / (column_layout.width + 1);
   for (int64_t first = 0; first < cols;) {
     const int64_t last = first + per_line <= cols ? first + per_line - 1 : cols - 1;
     if (per_line < cols) {
@@ -153,13 +153,13 @@ void print_matrix(std::ostream& os, const double* v, int64_t rows, int64_t cols,
       os << "Columns " << first + 1 << " to " << last + 1;
       indent_by(os, indent);
     }
-    if (layout.scale != 1) {
-      print_scale(os, layout.scale);
+    if (column_layout.scale != 1) {
+      print_scale(os, column_layout.scale);
       indent_by(os, indent);
     }
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = first; c <= last; ++c) {
-        os << std::setw(static_cast<int>(layout.width)) << v[r * cols + c] / layout.scale;
+        os << std::setw(static_cast<int>(column_layout.width)) << v[r * cols + c] / column_layout.scale;
         if (c != last) {
           os << ' ';
           continue;
@@ -167,7 +167,7 @@ void print_matrix(std::ostream& os, const double* v, int64_t rows, int64_t cols,
         os << '\n';
         if (r != rows - 1) {
           indent_by(os, indent);
-          if (layout.scale != 1) os << ' ';
+          if (column_layout.scale != 1) os << ' ';
         }
       }
     }
@@ -229,9 +229,9 @@ std::ostream& print(std::ostream& os, const Tensor& t, int64_t linesize) {
       os.unsetf(std::ios_base::floatfield);
       os << v[0] << '\n';
     } else if (t.dim() == 1) {
-      const Layout layout = choose_layout(os, v.data(), static_cast<int64_t>(v.size()));
-      if (layout.scale != 1) print_scale(os, layout.scale);
-      for (double x : v) os << std::setw(static_cast<int>(layout.width)) << x / layout.scale << '\n';
+      const ColumnLayout column_layout = choose_layout(os, v.data(), static_cast<int64_t>(v.size()));
+      if (column_layout.scale != 1) print_scale(os, column_layout.scale);
+      for (double x : v) os << std::setw(static_cast<int>(column_layout.width)) << x / column_layout.scale << '\n';
     } else if (t.dim() == 2) {
       print_matrix(os, v.data(), sizes[0], sizes[1], linesize, 0);
     } else {

@@ -2,6 +2,7 @@
 // graft::cuda, AT_ASSERT, graft::optional.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
 #include "../support/test_util.h"
@@ -163,6 +164,25 @@ TEST(LibTorchSpellings, FactoryAndBinaryMaxOverloads) {
   EXPECT_EQ(values(min(a, b)), (std::vector<double>{1, 2, 3}));
   Dtype d = kFloat64;  // torch::Dtype
   EXPECT_EQ(d, kFloat64);
+}
+
+TEST(LibTorchSpellings, TensorOptionsLayoutAndDeviceIndex) {
+  TensorOptions options;
+  EXPECT_EQ(options.layout(), kStrided);
+  EXPECT_FALSE(options.has_layout());
+  options = layout(kSparse);
+  EXPECT_EQ(options.layout(), kSparse);
+  options = dtype(kUInt8).layout(kSparse).device(kCUDA, 2).device_index(3);
+  EXPECT_EQ(options.device(), Device(kCUDA, 3));
+  EXPECT_EQ(options.dtype(), kUInt8);
+  EXPECT_EQ(device_index(1).device(), Device(kCUDA, 1));
+  EXPECT_EQ(TensorOptions(std::string("cpu:0")).device(), Device(kCPU, 0));
+  EXPECT_EQ(zeros({2}).layout(), kStrided);
+  EXPECT_EQ(zeros({2}).options().layout(), kStrided);
+  EXPECT_TRUE(throws_error([] { (void)zeros({2}, layout(kSparse)); }, {"zeros", "the strided layout", "kSparse"}));
+  std::ostringstream os;
+  os << kStrided << " " << kSparse;
+  EXPECT_EQ(os.str(), "Strided Sparse");
 }
 
 }  // namespace

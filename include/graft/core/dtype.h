@@ -140,6 +140,13 @@ class Device {
   int8_t index_ = -1;
 };
 
+// LibTorch's memory layouts. graft's tensors are strided (dense); kSparse exists so that options
+// naming it read as in LibTorch, and a factory asked for it says that graft has no sparse tensors.
+enum class Layout : int8_t { Strided, Sparse };
+inline constexpr Layout kStrided = Layout::Strided;
+inline constexpr Layout kSparse = Layout::Sparse;
+std::ostream& operator<<(std::ostream& os, Layout layout);  // "Strided", "Sparse" (LibTorch's)
+
 // `std::cout << device` writes Device::str(), "cpu", "meta", "cuda:0", as LibTorch does.
 std::ostream& operator<<(std::ostream& os, const Device& device);
 

@@ -133,6 +133,7 @@ class Tensor {
   bool is_cpu() const { return impl().storage->device.type() == DeviceType::CPU; }
   bool is_cuda() const { return impl().storage->device.type() == DeviceType::CUDA; }
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
+  Layout layout() const { return kStrided; }
   bool is_contiguous() const { return impl().is_contiguous(); }
   bool is_floating_point() const { return graft::is_floating_point(dtype()); }
   int64_t storage_offset() const { return impl().offset; }
