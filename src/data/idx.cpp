@@ -59,7 +59,7 @@ size_t check_magic(std::span<const uint8_t> b, const std::string& op) {
               "an IDX type code 08 (uint8), 09 (int8), 0b (int16), 0c (int32), 0d (float32) or 0e (float64)",
               "type code " + hex_bytes(b.subspan(2, 1)), "the file is corrupt or not an IDX file");
   GRAFT_CHECK(b[3] <= kMaxDims, op, "at most " + std::to_string(kMaxDims) + " dims (graft's limit)",
-              std::to_string(b[3]) + " dims", "graft tensors have at most 8 dims");
+              std::to_string(b[3]) + " dims", "graft tensors have at most " + std::to_string(kMaxDims) + " dims, as PyTorch's");
   return b[3];
 }
 

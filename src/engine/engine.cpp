@@ -78,7 +78,8 @@ Tensor validate_gradient(Node& node, size_t i, Tensor g) {
     }
     GRAFT_CHECK(ok, node.name(),
                 "a gradient at index " + std::to_string(i) + " of a shape compatible with " + shape_str(m.sizes),
-                shape_str(g.sizes()), "a backward formula returned a wrongly shaped gradient (a bug in that op)");
+                "a gradient of shape " + shape_str(g.sizes()) + ", which does not match the expected shape",
+                "a backward formula returned a wrongly shaped gradient (a bug in that op)");
     g = sum_to(g, m.sizes);
   }
   if (g.dtype() != m.dtype && is_floating_point(m.dtype)) g = g.to(m.dtype);
@@ -355,7 +356,9 @@ void backward(const TensorList& outputs, const TensorList& grad_outputs, std::op
 
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
                 std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
-  GRAFT_CHECK(!inputs.empty(), "grad", "at least one input", "an empty list of inputs",
+  // "grad requires non-empty inputs." and "Set allow_unused=True ..." below are LibTorch's words,
+  // which its tests look for.
+  GRAFT_CHECK(!inputs.empty(), "grad", "at least one input", "an empty list of inputs. grad requires non-empty inputs",
               "grad() returns the gradients of the outputs with respect to `inputs`: name the tensors you want "
               "gradients for (to fill every leaf's .grad, call backward() instead)");
   GraphTask task;
@@ -380,7 +383,8 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
     GRAFT_CHECK(task.captured[i].defined() || allow_unused, "grad",
                 "every input to be used in the graph of the outputs",
                 "input " + std::to_string(i) + " (shape " + shape_str(inputs[i].sizes()) + ") that was not used",
-                "pass allow_unused=true to get an undefined tensor for unused inputs");
+                "Set allow_unused=True if this is the desired behavior: with allow_unused = true, unused inputs "
+                "get an undefined tensor");
     if (task.captured[i].defined() && !create_graph) task.captured[i] = task.captured[i].detach();
   }
   return task.captured;

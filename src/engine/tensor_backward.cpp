@@ -13,9 +13,11 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, 
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
                       const TensorList& inputs) const {
-  // PyTorch tells "no inputs given" (every leaf) from an explicitly empty list (a mistake).
+  // PyTorch tells "no inputs given" (every leaf) from an explicitly empty list (a mistake). The got
+  // carries LibTorch's sentence, which its tests look for.
   GRAFT_CHECK(!inputs.empty(), "backward", "a non-empty `inputs` list, or none (every leaf)",
-              "an empty `inputs` list", "leave `inputs` out to accumulate into every leaf's .grad");
+              "an empty `inputs` list. 'inputs' argument to backward() cannot be empty",
+              "leave `inputs` out to accumulate into every leaf's .grad");
   autograd::backward({*this}, {gradient}, retain_graph, create_graph, inputs);
 }
 

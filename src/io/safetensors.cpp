@@ -254,7 +254,7 @@ Header parse_header(std::span<const uint8_t> json_bytes, uint64_t buffer_size, c
                 "the file is corrupt or not a safetensors file");
     GRAFT_CHECK(shape.size() <= static_cast<size_t>(kMaxDims), op,
                 "at most " + std::to_string(kMaxDims) + " dims for tensor " + named(key),
-                std::to_string(shape.size()) + " dims", "graft tensors have at most 8 dims");
+                std::to_string(shape.size()) + " dims", "graft tensors have at most " + std::to_string(kMaxDims) + " dims, as PyTorch's");
     // The product of max(dim, 1) bounds numel and every stride: it must fit in int64.
     uint64_t extent = 1, numel = 1;
     for (const auto& d : shape) {

@@ -419,7 +419,9 @@ bool InputArchive::try_read(const std::string& key, IValue& ivalue) {
 void InputArchive::read(const std::string& key, IValue& ivalue) {
   if (try_read(key, ivalue)) return;
   throw Error("InputArchive::read(" + in_quotes(key) + ")", "a value " + in_quotes(prefix_ + key) + " in " + in_quotes(source()),
-              "no such value (keys here: " + quoted_list(keys()) + ")", "read the keys the archive was written with");
+              "no such value: the archive does not have a field with name " + in_quotes(prefix_ + key) +
+                  " (keys here: " + quoted_list(keys()) + ")",
+              "read the keys the archive was written with");
 }
 
 std::map<std::string, IValue> InputArchive::values() const {
@@ -519,10 +521,24 @@ serialize::InputArchive& operator>>(serialize::InputArchive& archive, Module& mo
                                  : "dtype mismatch for \"" + archive.full_key(m.key) + "\": the file has " +
                                        dtype_name(m.file.dtype()) + ", the module has " + dtype_name(m.module.dtype()));
   }
+  // LibTorch's phrase for the first missing key, which its tests look for: LibTorch reads the module
+  // tree top down, so it names the first submodule the file has nothing under ("No such serialized
+  // submodule: 'a.x'"), or else the tensor ("No such serialized tensor 'a.b.x'").
+  const auto libtorch_missing = [&] {
+    const std::string& key = fit.missing.front();
+    for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) {
+      const std::string under = key.substr(0, dot + 1);
+      bool found = false;
+      for (const auto& item : file) found = found || item.key().compare(0, under.size(), under) == 0;
+      if (!found) return "No such serialized submodule: '" + archive.full_key(key.substr(0, dot)) + "'";
+    }
+    return "No such serialized tensor '" + archive.full_key(key) + "'";
+  };
   if (!missing.empty() || !unexpected.empty() || !mismatches.empty()) {
     std::string msg = "the parameters and buffers of " + module.name() + " in \"" + archive.source() +
                       "\", with the module's names, shapes and dtypes and nothing else; got:";
-    if (!missing.empty()) msg += "\n\tmissing key(s): " + serialize::quoted_list(missing);
+    if (!missing.empty())
+      msg += "\n\tmissing key(s): " + serialize::quoted_list(missing) + " (" + libtorch_missing() + ")";
     if (!unexpected.empty()) msg += "\n\tunexpected key(s): " + serialize::quoted_list(unexpected);
     for (const auto& m : mismatches) msg += "\n\t" + m;
     msg += "\n(nothing was loaded. Hint: load into the architecture that was saved; to load a part, call "

@@ -75,7 +75,7 @@ void strided_loop(IntArrayRef shape_in, std::array<Shape, N> strides, F&& f) {
   const int64_t inner = shape[nd - 1];
   std::array<int64_t, N> inner_st{};
   for (size_t k = 0; k < N; ++k) inner_st[k] = strides[k][nd - 1];
-  std::array<int64_t, kMaxDims> idx{};
+  std::array<int64_t, kMaxDims> idx{};  // the outer counters (dims 0 .. nd - 2)
   std::array<int64_t, N> off{};
   while (true) {
     f(off, inner, inner_st);

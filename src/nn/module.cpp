@@ -69,18 +69,26 @@ const std::string& Module::name() const {
 
 // ---- registration ----
 
+// The messages carry LibTorch's sentences ("Submodule 'linear' already defined", "Parameter name must
+// not contain a dot (got 'a.b')"), which its tests look for, after graft's got.
 void Module::check_new_name(const std::string& name, const char* what) const {
   const std::string op = std::string("register_") + what;
-  GRAFT_CHECK(!name.empty(), op, std::string("a non-empty ") + what + " name", "an empty name",
+  // LibTorch calls a registered module a submodule.
+  std::string kind = std::string(what) == "module" ? "submodule" : what;
+  std::string Kind = kind;
+  Kind[0] = static_cast<char>(Kind[0] - 'a' + 'A');
+  GRAFT_CHECK(!name.empty(), op, "a non-empty " + kind + " name", "an empty name. " + Kind + " name must not be empty",
               "pass a non-empty name");
-  GRAFT_CHECK(name.find('.') == std::string::npos, op, std::string("a ") + what + " name without dots",
-              "'" + name + "'", "dots join the names of nested modules; use '_' instead");
+  GRAFT_CHECK(name.find('.') == std::string::npos, op, "a " + kind + " name without dots",
+              "'" + name + "'. " + Kind + " name must not contain a dot (got '" + name + "')",
+              "dots join the names of nested modules; use '_' instead");
   const char* taken = parameters_.contains(name) ? "parameter"
                       : buffers_.contains(name)  ? "buffer"
                       : children_.contains(name) ? "submodule"
                                                  : nullptr;
   GRAFT_CHECK(taken == nullptr, op, "a name not yet used in " + this->name(),
-              "'" + name + "', already registered as a " + (taken ? taken : ""),
+              kind == (taken ? taken : "") ? Kind + " '" + name + "' already defined"
+                                           : "'" + name + "', already defined as a " + (taken ? taken : ""),
               "each parameter, buffer and submodule of a module needs its own name");
 }
 
@@ -112,7 +120,7 @@ void Module::register_module_impl(std::string name, std::shared_ptr<Module> modu
 
 void Module::replace_module_impl(const std::string& name, std::shared_ptr<Module> module) {
   GRAFT_CHECK(children_.contains(name), "replace_module", "the name of a registered submodule of " + this->name(),
-              "'" + name + "'", "register it first with register_module");
+              "'" + name + "'. Submodule '" + name + "' is not defined", "register it first with register_module");
   GRAFT_CHECK(module != nullptr, "replace_module", "a module for '" + name + "'", "an empty module pointer",
               "pass a constructed module, e.g. std::make_shared<...>()");
   children_[name] = std::move(module);
@@ -120,7 +128,8 @@ void Module::replace_module_impl(const std::string& name, std::shared_ptr<Module
 
 void Module::unregister_module(const std::string& name) {
   GRAFT_CHECK(children_.contains(name), "unregister_module", "the name of a registered submodule of " + this->name(),
-              "'" + name + "'", "check the name against named_children()");
+              "'" + name + "'. No Module with name `" + name + "` is registered",
+              "check the name against named_children()");
   OrderedDict<std::string, std::shared_ptr<Module>> kept("submodule");
   for (auto& item : children_)
     if (item.key() != name) kept.insert(item.key(), item.value());
@@ -204,7 +213,8 @@ std::vector<std::shared_ptr<Module>> Module::children() const { return named_chi
 std::shared_ptr<Module> Module::shared_self(const char* op) const {
   auto self = std::const_pointer_cast<Module>(weak_from_this().lock());
   GRAFT_CHECK(self != nullptr, op, "a module owned by a std::shared_ptr (include_self = true)",
-              name() + " held by value", "hold it in a ModuleHolder or std::make_shared, or pass include_self = false");
+              name() + " held by value. It looks like you attempted to retrieve your top-level module as a shared_ptr",
+              "hold it in a ModuleHolder or std::make_shared, or pass include_self = false");
   return self;
 }
 
@@ -389,7 +399,7 @@ LoadStateDictResult Module::load_state_dict(const OrderedDict<std::string, Tenso
 // ---- clone ----
 
 std::shared_ptr<Module> Module::clone(const std::optional<Device>& /*device*/) const {
-  throw Error("Module::clone", "clone() is not implemented for " + name() +
+  throw Error("Module::clone", "clone() has not been implemented for " + name() +
                                    ": derive it from graft::nn::Cloneable<" + name() +
                                    "Impl> and implement reset() to make it cloneable");
 }

@@ -26,18 +26,25 @@ namespace {
 
 constexpr const char* kClipNorm = "clip_grad_norm_";
 
-std::string norm_name(double p) { return std::isinf(p) ? std::string("inf") : shortest(p); }
+std::string norm_name(double p) {
+  if (std::isinf(p)) return p > 0 ? std::string("inf") : std::string("-inf");
+  return shortest(p);
+}
 
-// Accumulates |x|^p (or max |x| for p = inf) in double; nan propagates.
+// The p-norm of a vector as torch.norm(x, p) computes it, for any p: max |x| for p = inf, min |x|
+// for p = -inf, the count of nonzero elements for p = 0, and (sum |x|^p)^(1/p) otherwise, negative
+// p included (then a zero element makes the sum inf and the norm 0). Accumulated in double; nan
+// propagates (and counts as nonzero for p = 0).
 struct NormAccumulator {
   double p;
-  double acc = 0;
-  bool is_inf() const { return std::isinf(p); }
+  double acc = std::isinf(p) && p < 0 ? std::numeric_limits<double>::infinity() : 0;
   void add(double x) {
     const double a = std::fabs(x);
-    if (is_inf()) {
+    if (std::isinf(p)) {
       if (std::isnan(a) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
-      else if (a > acc) acc = a;
+      else if (p > 0 ? a > acc : a < acc) acc = a;
+    } else if (p == 0) {
+      acc += a != 0 ? 1 : 0;
     } else if (p == 1) {
       acc += a;
     } else if (p == 2) {
@@ -47,7 +54,7 @@ struct NormAccumulator {
     }
   }
   double result() const {
-    if (is_inf() || p == 1) return acc;
+    if (std::isinf(p) || p == 0 || p == 1) return acc;
     if (p == 2) return std::sqrt(acc);
     return std::pow(acc, 1.0 / p);
   }
@@ -218,9 +225,9 @@ bool detail::grad_consumed_in_backward(const Tensor& param) { return is_consumed
 
 double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
                        bool error_if_nonfinite) {
-  GRAFT_CHECK(norm_type > 0, kClipNorm, "norm_type > 0 or infinity",
-              "norm_type = " + norm_name(norm_type),
-              "use 2 (Euclidean), 1, std::numeric_limits<double>::infinity() (max abs) or another p > 0");
+  // Any order torch.norm takes, as LibTorch's: negative ones, 0 (a count) and -inf (min |x|) too.
+  GRAFT_CHECK(!std::isnan(norm_type), kClipNorm, "a norm_type that is a number (any p, or +-infinity)",
+              "norm_type = nan", "use 2 (Euclidean), 1, std::numeric_limits<double>::infinity() (max abs) or another p");
   NoGradGuard no_grad;
   const std::vector<Tensor> grads = grads_of(parameters, kClipNorm);
   if (grads.empty()) return 0.0;

@@ -189,15 +189,33 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
 
 // ---- whole-tensor tests ----
 namespace {
-// |a - b| <= atol + rtol * |b| elementwise, in double (equal values, infinities included, are close).
+// |a - b| <= atol + rtol * |b| elementwise, computed as PyTorch's isclose computes it: in the
+// tensors' floating dtype (float32 arithmetic for float32, so that 0.1f - 0 <= 0.1 + 1.1 * 0 holds
+// there as in LibTorch), in the default dtype for integer tensors; float16/bfloat16 in float32.
+// Equal values (infinities included) are close; a nan is close only to a nan with equal_nan; an
+// infinite error is never within the tolerance.
+template <class T>
+bool close_in(double x, double y, double rtol, double atol, bool equal_nan) {
+  if (x == y) return true;
+  if (std::isnan(x) || std::isnan(y)) return equal_nan && std::isnan(x) && std::isnan(y);
+  const T allowed = static_cast<T>(atol) + std::abs(static_cast<T>(rtol) * static_cast<T>(y));
+  // The difference in double, exact for floats and integers up to 2^53, then rounded to T.
+  const T actual = static_cast<T>(std::abs(x - y));
+  return std::isfinite(actual) && actual <= allowed;
+}
+
 Tensor isclose_double(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan, const char* op) {
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
+  const DType common = promote_types(a.dtype(), b.dtype());
+  const bool in_double = is_floating_point(common) ? common == kFloat64 : get_default_dtype() == kFloat64;
   const Tensor da = as_dtype(a, kFloat64), db = as_dtype(b, kFloat64);
+  if (in_double) {
+    return kernels::map<bool, double, double>(kBool, shape, [rtol, atol, equal_nan](double x, double y) {
+      return close_in<double>(x, y, rtol, atol, equal_nan);
+    }, da, db);
+  }
   return kernels::map<bool, double, double>(kBool, shape, [rtol, atol, equal_nan](double x, double y) {
-    if (x == y) return true;
-    if (std::isnan(x) || std::isnan(y)) return equal_nan && std::isnan(x) && std::isnan(y);
-    if (!std::isfinite(x) || !std::isfinite(y)) return false;
-    return std::abs(x - y) <= atol + rtol * std::abs(y);
+    return close_in<float>(x, y, rtol, atol, equal_nan);
   }, da, db);
 }
 }  // namespace

@@ -120,7 +120,15 @@ Tensor Tensor::to(Device device, DType dt, bool non_blocking, bool copy) const {
   return to_device(*this, device, false).to(dt, non_blocking, copy);
 }
 
+// to(options) converts dtype and device; it does not change requires_grad (the result follows
+// autograd as to(dtype) does), so options asking for requires_grad = true are refused, as LibTorch
+// refuses them. requires_grad(false) is the default and passes.
 Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
+  GRAFT_CHECK(!options.requires_grad(), "Tensor::to", "options without requires_grad set",
+              "options with requires_grad = true (to(options) expects unset requires_grad flag, but got "
+              "options.requires_grad set as true)",
+              "convert first, then call requires_grad_(true) on the result (a leaf), or keep the history of a "
+              "tensor that requires grad: to(dtype) keeps it");
   const Tensor on_device = options.has_device() ? to_device(*this, options.device(), false) : *this;
   if (options.has_dtype()) return on_device.to(options.dtype(), non_blocking, copy && on_device.is_same(*this));
   return copy && on_device.is_same(*this) ? clone() : on_device;

@@ -154,7 +154,9 @@ Tensor fold(const Tensor& input, IntArrayRef output_size, IntArrayRef kernel_siz
   const bool batched = input.dim() == 3;
   GRAFT_CHECK((input.dim() == 2 || batched) && non_zero_but_batch(input, batched), op,
               "a 2-D (C kH kW, L) or 3-D (N, C kH kW, L) input, possibly with 0 batch size and non-zero other dims",
-              "input of shape " + shape_str(input.sizes()),
+              "input of shape " + shape_str(input.sizes()) +
+                  ". Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got " +
+                  std::to_string(input.dim()) + "D)",
               input.dim() == 4 ? "fold takes unfold's output; an image (N, C, H, W) goes to unfold" : "");
   const int64_t rows = input.size(-2), L = input.size(-1);
   const int64_t taps = a.kernel[0] * a.kernel[1];

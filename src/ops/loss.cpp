@@ -386,7 +386,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   check_floating(input, op, "input");
   check_floating(target, op, "target");
   GRAFT_CHECK(target.sizes().equals(input.sizes()), op,
-              "target of the input's shape " + shape_str(input.sizes()), "target of shape " + shape_str(target.sizes()),
+              "target of the input's shape " + shape_str(input.sizes()),
+              "target of shape " + shape_str(target.sizes()) + ". Target size (" + shape_str(target.sizes()) +
+                  ") must be the same as input size (" + shape_str(input.sizes()) + ")",
               "binary_cross_entropy_with_logits does not broadcast input and target; reshape the target");
   check_weight_broadcasts_to(weight, input.sizes(), op, "weight");
   check_weight_broadcasts_to(pos_weight, input.sizes(), op, "pos_weight");

@@ -286,7 +286,9 @@ void LBFGSParamState::visit(ParamStateVisitor& v) {
 // ---- LBFGS ----
 
 LBFGS::LBFGS(std::vector<OptimizerParamGroup> param_groups, const LBFGSOptions& defaults)
-    : Optimizer(std::move(param_groups), defaults.clone()) {
+    : Optimizer(std::move(param_groups), defaults.clone(), AllowEmptyParameterList{}) {
+  // As LibTorch's: LBFGS(std::vector<Tensor>{}, options) is one empty group that add_parameters or
+  // add_param_group fill (step() needs a parameter by then).
   GRAFT_CHECK(param_groups_.size() == 1, "LBFGS", "one parameter group",
               std::to_string(param_groups_.size()) + " groups",
               "LBFGS doesn't support per-parameter options (parameter groups): pass one list of parameters");
@@ -323,6 +325,8 @@ Tensor LBFGS::step(LossClosure closure) {
   const bool line_search = o.line_search_fn().has_value();
 
   const std::vector<Tensor> params = group.params();
+  GRAFT_CHECK(!params.empty(), kStep, "at least one parameter to optimise", "an empty parameter list",
+              "add the parameters with add_parameters() or pass them when constructing LBFGS");
   const DType dtype = params[0].dtype();
   int64_t numel = 0;
   for (size_t i = 0; i < params.size(); ++i) {

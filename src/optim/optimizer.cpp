@@ -11,6 +11,7 @@
 #include "graft/autograd/grad_mode.h"
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
+#include "graft/core/warning.h"
 #include "graft/nn/utils.h"
 #include "graft/core/memory.h"
 
@@ -143,7 +144,7 @@ class StateLoader : public ParamStateVisitor {
                 "load a state dict saved by the same optimiser type");
     const bool keep = compact && (!param_shaped || t->dtype() == DType::UInt8 || t->dtype() == DType::BFloat16);
     NoGradGuard no_grad;
-    v = t->detach().to(keep ? t->dtype() : param_.dtype(), /*copy=*/true).contiguous();
+    v = t->detach().to(keep ? t->dtype() : param_.dtype(), /*non_blocking=*/false, /*copy=*/true).contiguous();
     memory::set_category(*v.impl().storage, memory::Category::OptimizerState);
   }
 
@@ -236,6 +237,14 @@ Optimizer::Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_
   for (const auto& g : param_groups) add_param_group(g);
 }
 
+Optimizer::Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_ptr<OptimizerOptions> defaults,
+                     AllowEmptyParameterList)
+    : defaults_(std::move(defaults)) {
+  GRAFT_ASSERT(defaults_ != nullptr, "an optimiser needs default options");
+  defaults_->validate();
+  for (const auto& g : param_groups) add_param_group(g);
+}
+
 Optimizer::~Optimizer() = default;
 
 void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
@@ -266,6 +275,10 @@ void Optimizer::add_parameters(const std::vector<Tensor>& parameters) {
   GRAFT_CHECK(!param_groups_.empty(), op, "an optimiser with a group", "no groups",
               "construct the optimiser with parameters, or call add_param_group() first");
   check_new_params(param_groups_, parameters, op);
+  // LibTorch's old interface, which warns (its tests count the warning); add_param_group is the
+  // current one.
+  GRAFT_WARN(op + ": adds to the first parameter group; Optimizer::add_parameters() will be removed in PyTorch 1.6 "
+             "(LibTorch's words): use add_param_group(OptimizerParamGroup(params))");
   for (const Tensor& p : parameters)
     if (p.defined()) memory::set_category(*p.impl().storage, memory::Category::Parameters);
   auto& ps = param_groups_[0].params();

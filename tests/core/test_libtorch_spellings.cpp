@@ -96,6 +96,8 @@ TEST(LibTorchSpellings, JoinWritesTheElementsWithTheDelimiter) {
   EXPECT_EQ(Join(", ", std::vector<int>{1, 2, 3}), "1, 2, 3");
   EXPECT_EQ(Join("\n", std::vector<std::string>{"a"}), "a");
   EXPECT_EQ(Join("-", std::vector<std::string>{}), "");
+  EXPECT_EQ(graft::to_string(7), "7");
+  EXPECT_EQ(graft::to_string(0.5), "0.5");
 }
 
 TEST(LibTorchSpellings, RepeatTilesAndSumsTheGradientBack) {

@@ -163,7 +163,7 @@ std::vector<BadIdx> bad_idx() {
       {"short", {0, 0, 8}, {"at least 4 bytes", "3 bytes"}},
       {"bad magic", {0x50, 0x4b, 3, 4, 0, 0}, {"magic number", "50 4b 03 04", "not an IDX file"}},
       {"unknown type", idx_file(0x0A, {1}, {0}), {"type code 0a"}},
-      {"too many dims", idx_file(0x08, {1, 1, 1, 1, 1, 1, 1, 1, 1}, {0}), {"at most 8 dims", "9 dims"}},
+      {"too many dims", idx_file(0x08, std::vector<uint32_t>(65, 1), {0}), {"at most 64 dims", "65 dims"}},
       {"truncated header", {0, 0, 8, 3, 0, 0, 0, 2, 0, 0}, {"16 header bytes for 3 dims", "10 bytes", "truncated"}},
       {"truncated data", idx_file(0x08, {2, 3}, {1, 2, 3, 4, 5}), {"6 bytes of data for uint8 sizes [2, 3]", "only 5",
                                                                    "truncated"}},

@@ -150,12 +150,51 @@ TEST(ClipGradNorm, NonFiniteNormRaisesWhenAsked) {
   EXPECT_TRUE(std::isnan(values(b.grad())[0]));
 }
 
-TEST(ClipGradNorm, RejectsBadNormTypes) {
-  Tensor w = param_with_grad({0}, {1});
-  for (double p : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(), -kInf}) {
-    const std::string msg = error_message([&] { utils::clip_grad_norm_(w, 1.0, p); });
-    EXPECT_NE(msg.find("norm_type"), std::string::npos) << p << ": " << msg;
+// Every order torch.norm takes, as in LibTorch (values by hand, and from PyTorch 1.13's
+// torch.nn.utils.clip_grad_norm_ on the same gradients): per-parameter norms, then the norm of them.
+TEST(ClipGradNorm, AnyNormType) {
+  struct Case {
+    double p;
+    double total;
+  };
+  // Gradients {3, -4} and {0.5}.
+  const std::vector<Case> cases = {
+      {-1.0, 12.0 / 31.0},  // 1 / (1/3 + 1/4 + 1/0.5)
+      {-0.5, 0.16108532003065917},  // (3^-0.5 + 4^-0.5 + 0.5^-0.5)^-2 (PyTorch)
+      {-kInf, 0.5},  // min |g|
+      {0.0, 2.0},  // the count of nonzero per-parameter counts (2 and 1)
+      {3.0, 4.5},  // (27 + 64 + 0.125)^(1/3)
+  };
+  for (const Case& c : cases) {
+    Tensor w = param_with_grad({0, 0}, {3, -4});
+    Tensor b = param_with_grad({0}, {0.5});
+    const double total = utils::clip_grad_norm_({w, b}, 1.0, c.p);
+    EXPECT_NEAR(total, c.total, 1e-15) << "p = " << c.p;
+    const double coef = std::min(1.0, 1.0 / (c.total + 1e-6));
+    expect_values(w.grad(), {3 * coef, -4 * coef}, 1e-12);
+    expect_values(b.grad(), {0.5 * coef}, 1e-12);
   }
+  // A zero element makes a negative-order norm 0 (its |g|^p is inf), and then the total.
+  Tensor z = param_with_grad({0, 0}, {3, 0});
+  Tensor h = param_with_grad({0}, {0.5});
+  EXPECT_EQ(utils::clip_grad_norm_({z, h}, 1.0, -2.0, true), 0.0);
+  expect_values(z.grad(), {3, 0});  // clip_coef clamps to 1
+  // An inf element adds 0 to a negative-order sum: 1 / (0 + 1/2) = 2, finite.
+  Tensor i = param_with_grad({0, 0}, {kInf, 2});
+  EXPECT_EQ(utils::clip_grad_norm_(i, 1.0, -1.0, true), 2.0);
+  // Overflow of 2e200^-2 to 0: the total is inf, an error with error_if_nonfinite.
+  Tensor big = param_with_grad({0, 0}, {2e200, -2e200});
+  EXPECT_TRUE(throws_error([&] { utils::clip_grad_norm_(big, 1.0, -2.0, true); },
+                           {"clip_grad_norm_", "total norm of order -2 = inf"}));
+  // Count: p = 0 stays finite with an inf or nan gradient.
+  Tensor n = param_with_grad({0, 0}, {std::numeric_limits<double>::quiet_NaN(), 0});
+  EXPECT_EQ(utils::clip_grad_norm_(n, 1.0, 0.0, true), 1.0);
+}
+
+TEST(ClipGradNorm, RejectsANanNormType) {
+  Tensor w = param_with_grad({0}, {1});
+  EXPECT_TRUE(throws_error([&] { utils::clip_grad_norm_(w, 1.0, std::numeric_limits<double>::quiet_NaN()); },
+                           {"clip_grad_norm_", "norm_type = nan"}));
 }
 
 // ---- clip_grad_value_ ----

@@ -262,6 +262,38 @@ TEST(LBFGS, OneParamGroupOnly) {
       {"LBFGS.step", "one dtype"}));
 }
 
+// LibTorch's API: LBFGS from an empty list, filled by add_parameters. On f(p) = p^2 from p = 3 the
+// first iteration steps along d = -f'(3) = -6 by t = min(1, 1 / |g|_1) * lr = 1/6: p = 3 - 1 = 2.
+TEST(LBFGS, EmptyListThenAddParameters) {
+  optim::LBFGS opt(std::vector<Tensor>{}, optim::LBFGSOptions(1).max_iter(1));
+  EXPECT_EQ(opt.param_groups().size(), 1u);
+  EXPECT_TRUE(opt.param_groups()[0].params().empty());
+  auto closure = [&] {
+    opt.zero_grad();
+    Tensor l = (opt.param_groups()[0].params()[0] * opt.param_groups()[0].params()[0]).sum();
+    l.backward();
+    return l;
+  };
+  EXPECT_TRUE(throws_error([&] { opt.step([] { return tensor(1.0); }); }, {"LBFGS.step", "an empty parameter list"}));
+  Tensor p = make({3.0}, {1}).requires_grad_(true);
+  struct Collect : WarningHandler {
+    std::vector<std::string> messages;
+    using WarningHandler::process;
+    void process(const Warning& w) override { messages.push_back(w.msg()); }
+  } collect;
+  {
+    Warning::WarningHandlerGuard guard(&collect);
+    opt.add_parameters({p});  // LibTorch's old interface: one warning
+  }
+  ASSERT_EQ(collect.messages.size(), 1u);
+  EXPECT_NE(collect.messages[0].find("LBFGS.add_parameters"), std::string::npos) << collect.messages[0];
+  EXPECT_NE(collect.messages[0].find("will be removed"), std::string::npos) << collect.messages[0];
+  EXPECT_DOUBLE_EQ(opt.step(closure).item<double>(), 9.0);  // the loss before the step
+  EXPECT_DOUBLE_EQ(p.item<double>(), 2.0);
+  // Other optimisers keep PyTorch's check.
+  EXPECT_TRUE(throws_error([] { optim::SGD(std::vector<Tensor>{}, optim::SGDOptions(0.1)); }, {"an empty parameter list"}));
+}
+
 // The minimum of f(p) = sum((p - target)^2 * scale), worked out by hand: p = target. One step of
 // 20 iterations with the strong Wolfe search reaches it (a convex quadratic in 3 unknowns).
 TEST(LBFGS, ReachesTheMinimumOfAQuadratic) {

@@ -86,8 +86,9 @@ class OrderedDict {
   // Appends; a key that is already present is an error (update / insert_or_assign overwrite).
   template <class K, class V>
   Value& insert(K&& key, V&& value) {
+    // The got carries LibTorch's phrase ("Key 'a' already defined"), which its tests look for.
     GRAFT_CHECK(!contains(key), "OrderedDict::insert", "a new " + key_description_,
-                key_description_ + " '" + key_string(key) + "', which is already present",
+                key_description_ + " '" + key_string(key) + "' already defined",
                 "use a distinct key, or update() / insert_or_assign() to overwrite");
     items_.emplace_back(Key(std::forward<K>(key)), Value(std::forward<V>(value)));
     index_.emplace(items_.back().key(), items_.size() - 1);
@@ -184,12 +185,15 @@ class OrderedDict {
   Value* checked_find(const Key& key) {
     Value* v = find(key);
     GRAFT_CHECK(v != nullptr, "OrderedDict::operator[]", "a " + key_description_ + " that is defined",
-                key_description_ + " '" + key_string(key) + "', which is not defined", known_keys_hint());
+                "'" + key_string(key) + "'. " + key_description_ + " '" + key_string(key) + "' is not defined",
+                known_keys_hint());
     return v;
   }
   // Returns 0 so that the callers can index with it.
   size_t check_not_empty(const char* what) const {
-    GRAFT_CHECK(!items_.empty(), std::string("OrderedDict::") + what, "a non-empty OrderedDict", "an empty one",
+    // "Called front() on an empty OrderedDict" is LibTorch's sentence, which its tests look for.
+    GRAFT_CHECK(!items_.empty(), std::string("OrderedDict::") + what, "a non-empty OrderedDict",
+                std::string("an empty one. Called ") + what + "() on an empty OrderedDict",
                 "insert an item first, or test is_empty()");
     return 0;
   }

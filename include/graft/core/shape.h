@@ -1,11 +1,15 @@
-// Shape: sizes or strides of up to kMaxDims dimensions, stored inline (no heap allocation).
+// Shape: sizes or strides of up to kMaxDims (64, PyTorch's limit) dimensions. Up to
+// kInlineDims of them are stored inline (no heap allocation, the common case); a shape with more
+// moves to a heap buffer of kMaxDims entries, allocated once per Shape object.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <iosfwd>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,7 +18,8 @@
 
 namespace graft {
 
-inline constexpr int64_t kMaxDims = 8;
+inline constexpr int64_t kMaxDims = 64;
+inline constexpr size_t kInlineDims = 8;
 
 // A read-only view of a list of int64 (sizes, strides, dims), like LibTorch's IntArrayRef.
 class IntArrayRef {
@@ -64,49 +69,90 @@ class Shape {
   Shape() = default;
   Shape(IntArrayRef s) { assign(s); }  // NOLINT
   Shape(std::initializer_list<int64_t> s) { assign(IntArrayRef(s)); }
+  Shape(const Shape& o) { assign(o.ref()); }
+  Shape(Shape&& o) noexcept : inline_(o.inline_), heap_(std::move(o.heap_)), n_(o.n_) { o.n_ = 0; }
+  Shape& operator=(const Shape& o) {
+    if (this != &o) assign(o.ref());
+    return *this;
+  }
+  Shape& operator=(Shape&& o) noexcept {
+    if (this != &o) {
+      inline_ = o.inline_;
+      heap_ = std::move(o.heap_);
+      n_ = o.n_;
+      o.n_ = 0;
+    }
+    return *this;
+  }
+  ~Shape() = default;
 
+  // s may point into this shape's own entries.
   void assign(IntArrayRef s) {
-    GRAFT_CHECK(s.size() <= static_cast<size_t>(kMaxDims), "tensor",
-                "at most " + std::to_string(kMaxDims) + " dimensions",
-                std::to_string(s.size()) + " dimensions", "reshape to fewer dimensions");
+    check_dims(s.size());
+    if (s.size() > kInlineDims) ensure_heap();
+    int64_t* dst = s.size() > kInlineDims ? heap_.get() : inline_.data();
+    if (s.size() > 0) std::memmove(dst, s.data(), s.size() * sizeof(int64_t));
     n_ = static_cast<uint8_t>(s.size());
-    std::copy(s.begin(), s.end(), d_.begin());
   }
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
-  int64_t& operator[](size_t i) { return d_[i]; }
-  int64_t operator[](size_t i) const { return d_[i]; }
-  int64_t* data() { return d_.data(); }
-  const int64_t* data() const { return d_.data(); }
-  int64_t* begin() { return d_.data(); }
-  int64_t* end() { return d_.data() + n_; }
-  const int64_t* begin() const { return d_.data(); }
-  const int64_t* end() const { return d_.data() + n_; }
-  int64_t back() const { return d_[n_ - 1]; }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  int64_t* data() { return n_ > kInlineDims ? heap_.get() : inline_.data(); }
+  const int64_t* data() const { return n_ > kInlineDims ? heap_.get() : inline_.data(); }
+  int64_t* begin() { return data(); }
+  int64_t* end() { return data() + n_; }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + n_; }
+  int64_t back() const { return data()[n_ - 1]; }
   void push_back(int64_t v) {
-    GRAFT_CHECK(n_ < kMaxDims, "tensor", "at most 8 dimensions", "9 dimensions", "reshape to fewer dimensions");
-    d_[n_++] = v;
+    const size_t n = n_;
+    resize(n + 1);
+    data()[n] = v;
   }
   void insert(size_t pos, int64_t v) {
     push_back(0);
-    for (size_t i = n_ - 1; i > pos; --i) d_[i] = d_[i - 1];
-    d_[pos] = v;
+    int64_t* d = data();
+    for (size_t i = n_ - 1; i > pos; --i) d[i] = d[i - 1];
+    d[pos] = v;
   }
   void erase(size_t pos) {
-    for (size_t i = pos; i + 1 < n_; ++i) d_[i] = d_[i + 1];
-    --n_;
+    int64_t* d = data();
+    for (size_t i = pos; i + 1 < n_; ++i) d[i] = d[i + 1];
+    resize(n_ - 1u);
   }
+  // Keeps the first min(size(), n) entries; new ones are `fill`.
   void resize(size_t n, int64_t fill = 0) {
-    for (size_t i = n_; i < n; ++i) d_[i] = fill;
+    check_dims(n);
+    const size_t old = n_;
+    if (n > kInlineDims && old <= kInlineDims) {  // inline -> heap
+      ensure_heap();
+      std::copy(inline_.begin(), inline_.begin() + static_cast<std::ptrdiff_t>(old), heap_.get());
+    } else if (n <= kInlineDims && old > kInlineDims) {  // heap -> inline
+      std::copy(heap_.get(), heap_.get() + n, inline_.begin());
+    }
     n_ = static_cast<uint8_t>(n);
+    int64_t* d = data();
+    for (size_t i = old; i < n; ++i) d[i] = fill;
   }
-  operator IntArrayRef() const { return {d_.data(), n_}; }  // NOLINT
-  IntArrayRef ref() const { return {d_.data(), n_}; }
+  operator IntArrayRef() const { return {data(), n_}; }  // NOLINT
+  IntArrayRef ref() const { return {data(), n_}; }
   std::vector<int64_t> vec() const { return {begin(), end()}; }
   bool operator==(const Shape& o) const { return ref().equals(o.ref()); }
 
  private:
-  std::array<int64_t, kMaxDims> d_{};
+  static void check_dims(size_t n) {
+    GRAFT_CHECK(n <= static_cast<size_t>(kMaxDims), "tensor", "at most " + std::to_string(kMaxDims) + " dimensions",
+                std::to_string(n) + " dimensions", "reshape to fewer dimensions");
+  }
+  void ensure_heap() {
+    if (!heap_) heap_ = std::make_unique<int64_t[]>(static_cast<size_t>(kMaxDims));
+  }
+
+  // The entries are inline_[0, n_) when n_ <= kInlineDims, else heap_[0, n_). Slots past n_ (up
+  // to kInlineDims inline, kMaxDims on the heap) are scratch that strided loops may write.
+  std::array<int64_t, kInlineDims> inline_{};
+  std::unique_ptr<int64_t[]> heap_;
   uint8_t n_ = 0;
 };
 

@@ -132,6 +132,15 @@ std::string str(const Args&... args) {
   return s.str();
 }
 
+// c10::to_string: the value as operator<< writes it (std::to_string's result for numbers differs
+// for floating point: "0.5" here, "0.500000" there).
+template <class T>
+std::string to_string(const T& value) {
+  std::ostringstream s;
+  s << value;
+  return s.str();
+}
+
 // Join(delimiter, v): v's elements written with the delimiter between them (c10::Join).
 template <class Container>
 std::string Join(const std::string& delimiter, const Container& v) {

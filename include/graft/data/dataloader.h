@@ -42,9 +42,10 @@ class DataLoaderOptions {
   DataLoaderOptions& num_workers(int64_t v) { num_workers_ = v; return *this; }
   DataLoaderOptions& workers(int64_t v) { return num_workers(v); }  // LibTorch spelling
   DataLoaderOptions& prefetch(int64_t v) { prefetch_ = v; return *this; }  // batches queued per worker
-  // LibTorch's options of its worker pool: kept for source compatibility. graft's DataLoader queues
-  // `prefetch` batches per worker and always keeps the batches in order; make_data_loader's loader
-  // prepares batches on the calling thread (graft/data/make_data_loader.h).
+  // LibTorch's options of its worker pool, which make_data_loader's loader uses (Note
+  // [make_data_loader's workers]): max_jobs (batch requests queued, default 2 * workers),
+  // enforce_ordering (batches in the sampler's order) and timeout (waiting longer for a batch throws).
+  // graft's DataLoader queues `prefetch` batches per worker and always keeps the batches in order.
   DataLoaderOptions& max_jobs(size_t v) { max_jobs_ = v; return *this; }
   DataLoaderOptions& enforce_ordering(bool v) { enforce_ordering_ = v; return *this; }
   DataLoaderOptions& timeout(std::chrono::milliseconds v) { timeout_ = v; return *this; }

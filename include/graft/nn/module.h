@@ -416,7 +416,7 @@ class ModuleHolder {
   }
   void check_not_empty() const {
     GRAFT_CHECK(impl_ != nullptr, "ModuleHolder", "a holder that owns a module",
-                "an empty holder (constructed from nullptr)",
+                "an empty holder (constructed from nullptr). Accessing empty ModuleHolder",
                 "assign a module first, e.g. fc = register_module(\"fc\", graft::nn::Linear(4, 3))");
   }
 };

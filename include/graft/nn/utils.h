@@ -17,7 +17,9 @@
 // gradients; the promoted dtype when they differ; 0 when no parameter has a gradient). clip_coef
 // is computed in that dtype too, as PyTorch computes it on the 0-dim norm tensor (max_norm / t is
 // t.reciprocal() * max_norm there, and so here).
-// norm_type may be any p > 0 or infinity (std::numeric_limits<double>::infinity()).
+// norm_type may be any order torch.norm takes, as in LibTorch: p > 0, infinity (max |g|), negative
+// p ((sum |g|^p)^(1/p), 0 when an element is 0), -infinity (min |g|) or 0 (the count of nonzero
+// elements); not nan.
 // error_if_nonfinite = true throws graft::Error when the total norm is nan or inf (and leaves the
 // gradients untouched); with false, the gradients are scaled anyway, and a nan norm makes them nan,
 // as in PyTorch.

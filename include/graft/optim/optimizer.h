@@ -267,6 +267,11 @@ class Optimizer {
   std::unordered_map<const TensorImpl*, UpdateStats> update_stats_;
 
   Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_ptr<OptimizerOptions> defaults);
+  // For LBFGS, which LibTorch's API lets one construct from an empty list and fill with
+  // add_parameters/add_param_group: no check that the groups hold a parameter.
+  struct AllowEmptyParameterList {};
+  Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_ptr<OptimizerOptions> defaults,
+            AllowEmptyParameterList);
 
   // One update of the group's parameters that have a gradient (grad mode is off). An optimiser
   // overrides this (or step() itself, as a LibTorch-style optimiser may).

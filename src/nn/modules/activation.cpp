@@ -102,7 +102,7 @@ void HardtanhImpl::reset() {
   GRAFT_CHECK(options.max_val() > options.min_val(), "Hardtanh", "max_val > min_val",
               "min_val " + graft::detail::py_repr(options.min_val()) + ", max_val " +
                   graft::detail::py_repr(options.max_val()),
-              "give a lower min_val than max_val");
+              "max_val must be greater than min_val: give a lower min_val than max_val");
 }
 Tensor HardtanhImpl::forward(Tensor input) { return F::hardtanh(std::move(input), options); }
 std::string HardtanhImpl::extra_repr() const {

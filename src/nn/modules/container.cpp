@@ -104,7 +104,8 @@ AnyValue SequentialImpl::run(size_t from, AnyValue value) {
 }
 
 void SequentialImpl::check_callable() const {
-  GRAFT_CHECK(!entries_.empty(), "Sequential::forward", "a Sequential with at least one module", "an empty one",
+  GRAFT_CHECK(!entries_.empty(), "Sequential::forward", "a Sequential with at least one module",
+              "an empty one. Cannot call forward() on an empty Sequential",
               "push_back a module first (forward(const Tensor&) of an empty Sequential returns its input)");
 }
 
@@ -193,7 +194,8 @@ std::shared_ptr<Module> ModuleDictImpl::operator[](const std::string& key) const
   std::string known;
   if (!m)
     for (const auto& k : children_.keys()) known += (known.empty() ? "" : ", ") + k;
-  GRAFT_CHECK(m != nullptr, "ModuleDict", "one of the keys [" + known + "]", "'" + key + "'",
+  GRAFT_CHECK(m != nullptr, "ModuleDict", "one of the keys [" + known + "]",
+              "'" + key + "'. Key '" + key + "' is not defined",
               "check the key against keys(), or use contains() first");
   return *m;
 }

@@ -154,8 +154,12 @@ PackedSequence pack_padded_sequence(Tensor input, Tensor lengths, bool batch_fir
                 "drop empty sequences before packing");
   Tensor sorted_indices;
   if (enforce_sorted) {
+    // The got carries LibTorch's sentence, which its tests look for.
     GRAFT_CHECK(std::is_sorted(len.rbegin(), len.rend()), op, "lengths sorted in decreasing order (enforce_sorted = true)",
-                "lengths " + shape_str(len), "sort the batch, or pass enforce_sorted = false");
+                "lengths " + shape_str(len) + ". `lengths` array must be sorted in decreasing order when "
+                "`enforce_sorted` is True",
+                "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence (enforce_sorted = "
+                "false), or sort the batch");
   } else {
     std::vector<int64_t> order(len.size());
     std::iota(order.begin(), order.end(), 0);
@@ -179,7 +183,9 @@ std::tuple<Tensor, Tensor> pad_packed_sequence(PackedSequence sequence, bool bat
   const int64_t T = static_cast<int64_t>(bs.size());
   GRAFT_CHECK(!total_length || *total_length >= T, "pad_packed_sequence",
               "total_length at least the longest sequence (" + std::to_string(T) + ")",
-              "total_length = " + std::to_string(total_length.value_or(0)), "");
+              "total_length = " + std::to_string(total_length.value_or(0)) +
+                  ". Expected total_length to be at least the length of the longest sequence in input",
+              "leave total_length out to pad to the longest sequence");
   Tensor padded = unpack_sorted(sequence, padding_value, total_length.value_or(T));
   const int64_t N = bs.empty() ? 0 : bs[0];
   std::vector<int64_t> len(static_cast<size_t>(N));
