@@ -161,6 +161,19 @@ TEST(LibTorchChecks, ReadingANonLeafGradWarnsUnlessRetained) {
   EXPECT_EQ(collect.messages.size(), 1u);
 }
 
+TEST(LibTorchChecks, BackwardWithCreateGraphWarns) {
+  Collect113 collect;
+  Warning::WarningHandlerGuard guard(&collect);
+  Warning::WarnAlways always;  // the warning is once per process otherwise
+  const Tensor x = ones({2}).requires_grad_();
+  (x * x).sum().backward({}, std::nullopt, /*create_graph=*/true);
+  ASSERT_EQ(collect.messages.size(), 1u);
+  EXPECT_NE(collect.messages[0].find("Using backward() with create_graph=True"), std::string::npos);
+  EXPECT_EQ(test::values(x.grad().detach()), (std::vector<double>{2, 2}));
+  (x * x).sum().backward();  // without create_graph: no warning
+  EXPECT_EQ(collect.messages.size(), 1u);
+}
+
 TEST(LibTorchChecks, RemovingAnUnknownHookIsAnError) {
   const Tensor x = ones({2}).requires_grad_();
   const Tensor y = x * 2;
