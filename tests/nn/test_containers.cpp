@@ -667,5 +667,19 @@ TEST(ContainerIndexing, ZeroGradSetsToNoneByDefault) {
   EXPECT_TRUE(graft::equal(fc->weight.grad(), zeros({1, 2})));
 }
 
+TEST(ModuleAs, TakesTheModuleTypeOrItsHolder) {
+  nn::Sequential seq(nn::Linear(3, 2), nn::Dropout2d(0.5));
+  const auto children = seq->children();
+  // LibTorch's as<Linear>() (a holder) gives the LinearImpl, like as<LinearImpl>().
+  nn::LinearImpl* linear = children[0]->as<nn::Linear>();
+  ASSERT_NE(linear, nullptr);
+  EXPECT_EQ(linear, children[0]->as<nn::LinearImpl>());
+  EXPECT_EQ(linear->options.in_features(), 3);
+  EXPECT_NE(children[1]->as<nn::Dropout2d>(), nullptr);
+  EXPECT_EQ(children[1]->as<nn::Linear>(), nullptr);
+  const nn::Module& constant = *children[0];
+  EXPECT_EQ(constant.as<nn::Linear>(), linear);
+}
+
 }  // namespace
 }  // namespace graft::test

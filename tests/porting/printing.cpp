@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "porting_checks.h"
 
@@ -69,6 +70,40 @@ int main() {
   show_text("sequential", printed(*seq),
             ns + "::nn::Sequential(\n  (0): " + ns + "::nn::Linear(in_features=3, out_features=4, bias=true)\n  (1): " + ns +
                 "::nn::ReLU()\n  (2): " + ns + "::nn::Dropout(p=0.25, inplace=false)\n)");
+  // More modules' own lines: sizes as lists ("[5, 5]") but a 1-D size as its value, doubles as a
+  // stream writes them ("1", "1e-06"), enums by their LibTorch names ("kNearest", "kReLU").
+  const std::string prefix = ns + "::nn::";
+  show_text("max pool 2d", printed(torch::nn::MaxPool2d(5)),
+            prefix + "MaxPool2d(kernel_size=[5, 5], stride=[5, 5], padding=[0, 0], dilation=[1, 1], ceil_mode=false)");
+  show_text("avg pool 1d", printed(torch::nn::AvgPool1d(5)), prefix + "AvgPool1d(kernel_size=5, stride=5, padding=0)");
+  show_text("adaptive avg pool 2d", printed(torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions({5, 6}))),
+            prefix + "AdaptiveAvgPool2d(output_size=[5, 6])");
+  show_text("layer norm", printed(torch::nn::LayerNorm(torch::nn::LayerNormOptions({2, 2}))),
+            prefix + "LayerNorm([2, 2], eps=1e-05, elementwise_affine=true)");
+  show_text("hardtanh", printed(torch::nn::Hardtanh()), prefix + "Hardtanh(min_val=-1, max_val=1)");
+  show_text("pairwise distance", printed(torch::nn::PairwiseDistance()),
+            prefix + "PairwiseDistance(p=2, eps=1e-06, keepdim=false)");
+  show_text("cosine embedding loss",
+            printed(torch::nn::CosineEmbeddingLoss(torch::nn::CosineEmbeddingLossOptions().margin(0.25))),
+            prefix + "CosineEmbeddingLoss(margin=0.25)");
+  show_text("triplet margin loss", printed(torch::nn::TripletMarginLoss()),
+            prefix + "TripletMarginLoss(margin=1, p=2, eps=1e-06, swap=false)");
+  show_text("reflection pad", printed(torch::nn::ReflectionPad1d(torch::nn::ReflectionPad1dOptions(2))),
+            prefix + "ReflectionPad1d(padding=[2, 2])");
+  show_text("zero pad", printed(torch::nn::ZeroPad2d(torch::nn::ZeroPad2dOptions({1, 1, 2, 0}))),
+            prefix + "ZeroPad2d(padding=[1, 1, 2, 0])");
+  show_text("upsample", printed(torch::nn::Upsample(torch::nn::UpsampleOptions().size(std::vector<int64_t>({2, 4, 4})))),
+            prefix + "Upsample(size=[2, 4, 4], mode=kNearest)");
+  show_text("rnn cell",
+            printed(torch::nn::RNNCell(torch::nn::RNNCellOptions(20, 10).bias(false).nonlinearity(torch::kReLU))),
+            prefix + "RNNCell(20, 10, bias=false, nonlinearity=kReLU)");
+  show_text("multihead attention", printed(torch::nn::MultiheadAttention(20, 10)),
+            prefix + "MultiheadAttention(\n  (out_proj): " + prefix + "Linear(in_features=20, out_features=20, bias=true)\n)");
+  torch::nn::Sequential seq2(torch::nn::Embedding(4, 10), torch::nn::LSTM(4, 5));
+  show_text("embedding and lstm", printed(*seq2),
+            prefix + "Sequential(\n  (0): " + prefix + "Embedding(num_embeddings=4, embedding_dim=10)\n  (1): " + prefix +
+                "LSTM(input_size=4, hidden_size=5, num_layers=1, bias=true, batch_first=false, dropout=0, "
+                "bidirectional=false)\n)");
   // A stream's own format is as it was after a tensor.
   std::ostringstream os;
   os << torch::tensor({0.5f}) << " " << 0.1;

@@ -73,6 +73,17 @@
 namespace graft::nn {
 
 template <class Contained> class ModuleHolder;
+namespace detail {
+// A module type, or the one a ModuleHolder holds.
+template <class M, class = void>
+struct ContainedOf {
+  using type = M;
+};
+template <class M>
+struct ContainedOf<M, std::void_t<typename M::ContainedType>> {
+  using type = typename M::ContainedType;
+};
+}  // namespace detail
 class Module;
 
 namespace detail {
@@ -253,8 +264,14 @@ class Module : public std::enable_shared_from_this<Module> {
     return call_with_hooks(input, std::function<Tensor(const Tensor&)>(std::forward<F>(forward)));
   }
 
-  template <class ModuleType> ModuleType* as() noexcept { return dynamic_cast<ModuleType*>(this); }
-  template <class ModuleType> const ModuleType* as() const noexcept { return dynamic_cast<const ModuleType*>(this); }
+  // as<LinearImpl>() or, as LibTorch, as<Linear>() (a holder: its module type): nullptr when this
+  // module is not one.
+  template <class ModuleType> auto* as() noexcept {
+    return dynamic_cast<typename detail::ContainedOf<ModuleType>::type*>(this);
+  }
+  template <class ModuleType> const auto* as() const noexcept {
+    return dynamic_cast<const typename detail::ContainedOf<ModuleType>::type*>(this);
+  }
 
  protected:
   // The direct entries, in registration order (undefined tensors included).
