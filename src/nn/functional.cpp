@@ -117,7 +117,7 @@ Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options) {
                            options.count_include_pad(), options.divisor_override());
 }
 Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options) {
-  return graft::adaptive_avg_pool2d(input, *options.output_size());
+  return graft::adaptive_avg_pool2d(input, options.output_size().sizes_for(input.sizes()));
 }
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options) {
   return graft::conv1d(input, weight, options.bias(), *options.stride(), *options.padding(), *options.dilation(),
@@ -143,11 +143,11 @@ Tensor adaptive_avg_pool1d(const Tensor& input, const AdaptiveAvgPool1dFuncOptio
   return graft::adaptive_avg_pool1d(input, *options.output_size());
 }
 Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& options) {
-  return std::get<0>(graft::adaptive_max_pool2d(input, *options.output_size()));
+  return std::get<0>(graft::adaptive_max_pool2d(input, options.output_size().sizes_for(input.sizes())));
 }
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
                                                             const AdaptiveMaxPool2dFuncOptions& options) {
-  return graft::adaptive_max_pool2d(input, *options.output_size());
+  return graft::adaptive_max_pool2d(input, options.output_size().sizes_for(input.sizes()));
 }
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const BatchNormFuncOptions& options) {

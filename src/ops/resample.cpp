@@ -489,6 +489,43 @@ Tensor constant_pad_nd(const Tensor& input, IntArrayRef pad, const Scalar& value
   return y;
 }
 
+namespace {
+// Note [3-D pads from the 1-D and 2-D ones]
+// A reflect / replicate / circular pad maps each output index per dim on its own (the formulas at
+// the top), so the 3-D pad is the 2-D pad of every depth slice, (N, C D, H, W) -> (N, C D, H', W'),
+// followed by the 1-D pad of the depth moved last, (N, C H' W', D) -> (N, C H' W', D'): exact, and
+// differentiable (any order) through the two ops and the reshapes. Reflect's size limits are
+// checked here first so that the error names the 3-D pad and the dim.
+Tensor pad3d(const Tensor& input, IntArrayRef pad, const std::string& m) {
+  const char* op = m == "reflect" ? "reflection_pad3d" : m == "replicate" ? "replication_pad3d" : "pad";
+  const Tensor x = input.dim() == 5 ? input : input.unsqueeze(0);
+  const int64_t N = x.size(0), C = x.size(1), D = x.size(2), H = x.size(3), W = x.size(4);
+  if (m == "reflect") {
+    for (int k = 0; k < 3; ++k) {
+      const int64_t n = x.size(4 - k), before = pad[static_cast<size_t>(2 * k)],
+                    after = pad[static_cast<size_t>(2 * k + 1)];
+      GRAFT_CHECK(before < n && after < n, op, "padding smaller than the padded dim (reflect mirrors inside it)",
+                  "padding " + ints_str(pad) + " for dim " + std::to_string(input.dim() - 1 - k) + " of size " +
+                      std::to_string(n) + " (input of shape " + shape_str(input.sizes()) + ")",
+                  "pad by at most size - 1, or use mode replicate or circular");
+    }
+  }
+  const std::vector<int64_t> hw(pad.begin(), pad.begin() + 4), d{pad[4], pad[5]};
+  const Tensor slices = x.reshape({N, C * D, H, W});
+  const Tensor y1 = m == "reflect"     ? reflection_pad2d(slices, hw)
+                    : m == "replicate" ? replication_pad2d(slices, hw)
+                                       : circular_pad(slices, hw, 2);
+  const int64_t oH = y1.size(2), oW = y1.size(3);
+  const Tensor depth_last = y1.reshape({N, C, D, oH * oW}).permute({0, 1, 3, 2}).reshape({N, C * oH * oW, D});
+  const Tensor y2 = m == "reflect"     ? reflection_pad1d(depth_last, d)
+                    : m == "replicate" ? replication_pad1d(depth_last, d)
+                                       : circular_pad(depth_last, d, 1);
+  const int64_t oD = y2.size(2);
+  const Tensor out = y2.reshape({N, C, oH * oW, oD}).permute({0, 1, 3, 2}).reshape({N, C, oD, oH, oW});
+  return input.dim() == 5 ? out : out.squeeze(0);
+}
+}  // namespace
+
 Tensor pad(const Tensor& input, IntArrayRef pad, std::string_view mode, std::optional<double> value) {
   const char* op = "pad";
   const std::string m(mode);
@@ -498,16 +535,17 @@ Tensor pad(const Tensor& input, IntArrayRef pad, std::string_view mode, std::opt
   GRAFT_CHECK(!value.has_value(), op, "no value for mode \"" + m + "\"", "value " + std::to_string(value.value_or(0)),
               "only mode \"constant\" takes a fill value");
   check_defined(input, op);
-  GRAFT_CHECK(pad.size() == 2 || pad.size() == 4, op,
-              "2 pad values (1-D: (C, W) or (N, C, W) input) or 4 (2-D: (C, H, W) or (N, C, H, W)) for mode \"" +
+  GRAFT_CHECK(pad.size() == 2 || pad.size() == 4 || pad.size() == 6, op,
+              "2 pad values (1-D: (C, W) or (N, C, W) input), 4 (2-D: (C, H, W) or (N, C, H, W)) or 6 (3-D: "
+              "(C, D, H, W) or (N, C, D, H, W)) for mode \"" +
                   m + "\"",
-              "pad " + ints_str(pad) + " of " + std::to_string(pad.size()) + " values",
-              pad.size() == 6 ? "3-D reflect / replicate / circular padding is not in graft" : "");
+              "pad " + ints_str(pad) + " of " + std::to_string(pad.size()) + " values", "");
   const int spatial = static_cast<int>(pad.size() / 2);
   GRAFT_CHECK(input.dim() == spatial + 1 || input.dim() == spatial + 2, op,
               "a " + std::to_string(spatial + 1) + "-D or " + std::to_string(spatial + 2) + "-D input for " +
                   std::to_string(pad.size()) + " pad values in mode \"" + m + "\"",
               "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(input.dim()) + "-D)", "");
+  if (spatial == 3) return pad3d(input, pad, m);
   if (m == "reflect") return spatial == 1 ? reflection_pad1d(input, pad) : reflection_pad2d(input, pad);
   if (m == "replicate") return spatial == 1 ? replication_pad1d(input, pad) : replication_pad2d(input, pad);
   return circular_pad(input, pad, spatial);

@@ -98,6 +98,28 @@ Tensor ref_pad(const Tensor& x, std::vector<int64_t> pad, Mode mode) {
   });
 }
 
+// pad = {l, r, t, b, front, back} on (*, D, H, W): each output index mapped per dim, as in 1-D / 2-D.
+Tensor ref_pad3d(const Tensor& x, const std::vector<int64_t>& pad, Mode mode) {
+  const std::vector<double> v = values(x);
+  const int64_t D = x.size(-3), H = x.size(-2), W = x.size(-1), planes = x.numel() / (D * H * W);
+  const int64_t oD = D + pad[4] + pad[5], oH = H + pad[2] + pad[3], oW = W + pad[0] + pad[1];
+  std::vector<double> out;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t od = 0; od < oD; ++od)
+      for (int64_t oh = 0; oh < oH; ++oh)
+        for (int64_t ow = 0; ow < oW; ++ow) {
+          const int64_t d = ref_source(od, D, pad[4], pad[5], mode), h = ref_source(oh, H, pad[2], pad[3], mode),
+                        w = ref_source(ow, W, pad[0], pad[1], mode);
+          out.push_back(v[static_cast<size_t>(((p * D + d) * H + h) * W + w)]);
+        }
+  std::vector<int64_t> shape = x.sizes().vec();
+  const size_t n = shape.size();
+  shape[n - 3] = oD;
+  shape[n - 2] = oH;
+  shape[n - 1] = oW;
+  return make(out, shape);
+}
+
 // Constant padding of any trailing dims: the output's multi-index minus the leading amount, or value.
 Tensor ref_constant_pad(const Tensor& x, std::vector<int64_t> pad, double value) {
   const std::vector<double> v = values(x);
@@ -270,7 +292,9 @@ GRAFT_OP_RECORDS(resample) {
   recs.back().errors = {
       {[] { graft::pad(zeros({1, 2, 3}), {1, 1}, "wrap"); }, {"pad", "\"reflect\"", "mode \"wrap\""}},
       {[] { graft::pad(zeros({1, 2, 3}), {1, 1}, "reflect", 2.0); }, {"pad", "no value for mode \"reflect\""}},
-      {[] { graft::pad(zeros({1, 2, 3, 3, 3}), {1, 1, 1, 1, 1, 1}, "replicate"); }, {"pad", "6 values", "3-D"}},
+      {[] { graft::pad(zeros({1, 2, 3, 3, 3}), {1, 1, 1, 1, 1, 1, 1, 1}, "replicate"); }, {"pad", "6 (3-D", "8 values"}},
+      {[] { graft::pad(zeros({1, 2, 3, 3, 3}), {1, 1, 1, 1, 3, 0}, "reflect"); },
+       {"reflection_pad3d", "smaller than the padded dim", "dim 2 of size 3"}},
       {[] { graft::pad(zeros({1, 1, 2, 3}), {1, 1}, "reflect"); }, {"pad", "2-D or 3-D input", "[1, 1, 2, 3]"}},
       {[] { graft::pad(zeros({1, 2, 3}), {4, 0}, "circular"); }, {"pad", "circular wraps around once", "(4, 0)"}}};
   const auto mode_pad = [](std::string mode, std::vector<int64_t> p, Mode m, Specs samples) {
@@ -286,6 +310,16 @@ GRAFT_OP_RECORDS(resample) {
   recs.push_back(mode_pad("circular", {2, 1}, Mode::Circular, {{S({1, 2, 3}, 46)}}));
   recs.push_back(mode_pad("circular", {1, 3, 2, 0}, Mode::Circular, {{S({2, 1, 3, 3}, 47)}}));
   recs.push_back(mode_pad("circular", {-1, 1, 1, -1}, Mode::Circular, {{S({1, 1, 3, 4}, 48)}}));
+  // 3-D (Note [3-D pads from the 1-D and 2-D ones] in src/ops/resample.cpp).
+  const auto mode_pad3d = [](std::string mode, std::vector<int64_t> p, Mode m, Specs samples) {
+    return OpRecord{.name = "pad", .variant = mode + "_6",
+                    .fn = [=](const TensorList& t) { return graft::pad(t[0], p, mode); },
+                    .reference = [=](const TensorList& t) { return ref_pad3d(t[0], p, m); },
+                    .samples = lazy(std::move(samples))};
+  };
+  recs.push_back(mode_pad3d("reflect", {1, 2, 0, 1, 2, 1}, Mode::Reflect, {{S({1, 2, 3, 2, 4}, 49)}}));
+  recs.push_back(mode_pad3d("replicate", {2, 0, 1, 3, 0, 2}, Mode::Replicate, {{S({2, 2, 3, 2}, 50)}}));
+  recs.push_back(mode_pad3d("circular", {1, 2, 2, 0, 1, 1}, Mode::Circular, {{S({1, 1, 2, 3, 3}, 51)}}));
 
   // ---- pixel_shuffle / pixel_unshuffle ----
   recs.push_back({.name = "pixel_shuffle", .variant = "r2",

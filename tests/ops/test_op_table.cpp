@@ -221,7 +221,9 @@ TEST(OpCoverage, EveryPublicOpIsListed) {
   // F::max_pool3d, F::avg_pool3d, F::adaptive_avg_pool3d, F::adaptive_max_pool1d/3d and the
   // _with_indices forms of max_pool1d/3d and adaptive_max_pool1d/3d are compositions of the listed 2-D
   // pools (Note [3-D pooling from the 2-D ops] in src/nn/modules/pooling.cpp), checked against PyTorch
-  // in tests/nn/test_pool3d.cpp.
+  // in tests/nn/test_pool3d.cpp. F::max_unpool1d/2d/3d are a gather of the listed op with a backward
+  // that gathers the gradient (Note [Max unpooling] there), F::lp_pool1d/2d PyTorch's composition
+  // (pow, avg_pool, sign, relu, abs), checked against PyTorch in tests/nn/test_unpool_pad3d.cpp.
   // is_autocast_enabled (autocast.h) asks for the mode, it computes nothing; detail::attention_probs
   // and detail::attention_additive_mask (attention.h) are scaled_dot_product_attention's own formula,
   // shared with MultiheadAttention, not ops of their own.
@@ -233,7 +235,8 @@ TEST(OpCoverage, EveryPublicOpIsListed) {
                                          "max_pool3d", "max_pool3d_with_indices", "max_pool1d_with_indices",
                                          "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
                                          "adaptive_max_pool1d_with_indices", "adaptive_max_pool3d",
-                                         "adaptive_max_pool3d_with_indices"};
+                                         "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d",
+                                         "max_unpool3d", "lp_pool1d", "lp_pool2d"};
   size_t declared = 0;
   // Every ops header, so that an op declared beside its guard (attention.h, rnn.h) is seen too.
   for (const char* header : {"/include/graft/ops/ops.h", "/include/graft/ops/attention.h", "/include/graft/ops/rnn.h",

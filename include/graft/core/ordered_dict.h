@@ -184,9 +184,15 @@ class OrderedDict {
   }
   Value* checked_find(const Key& key) {
     Value* v = find(key);
-    GRAFT_CHECK(v != nullptr, "OrderedDict::operator[]", "a " + key_description_ + " that is defined",
-                "'" + key_string(key) + "'. " + key_description_ + " '" + key_string(key) + "' is not defined",
-                known_keys_hint());
+    if (v == nullptr) [[unlikely]] {
+      // Built by appending: g++ 12 warns (-Wrestrict, wrongly) on "literal" + std::string&& here.
+      const std::string name = key_string(key);
+      std::string got = "'";
+      got.append(name).append("'. ").append(key_description_).append(" '").append(name).append("' is not defined");
+      std::string expected = "a ";
+      expected.append(key_description_).append(" that is defined");
+      throw Error("OrderedDict::operator[]", expected, got, known_keys_hint());
+    }
     return v;
   }
   // Returns 0 so that the callers can index with it.

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "graft/core/tensor.h"
@@ -59,6 +60,49 @@ class ExpandingArray {
   }
   std::array<int64_t, D> values_{};
 };
+
+// LibTorch's ExpandingArrayWithOptionalElem, the adaptive 2-D / 3-D pools' output_size: D sizes,
+// each a value or None (graft::nullopt: that dim keeps the input's size), one value for all dims or
+// a list of D: {3, graft::nullopt}. It is the ExpandingArray<D> of the values (a None read as 0) so
+// that code taking an ExpandingArray<D> still takes it; has_value(i) and sizes_for(input) tell the
+// Nones apart (the functionals resolve them with sizes_for).
+template <size_t D>
+class ExpandingArrayWithOptionalElem : public ExpandingArray<D> {
+ public:
+  ExpandingArrayWithOptionalElem(int64_t v) : ExpandingArray<D>(v) { present_.fill(true); }  // NOLINT
+  ExpandingArrayWithOptionalElem(std::initializer_list<int64_t> list) : ExpandingArray<D>(list) { present_.fill(true); }
+  ExpandingArrayWithOptionalElem(const std::vector<int64_t>& list) : ExpandingArray<D>(list) { present_.fill(true); }  // NOLINT
+  ExpandingArrayWithOptionalElem(const ExpandingArray<D>& a) : ExpandingArray<D>(a) { present_.fill(true); }  // NOLINT
+  ExpandingArrayWithOptionalElem(std::initializer_list<std::optional<int64_t>> list)
+      : ExpandingArray<D>(values_of(list)) {
+    size_t i = 0;
+    for (const auto& v : list) present_[i++] = v.has_value();
+  }
+  bool has_value(size_t i) const { return present_[i]; }
+  // The sizes, a None taken from the matching one of the last D dims of `input_sizes`.
+  std::array<int64_t, D> sizes_for(IntArrayRef input_sizes) const {
+    std::array<int64_t, D> out{};
+    for (size_t i = 0; i < D; ++i) {
+      out[i] = (*this)[i];
+      if (!present_[i] && input_sizes.size() >= D) out[i] = input_sizes[input_sizes.size() - D + i];
+    }
+    return out;
+  }
+
+ private:
+  static std::vector<int64_t> values_of(std::initializer_list<std::optional<int64_t>> list) {
+    std::vector<int64_t> v;
+    for (const auto& x : list) v.push_back(x.value_or(0));
+    return v;  // ExpandingArray checks the count
+  }
+  std::array<bool, D> present_{};
+};
+
+// An ExpandingArray<D> object (not a braced list, which the ExpandingArrayWithOptionalElem
+// constructor takes) converts to the options too: two user conversions, so a constructor of its own.
+#define GRAFT_OPTIONAL_SIZE_FROM_EXPANDING_ARRAY(Options, D)                                              \
+  template <class A, std::enable_if_t<std::is_same_v<A, ExpandingArray<D>>, int> = 0>                  \
+  Options(const A& output_size) : output_size_(output_size) {} /* NOLINT */
 
 namespace nn::functional {
 
@@ -187,9 +231,10 @@ struct AvgPool2dFuncOptions {
   GRAFT_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
 };
 struct AdaptiveAvgPool2dFuncOptions {
-  AdaptiveAvgPool2dFuncOptions(ExpandingArray<2> output_size) : output_size_(output_size) {}  // NOLINT
+  AdaptiveAvgPool2dFuncOptions(ExpandingArrayWithOptionalElem<2> output_size) : output_size_(output_size) {}  // NOLINT
   AdaptiveAvgPool2dFuncOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
-  GRAFT_ARG(ExpandingArray<2>, output_size);
+  GRAFT_OPTIONAL_SIZE_FROM_EXPANDING_ARRAY(AdaptiveAvgPool2dFuncOptions, 2)
+  GRAFT_ARG(ExpandingArrayWithOptionalElem<2>, output_size);  // a None keeps the input's size
 };
 struct BatchNormFuncOptions {
   GRAFT_ARG(Tensor, weight) = {};
@@ -367,9 +412,10 @@ struct AdaptiveAvgPool1dFuncOptions {
   GRAFT_ARG(ExpandingArray<1>, output_size);
 };
 struct AdaptiveMaxPool2dFuncOptions {
-  AdaptiveMaxPool2dFuncOptions(ExpandingArray<2> output_size) : output_size_(output_size) {}  // NOLINT
+  AdaptiveMaxPool2dFuncOptions(ExpandingArrayWithOptionalElem<2> output_size) : output_size_(output_size) {}  // NOLINT
   AdaptiveMaxPool2dFuncOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
-  GRAFT_ARG(ExpandingArray<2>, output_size);
+  GRAFT_OPTIONAL_SIZE_FROM_EXPANDING_ARRAY(AdaptiveMaxPool2dFuncOptions, 2)
+  GRAFT_ARG(ExpandingArrayWithOptionalElem<2>, output_size);  // a None keeps the input's size
 };
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options = {});
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions& options = {});
@@ -408,9 +454,10 @@ struct AvgPool3dFuncOptions {
   GRAFT_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
 };
 struct AdaptiveAvgPool3dFuncOptions {
-  AdaptiveAvgPool3dFuncOptions(ExpandingArray<3> output_size) : output_size_(output_size) {}  // NOLINT
+  AdaptiveAvgPool3dFuncOptions(ExpandingArrayWithOptionalElem<3> output_size) : output_size_(output_size) {}  // NOLINT
   AdaptiveAvgPool3dFuncOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
-  GRAFT_ARG(ExpandingArray<3>, output_size);
+  GRAFT_OPTIONAL_SIZE_FROM_EXPANDING_ARRAY(AdaptiveAvgPool3dFuncOptions, 3)
+  GRAFT_ARG(ExpandingArrayWithOptionalElem<3>, output_size);  // a None keeps the input's size
 };
 struct AdaptiveMaxPool1dFuncOptions {
   AdaptiveMaxPool1dFuncOptions(ExpandingArray<1> output_size) : output_size_(output_size) {}  // NOLINT
@@ -418,9 +465,10 @@ struct AdaptiveMaxPool1dFuncOptions {
   GRAFT_ARG(ExpandingArray<1>, output_size);
 };
 struct AdaptiveMaxPool3dFuncOptions {
-  AdaptiveMaxPool3dFuncOptions(ExpandingArray<3> output_size) : output_size_(output_size) {}  // NOLINT
+  AdaptiveMaxPool3dFuncOptions(ExpandingArrayWithOptionalElem<3> output_size) : output_size_(output_size) {}  // NOLINT
   AdaptiveMaxPool3dFuncOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
-  GRAFT_ARG(ExpandingArray<3>, output_size);
+  GRAFT_OPTIONAL_SIZE_FROM_EXPANDING_ARRAY(AdaptiveMaxPool3dFuncOptions, 3)
+  GRAFT_ARG(ExpandingArrayWithOptionalElem<3>, output_size);  // a None keeps the input's size
 };
 Tensor max_pool3d(const Tensor& input, const MaxPool3dFuncOptions& options);
 std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& input, const MaxPool3dFuncOptions& options);
@@ -433,6 +481,44 @@ std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input,
 Tensor adaptive_max_pool3d(const Tensor& input, const AdaptiveMaxPool3dFuncOptions& options);
 std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& input,
                                                             const AdaptiveMaxPool3dFuncOptions& options);
+
+// ---- max unpooling and power-average pooling (issue 32; defined in src/nn/modules/pooling.cpp) ----
+// max_unpool{1,2,3}d: input (N, C, *D) or (C, *D) and int64 indices of its shape, as the max pools'
+// _with_indices give them (flat within each (n, c) plane of the output); the output is zeros with
+// each input value at its index (Note [Max unpooling]). Its size per dim is (in - 1) stride +
+// kernel_size - 2 padding unless output_size gives it (D values, or N, C and D values; each within
+// stride of the default).
+template <size_t D>
+struct MaxUnpoolFuncOptions {
+  MaxUnpoolFuncOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  MaxUnpoolFuncOptions(int64_t kernel_size) : MaxUnpoolFuncOptions(ExpandingArray<D>(kernel_size)) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<D>, kernel_size);
+  GRAFT_ARG(ExpandingArray<D>, stride);  // kernel_size unless set
+  GRAFT_ARG(ExpandingArray<D>, padding) = 0;
+  GRAFT_ARG(std::optional<std::vector<int64_t>>, output_size) = std::nullopt;
+};
+using MaxUnpool1dFuncOptions = MaxUnpoolFuncOptions<1>;
+using MaxUnpool2dFuncOptions = MaxUnpoolFuncOptions<2>;
+using MaxUnpool3dFuncOptions = MaxUnpoolFuncOptions<3>;
+Tensor max_unpool1d(const Tensor& input, const Tensor& indices, const MaxUnpool1dFuncOptions& options);
+Tensor max_unpool2d(const Tensor& input, const Tensor& indices, const MaxUnpool2dFuncOptions& options);
+Tensor max_unpool3d(const Tensor& input, const Tensor& indices, const MaxUnpool3dFuncOptions& options);
+
+// lp_pool{1,2}d: (sum over each window of x^p)^(1/p), as PyTorch: avg_pool(x^p) (no padding) times
+// the window's numel, negative sums clamped to 0 (sign(s) relu(|s|)), to the power 1/p.
+template <size_t D>
+struct LPPoolFuncOptions {
+  LPPoolFuncOptions(double norm_type, ExpandingArray<D> kernel_size)
+      : norm_type_(norm_type), kernel_size_(kernel_size), stride_(kernel_size) {}
+  GRAFT_ARG(double, norm_type);
+  GRAFT_ARG(ExpandingArray<D>, kernel_size);
+  GRAFT_ARG(ExpandingArray<D>, stride);  // kernel_size unless set
+  GRAFT_ARG(bool, ceil_mode) = false;
+};
+using LPPool1dFuncOptions = LPPoolFuncOptions<1>;
+using LPPool2dFuncOptions = LPPoolFuncOptions<2>;
+Tensor lp_pool1d(const Tensor& input, const LPPool1dFuncOptions& options);
+Tensor lp_pool2d(const Tensor& input, const LPPool2dFuncOptions& options);
 // input (N, C, *). training: normalise with the batch statistics and update running_mean /
 // running_var in place (when defined) with the unbiased variance; else use the running statistics.
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
@@ -518,7 +604,8 @@ Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& options
 // scale factors reach the op unless recompute_scale_factor.
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options = {});
 // kConstant pads any trailing dims (negative amounts crop); kReflect, kReplicate and kCircular pad
-// 1 spatial dim ({l, r}; (C, W) or (N, C, W)) or 2 ({l, r, t, b}; (C, H, W) or (N, C, H, W)).
+// 1 spatial dim ({l, r}; (C, W) or (N, C, W)), 2 ({l, r, t, b}; (C, H, W) or (N, C, H, W)) or 3
+// ({l, r, t, b, front, back}; (C, D, H, W) or (N, C, D, H, W)).
 Tensor pad(const Tensor& input, const PadFuncOptions& options);
 // (*, C r^2, H, W) <-> (*, C, H r, W r).
 Tensor pixel_shuffle(const Tensor& input, const PixelShuffleFuncOptions& options);

@@ -1,11 +1,17 @@
 // MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, AdaptiveMaxPool2d,
 // and (issue 32) MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool3d with
-// their functionals, composed from the 2-D ops (Note [3-D pooling from the 2-D ops]).
+// their functionals, composed from the 2-D ops (Note [3-D pooling from the 2-D ops]); MaxUnpool1d/2d/3d
+// (Note [Max unpooling]) and LPPool1d/2d.
 #include "graft/nn/modules/pooling.h"
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "../../core/format.h"
+#include "graft/autograd/grad_mode.h"
+#include "graft/autograd/node.h"
+#include "graft/core/factory.h"
 
 namespace graft::nn {
 
@@ -37,6 +43,40 @@ std::string list_str(const ExpandingArray<D>& a) {
   s += "]";
   return s;
 }
+// An adaptive pool's output_size with its Nones: PyTorch's "5" or "(5, None)", LibTorch's "[5, None]".
+template <size_t D>
+std::string opt_value_str(const ExpandingArrayWithOptionalElem<D>& a) {
+  bool plain = true;
+  for (size_t i = 0; i < D; ++i) plain = plain && a.has_value(i);
+  if (plain) return value_str<D>(a);
+  std::string s = "(";
+  for (size_t i = 0; i < D; ++i) {
+    if (i) s += ", ";
+    s += a.has_value(i) ? std::to_string(a[i]) : "None";
+  }
+  s += ")";
+  return s;
+}
+template <size_t D>
+std::string opt_list_str(const ExpandingArrayWithOptionalElem<D>& a) {
+  std::string s = "[";
+  for (size_t i = 0; i < D; ++i) {
+    if (i) s += ", ";
+    s += a.has_value(i) ? std::to_string(a[i]) : "None";
+  }
+  s += "]";
+  return s;
+}
+
+std::string list_str_vec(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  s += "]";
+  return s;
+}
 }  // namespace
 
 Tensor MaxPool2dImpl::forward(const Tensor& input) { return functional::max_pool2d(input, options); }
@@ -60,8 +100,10 @@ std::string AvgPool2dImpl::extra_repr() const {
 
 Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& input) { return functional::adaptive_avg_pool2d(input, options); }
 
-std::string AdaptiveAvgPool2dImpl::extra_repr() const {
-  return "output_size=" + value_str(options.output_size());
+std::string AdaptiveAvgPool2dImpl::extra_repr() const { return "output_size=" + opt_value_str(options.output_size()); }
+
+std::string AdaptiveAvgPool2dImpl::libtorch_repr() const {
+  return "graft::nn::AdaptiveAvgPool2d(output_size=" + opt_list_str(options.output_size()) + ")";
 }
 
 // ---- MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, AdaptiveMaxPool2d ----
@@ -108,7 +150,11 @@ std::tuple<Tensor, Tensor> AdaptiveMaxPool2dImpl::forward_with_indices(const Ten
   return functional::adaptive_max_pool2d_with_indices(input, options);
 }
 
-std::string AdaptiveMaxPool2dImpl::extra_repr() const { return "output_size=" + value_str(options.output_size()); }
+std::string AdaptiveMaxPool2dImpl::extra_repr() const { return "output_size=" + opt_value_str(options.output_size()); }
+
+std::string AdaptiveMaxPool2dImpl::libtorch_repr() const {
+  return "graft::nn::AdaptiveMaxPool2d(output_size=" + opt_list_str(options.output_size()) + ")";
+}
 
 // ---- 3-D pooling, 1-D and 3-D adaptive max pooling (issue 32) ----
 //
@@ -278,7 +324,7 @@ Tensor avg_pool3d(const Tensor& input, const AvgPool3dFuncOptions& o) {
 Tensor adaptive_avg_pool3d(const Tensor& input, const AdaptiveAvgPool3dFuncOptions& options) {
   const char* op = "adaptive_avg_pool3d";
   check_pool_nd_input<3>(input, op);
-  const auto& os = options.output_size();
+  const ExpandingArray<3> os(options.output_size().sizes_for(input.sizes()));  // Nones resolved
   check_output_size<3>(input, op, os);
   const Tensor x5 = pool_batched(input, 5);
   const Pool3dStages st = pool3d_stages_of(x5);
@@ -291,7 +337,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& input,
                                                             const AdaptiveMaxPool3dFuncOptions& options) {
   const char* op = "adaptive_max_pool3d";
   check_pool_nd_input<3>(input, op);
-  const auto& os = options.output_size();
+  const ExpandingArray<3> os(options.output_size().sizes_for(input.sizes()));  // Nones resolved
   check_output_size<3>(input, op, os);
   const Tensor x5 = pool_batched(input, 5);
   const Pool3dStages st = pool3d_stages_of(x5);
@@ -351,10 +397,10 @@ std::string AvgPool3dImpl::libtorch_repr() const {
 
 Tensor AdaptiveAvgPool3dImpl::forward(const Tensor& input) { return functional::adaptive_avg_pool3d(input, options); }
 
-std::string AdaptiveAvgPool3dImpl::extra_repr() const { return "output_size=" + value_str(options.output_size()); }
+std::string AdaptiveAvgPool3dImpl::extra_repr() const { return "output_size=" + opt_value_str(options.output_size()); }
 
 std::string AdaptiveAvgPool3dImpl::libtorch_repr() const {
-  return "graft::nn::AdaptiveAvgPool3d(output_size=" + list_str(options.output_size()) + ")";
+  return "graft::nn::AdaptiveAvgPool3d(output_size=" + opt_list_str(options.output_size()) + ")";
 }
 
 Tensor AdaptiveMaxPool1dImpl::forward(const Tensor& input) { return functional::adaptive_max_pool1d(input, options); }
@@ -377,10 +423,206 @@ std::tuple<Tensor, Tensor> AdaptiveMaxPool3dImpl::forward_with_indices(const Ten
   return functional::adaptive_max_pool3d_with_indices(input, options);
 }
 
-std::string AdaptiveMaxPool3dImpl::extra_repr() const { return "output_size=" + value_str(options.output_size()); }
+std::string AdaptiveMaxPool3dImpl::extra_repr() const { return "output_size=" + opt_value_str(options.output_size()); }
 
 std::string AdaptiveMaxPool3dImpl::libtorch_repr() const {
-  return "graft::nn::AdaptiveMaxPool3d(output_size=" + list_str(options.output_size()) + ")";
+  return "graft::nn::AdaptiveMaxPool3d(output_size=" + opt_list_str(options.output_size()) + ")";
 }
+
+// ---- MaxUnpool1d/2d/3d, LPPool1d/2d (issue 32) ----
+//
+// Note [Max unpooling]
+// max_unpool puts each input value at its index in a zero output, plane by plane ((n, c) planes of
+// prod(output sizes) elements, indices flat within a plane as the max pools give them). Overlapping
+// pooling windows can give one index several times, all with the same value; as PyTorch's CPU
+// kernel the last write wins. The forward is a gather from the plane with a zero appended: each
+// output slot reads the position of its last writer, or the zero. The backward is PyTorch's
+// (max_pool_double_backward): the gradient gathered at every index, duplicates included (each gets
+// the whole gradient of its slot), recorded on one node so that double backward runs through gather.
+// Indices are read on the CPU to check them ("an index within the output plane") and to find the
+// writers.
+
+namespace {
+
+template <size_t D>
+Tensor max_unpool_nd(const Tensor& input, const Tensor& indices, const functional::MaxUnpoolFuncOptions<D>& o,
+                     const char* op, const char* node_name) {
+  const int64_t d = static_cast<int64_t>(D);
+  GRAFT_CHECK(input.defined() && indices.defined(), op, "defined input and indices", "an undefined tensor", "");
+  GRAFT_CHECK(input.dim() == d + 1 || input.dim() == d + 2, op,
+              "a " + std::to_string(d + 1) + "-D (C, *) or " + std::to_string(d + 2) + "-D (N, C, *) input",
+              "input of shape " + shape_str(input.sizes()) + " (" + std::to_string(input.dim()) + "-D)", "");
+  GRAFT_CHECK(input.is_floating_point(), op, "a floating-point input",
+              std::string("a ") + dtype_name(input.dtype()) + " input", "convert it: input.to(graft::kFloat32)");
+  GRAFT_CHECK(indices.dtype() == kInt64, op, "int64 indices (as the max pools' _with_indices give them)",
+              std::string(dtype_name(indices.dtype())) + " indices", "convert them: indices.to(graft::kInt64)");
+  GRAFT_CHECK(indices.sizes() == input.sizes(), op, "indices of the input's shape",
+              "input of shape " + shape_str(input.sizes()) + ", indices of shape " + shape_str(indices.sizes()), "");
+  GRAFT_CHECK(indices.device() == input.device(), op, "indices on the input's device", "another device", "");
+  const Tensor x = input.dim() == d + 2 ? input : input.unsqueeze(0);
+  const int64_t N = x.size(0), C = x.size(1);
+  // The output sizes: PyTorch's _unpool_output_size.
+  std::vector<int64_t> dflt(D), out(D);
+  for (size_t i = 0; i < D; ++i)
+    dflt[i] = (x.size(2 + static_cast<int64_t>(i)) - 1) * o.stride()[i] + o.kernel_size()[i] - 2 * o.padding()[i];
+  out = dflt;
+  if (o.output_size()) {
+    const std::vector<int64_t>& want = *o.output_size();
+    GRAFT_CHECK(want.size() == D || want.size() == D + 2, op,
+                "an output_size of " + std::to_string(D) + " or " + std::to_string(D + 2) + " values",
+                "output_size " + list_str_vec(want) + " of " + std::to_string(want.size()) + " values", "");
+    out.assign(want.end() - static_cast<std::ptrdiff_t>(D), want.end());
+    for (size_t i = 0; i < D; ++i) {
+      const int64_t lo = dflt[i] - o.stride()[i], hi = dflt[i] + o.stride()[i];
+      GRAFT_CHECK(lo <= out[i] && out[i] <= hi, op,
+                  "output_size within stride of the default " + list_str_vec(dflt) + " in every dim",
+                  "output_size " + list_str_vec(want) + " (dim " + std::to_string(i) + " must be between " +
+                      std::to_string(lo) + " and " + std::to_string(hi) + ")",
+                  "");
+    }
+  }
+  for (size_t i = 0; i < D; ++i)
+    GRAFT_CHECK(out[i] > 0, op, "positive output sizes", "output sizes " + list_str_vec(out),
+                "check kernel_size, stride and padding against the input's shape");
+  int64_t L_in = 1, L_out = 1;
+  for (size_t i = 0; i < D; ++i) {
+    L_in *= x.size(2 + static_cast<int64_t>(i));
+    L_out *= out[i];
+  }
+  const int64_t planes = N * C;
+  // winner[p, j]: the input position whose value lands at output slot j of plane p, or L_in (the zero).
+  std::vector<int64_t> winner(static_cast<size_t>(planes * L_out), L_in);
+  if (!input.is_meta()) {
+    const Tensor idx = indices.cpu().contiguous();
+    const int64_t* ip = idx.data_ptr<int64_t>();
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t i = 0; i < L_in; ++i) {
+        const int64_t v = ip[p * L_in + i];
+        GRAFT_CHECK(v >= 0 && v < L_out, op, "indices within the output plane [0, " + std::to_string(L_out) + ")",
+                    "index " + std::to_string(v) + " (output sizes " + list_str_vec(out) + ")",
+                    "pass the indices of the max pool whose output this is, and its input's size as output_size");
+        winner[static_cast<size_t>(p * L_out + v)] = i;
+      }
+  }
+  std::vector<int64_t> final_shape{N, C};
+  final_shape.insert(final_shape.end(), out.begin(), out.end());
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    const Tensor w = graft::tensor(winner).reshape({planes, L_out}).to(input.device());
+    const Tensor flat = x.reshape({planes, L_in});
+    y = graft::cat({flat, graft::zeros({planes, 1}, flat.options())}, 1).gather(1, w).reshape(final_shape);
+    if (input.dim() == d + 1) y = y.squeeze(0);
+  }
+  const Tensor idx_planes = indices.reshape({planes, L_in});
+  const std::vector<int64_t> in_shape = input.sizes().vec();
+  if (auto node = autograd::make_node(node_name, autograd::ForwardOp::unlisted(op), {&input},
+                                      [idx_planes, planes, L_out, in_shape](autograd::Node&, const Tensor& g) -> TensorList {
+                                        return {g.reshape({planes, L_out}).gather(1, idx_planes).reshape(in_shape)};
+                                      }))
+    autograd::set_history(y, node);
+  return y;
+}
+
+template <size_t D>
+Tensor lp_pool_nd(const Tensor& input, const functional::LPPoolFuncOptions<D>& o, const char* op) {
+  GRAFT_CHECK(input.defined(), op, "a defined input", "an undefined tensor", "");
+  const double p = o.norm_type();
+  GRAFT_CHECK(p != 0, op, "a non-zero norm_type", "norm_type 0", "1 sums the window, 2 is its Euclidean norm");
+  const auto &k = o.kernel_size(), &s = o.stride();
+  int64_t numel = 1;
+  for (size_t i = 0; i < D; ++i) numel *= k[i];
+  const Tensor avg = D == 1 ? graft::avg_pool1d(input.pow(p), *k, *s, 0, o.ceil_mode())
+                            : graft::avg_pool2d(input.pow(p), *k, *s, 0, o.ceil_mode());
+  return (graft::sign(avg) * graft::relu(graft::abs(avg))).mul(static_cast<double>(numel)).pow(1.0 / p);
+}
+
+// The options' value as PyTorch's repr of its _single/_pair/_triple tuple: "(5,)", "(5, 6)".
+template <size_t D>
+std::string tuple_str(const ExpandingArray<D>& a) {
+  std::string s = "(";  // appended piece by piece, as value_str
+  for (size_t i = 0; i < D; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(a[i]);
+  }
+  s += D == 1 ? ",)" : ")";
+  return s;
+}
+
+}  // namespace
+
+namespace functional {
+
+Tensor max_unpool1d(const Tensor& input, const Tensor& indices, const MaxUnpool1dFuncOptions& options) {
+  return max_unpool_nd<1>(input, indices, options, "max_unpool1d", "MaxUnpool1DBackward0");
+}
+Tensor max_unpool2d(const Tensor& input, const Tensor& indices, const MaxUnpool2dFuncOptions& options) {
+  return max_unpool_nd<2>(input, indices, options, "max_unpool2d", "MaxUnpool2DBackward0");
+}
+Tensor max_unpool3d(const Tensor& input, const Tensor& indices, const MaxUnpool3dFuncOptions& options) {
+  return max_unpool_nd<3>(input, indices, options, "max_unpool3d", "MaxUnpool3DBackward0");
+}
+Tensor lp_pool1d(const Tensor& input, const LPPool1dFuncOptions& options) {
+  return lp_pool_nd<1>(input, options, "lp_pool1d");
+}
+Tensor lp_pool2d(const Tensor& input, const LPPool2dFuncOptions& options) {
+  return lp_pool_nd<2>(input, options, "lp_pool2d");
+}
+
+}  // namespace functional
+
+template <size_t D, class Derived>
+Tensor MaxUnpoolImplBase<D, Derived>::forward(const Tensor& input, const Tensor& indices,
+                                              const std::optional<std::vector<int64_t>>& output_size) {
+  functional::MaxUnpoolFuncOptions<D> o(options.kernel_size());
+  o.stride(options.stride()).padding(options.padding()).output_size(output_size);
+  if constexpr (D == 1) return functional::max_unpool1d(input, indices, o);
+  else if constexpr (D == 2) return functional::max_unpool2d(input, indices, o);
+  else return functional::max_unpool3d(input, indices, o);
+}
+
+template <size_t D, class Derived>
+std::string MaxUnpoolImplBase<D, Derived>::extra_repr() const {
+  return "kernel_size=" + tuple_str(options.kernel_size()) + ", stride=" + tuple_str(options.stride()) +
+         ", padding=" + tuple_str(options.padding());
+}
+
+template <size_t D, class Derived>
+std::string MaxUnpoolImplBase<D, Derived>::libtorch_repr() const {
+  return "graft::nn::MaxUnpool" + std::to_string(D) + "d(kernel_size=" + list_str(options.kernel_size()) +
+         ", stride=" + list_str(options.stride()) + ", padding=" + list_str(options.padding()) + ")";
+}
+
+template class MaxUnpoolImplBase<1, MaxUnpool1dImpl>;
+template class MaxUnpoolImplBase<2, MaxUnpool2dImpl>;
+template class MaxUnpoolImplBase<3, MaxUnpool3dImpl>;
+
+template <size_t D, class Derived>
+Tensor LPPoolImplBase<D, Derived>::forward(const Tensor& input) {
+  if constexpr (D == 1) return functional::lp_pool1d(input, options);
+  else return functional::lp_pool2d(input, options);
+}
+
+// PyTorch: "norm_type=2.0, kernel_size=5, stride=5, ceil_mode=False" (the sizes as passed; here one
+// value when all dims agree, as value_str).
+template <size_t D, class Derived>
+std::string LPPoolImplBase<D, Derived>::extra_repr() const {
+  return "norm_type=" + graft::detail::py_repr(options.norm_type()) + ", kernel_size=" +
+         value_str(options.kernel_size()) + ", stride=" + value_str(options.stride()) +
+         ", ceil_mode=" + graft::detail::py_bool(options.ceil_mode());
+}
+
+// LibTorch: "graft::nn::LPPool2d(norm_type=2, kernel_size=[1, 2], stride=[1, 2], ceil_mode=false)".
+template <size_t D, class Derived>
+std::string LPPoolImplBase<D, Derived>::libtorch_repr() const {
+  std::ostringstream n;
+  n << options.norm_type();
+  return "graft::nn::LPPool" + std::to_string(D) + "d(norm_type=" + n.str() + ", kernel_size=" +
+         list_str(options.kernel_size()) + ", stride=" + list_str(options.stride()) +
+         ", ceil_mode=" + (options.ceil_mode() ? "true" : "false") + ")";
+}
+
+template class LPPoolImplBase<1, LPPool1dImpl>;
+template class LPPoolImplBase<2, LPPool2dImpl>;
 
 }  // namespace graft::nn

@@ -1,6 +1,8 @@
 // Upsample (every mode of F::interpolate), the padding modules' value repr, PixelShuffle, PixelUnshuffle.
 #include "graft/nn/modules/resample.h"
 
+#include <sstream>
+
 #include "../../core/format.h"
 #include "graft/nn/init.h"
 
@@ -25,6 +27,16 @@ UpsampleOptions& UpsampleOptions::mode(Nonlinearity m) {
 }
 
 std::string pad_value_repr(double v) { return graft::detail::py_repr(v); }
+
+std::string libtorch_pad_repr(const char* name, const std::vector<int64_t>& padding, const double* value) {
+  std::ostringstream s;
+  s << "graft::nn::" << name << "(padding=[";
+  for (size_t i = 0; i < padding.size(); ++i) s << (i ? ", " : "") << padding[i];
+  s << "]";
+  if (value) s << ", value=" << *value;
+  s << ")";
+  return s.str();
+}
 
 Tensor UpsampleImpl::forward(const Tensor& input) {
   return functional::interpolate(input, functional::InterpolateFuncOptions()

@@ -1,10 +1,12 @@
 // MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, MaxPool1d, AvgPool1d, AdaptiveAvgPool1d,
-// AdaptiveMaxPool2d, MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool3d:
-// modules around the functional pools (no parameters).
+// AdaptiveMaxPool2d, MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool3d,
+// MaxUnpool1d/2d/3d, LPPool1d/2d: modules around the functional pools (no parameters).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "graft/nn/functional.h"
 #include "graft/nn/module.h"
@@ -45,6 +47,7 @@ class AdaptiveAvgPool2dImpl : public Cloneable<AdaptiveAvgPool2dImpl> {
   void reset() override {}
   Tensor forward(const Tensor& input);
   std::string extra_repr() const override;
+  std::string libtorch_repr() const override;  // "[5, None]" with its Nones
 
   AdaptiveAvgPool2dOptions options;
 };
@@ -99,6 +102,7 @@ class AdaptiveMaxPool2dImpl : public Cloneable<AdaptiveMaxPool2dImpl> {
   // (output, indices), like LibTorch's forward_with_indices.
   std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
   std::string extra_repr() const override;
+  std::string libtorch_repr() const override;  // "[5, None]" with its Nones
 
   AdaptiveMaxPool2dOptions options;
 };
@@ -177,5 +181,79 @@ class AdaptiveMaxPool3dImpl : public Cloneable<AdaptiveMaxPool3dImpl> {
   AdaptiveMaxPool3dOptions options;
 };
 GRAFT_MODULE(AdaptiveMaxPool3d);
+
+// ---- MaxUnpool1d/2d/3d, LPPool1d/2d (issue 32), printed in both styles as the 3-D pools ----
+template <size_t D>
+struct MaxUnpoolOptions {
+  // From an ExpandingArray only (5 converts through it), so that the module's own constructor from
+  // kernel_size (MaxUnpool2d(5), MaxUnpool2d(std::vector<int64_t>{5, 6})) is the one match.
+  MaxUnpoolOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  GRAFT_ARG(ExpandingArray<D>, kernel_size);
+  GRAFT_ARG(ExpandingArray<D>, stride);  // kernel_size unless set
+  GRAFT_ARG(ExpandingArray<D>, padding) = 0;
+};
+using MaxUnpool1dOptions = MaxUnpoolOptions<1>;
+using MaxUnpool2dOptions = MaxUnpoolOptions<2>;
+using MaxUnpool3dOptions = MaxUnpoolOptions<3>;
+
+// F::max_unpool{D}d with the options and the call's output_size.
+template <size_t D, class Derived>
+class MaxUnpoolImplBase : public Cloneable<Derived> {
+ public:
+  explicit MaxUnpoolImplBase(const MaxUnpoolOptions<D>& options) : options(options) {}
+  explicit MaxUnpoolImplBase(ExpandingArray<D> kernel_size) : options(kernel_size) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& indices,
+                 const std::optional<std::vector<int64_t>>& output_size = std::nullopt);
+  std::string extra_repr() const override;
+  std::string libtorch_repr() const override;
+
+  MaxUnpoolOptions<D> options;
+};
+
+class MaxUnpool1dImpl : public MaxUnpoolImplBase<1, MaxUnpool1dImpl> {
+ public:
+  using MaxUnpoolImplBase::MaxUnpoolImplBase;
+};
+GRAFT_MODULE(MaxUnpool1d);
+class MaxUnpool2dImpl : public MaxUnpoolImplBase<2, MaxUnpool2dImpl> {
+ public:
+  using MaxUnpoolImplBase::MaxUnpoolImplBase;
+};
+GRAFT_MODULE(MaxUnpool2d);
+class MaxUnpool3dImpl : public MaxUnpoolImplBase<3, MaxUnpool3dImpl> {
+ public:
+  using MaxUnpoolImplBase::MaxUnpoolImplBase;
+};
+GRAFT_MODULE(MaxUnpool3d);
+
+template <size_t D>
+using LPPoolOptions = functional::LPPoolFuncOptions<D>;
+using LPPool1dOptions = LPPoolOptions<1>;
+using LPPool2dOptions = LPPoolOptions<2>;
+
+template <size_t D, class Derived>
+class LPPoolImplBase : public Cloneable<Derived> {
+ public:
+  explicit LPPoolImplBase(const LPPoolOptions<D>& options) : options(options) {}
+  LPPoolImplBase(double norm_type, ExpandingArray<D> kernel_size) : options(norm_type, kernel_size) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input);
+  std::string extra_repr() const override;
+  std::string libtorch_repr() const override;
+
+  LPPoolOptions<D> options;
+};
+
+class LPPool1dImpl : public LPPoolImplBase<1, LPPool1dImpl> {
+ public:
+  using LPPoolImplBase::LPPoolImplBase;
+};
+GRAFT_MODULE(LPPool1d);
+class LPPool2dImpl : public LPPoolImplBase<2, LPPool2dImpl> {
+ public:
+  using LPPoolImplBase::LPPoolImplBase;
+};
+GRAFT_MODULE(LPPool2d);
 
 }  // namespace graft::nn

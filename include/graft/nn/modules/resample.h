@@ -1,7 +1,8 @@
-// Upsample, the padding layers (ReflectionPad1d/2d, ReplicationPad1d/2d, ConstantPad1d/2d,
+// Upsample, the padding layers (ReflectionPad1d/2d/3d, ReplicationPad1d/2d/3d, ConstantPad1d/2d/3d,
 // ZeroPad2d) and PixelShuffle / PixelUnshuffle: modules around F::interpolate, F::pad and
 // F::pixel_(un)shuffle, with no parameters. Paddings list (before, after) pairs from the last dim
-// backwards: {left, right} in 1-D, {left, right, top, bottom} in 2-D; one value pads every side.
+// backwards: {left, right} in 1-D, {left, right, top, bottom} in 2-D, {left, right, top, bottom,
+// front, back} in 3-D; one value pads every side.
 #pragma once
 
 #include <optional>
@@ -42,6 +43,7 @@ struct ReflectionPadOptions {
 };
 using ReflectionPad1dOptions = ReflectionPadOptions<1>;
 using ReflectionPad2dOptions = ReflectionPadOptions<2>;
+using ReflectionPad3dOptions = ReflectionPadOptions<3>;
 
 template <size_t D>
 struct ReplicationPadOptions {
@@ -50,6 +52,7 @@ struct ReplicationPadOptions {
 };
 using ReplicationPad1dOptions = ReplicationPadOptions<1>;
 using ReplicationPad2dOptions = ReplicationPadOptions<2>;
+using ReplicationPad3dOptions = ReplicationPadOptions<3>;
 
 template <size_t D>
 struct ConstantPadOptions {
@@ -59,6 +62,7 @@ struct ConstantPadOptions {
 };
 using ConstantPad1dOptions = ConstantPadOptions<1>;
 using ConstantPad2dOptions = ConstantPadOptions<2>;
+using ConstantPad3dOptions = ConstantPadOptions<3>;
 
 struct ZeroPad2dOptions {
   ZeroPad2dOptions(ExpandingArray<4> padding) : padding_(padding) {}  // NOLINT
@@ -66,6 +70,9 @@ struct ZeroPad2dOptions {
 };
 
 std::string pad_value_repr(double v);  // Python's repr of a float ("0.0", "3.5")
+// LibTorch's pretty_print of a pad: "graft::nn::ReflectionPad3d(padding=[1, 1, 1, 1, 1, 1])", with
+// ", value=3.5" (C++'s ostream form of the double) when value is given.
+std::string libtorch_pad_repr(const char* name, const std::vector<int64_t>& padding, const double* value);
 
 // One padding module: F::pad with a fixed mode (and value for the constant ones).
 template <class Derived, class Options, PadMode Mode>
@@ -117,6 +124,32 @@ GRAFT_PAD_MODULE(ReflectionPad2d, ReflectionPad2dOptions, kReflect, 4);
 GRAFT_PAD_MODULE(ReplicationPad2d, ReplicationPad2dOptions, kReplicate, 4);
 GRAFT_CONSTANT_PAD_MODULE(ConstantPad2d, ConstantPad2dOptions, 4);
 GRAFT_PAD_MODULE(ZeroPad2d, ZeroPad2dOptions, kConstant, 4);
+// (N, C, D, H, W) or (C, D, H, W); padding {left, right, top, bottom, front, back} (issue 32; F::pad's
+// 3-D modes, Note [3-D pads from the 1-D and 2-D ones] in src/ops/resample.cpp). Printed in
+// LibTorch's form here (libtorch_repr), the older pads in src/nn/modules/print_libtorch.cpp.
+#define GRAFT_PAD3D_MODULE(Name, Options, Mode)                                                        \
+  class Name##Impl : public PadImplBase<Name##Impl, Options, Mode> {                                  \
+   public:                                                                                            \
+    explicit Name##Impl(const Options& options) : PadImplBase(options) {}                             \
+    explicit Name##Impl(ExpandingArray<6> padding) : PadImplBase(Options(padding)) {}                 \
+    std::string libtorch_repr() const override {                                                      \
+      return libtorch_pad_repr(#Name, options.padding().vec(), nullptr);                              \
+    }                                                                                                 \
+  };                                                                                                  \
+  GRAFT_MODULE(Name)
+GRAFT_PAD3D_MODULE(ReflectionPad3d, ReflectionPad3dOptions, kReflect);
+GRAFT_PAD3D_MODULE(ReplicationPad3d, ReplicationPad3dOptions, kReplicate);
+class ConstantPad3dImpl : public PadImplBase<ConstantPad3dImpl, ConstantPad3dOptions, kConstant> {
+ public:
+  explicit ConstantPad3dImpl(const ConstantPad3dOptions& options) : PadImplBase(options) {}
+  ConstantPad3dImpl(ExpandingArray<6> padding, double value) : PadImplBase(ConstantPad3dOptions(padding, value)) {}
+  std::string libtorch_repr() const override {
+    const double v = options.value();
+    return libtorch_pad_repr("ConstantPad3d", options.padding().vec(), &v);
+  }
+};
+GRAFT_MODULE(ConstantPad3d);
+#undef GRAFT_PAD3D_MODULE
 #undef GRAFT_PAD_MODULE
 #undef GRAFT_CONSTANT_PAD_MODULE
 
