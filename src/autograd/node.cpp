@@ -94,9 +94,9 @@ void SavedMark::reset() noexcept {
 SavedTensor::SavedTensor(const Tensor& t, bool is_output, const Node& saver) : is_output_(is_output) {
   if (!t.defined()) return;
   GRAFT_CHECK(!t.is_inference(), saver.name_c_str(), "a normal tensor to save for backward",
-              "an inference tensor of shape " + shape_str(t.sizes()),
-              "inference tensors (made under InferenceMode) cannot be saved for backward; make a normal tensor "
-              "with .clone() outside InferenceMode and use that in autograd");
+              "an inference tensor of shape " + shape_str(t.sizes()) + ". Inference tensors cannot be saved for backward.",
+              "inference tensors are made under InferenceMode; make a normal tensor with .clone() outside "
+              "InferenceMode and use that in autograd");
   version_ = t._version();
   // An output saved by its own node is differentiable through that node, whether it is saved
   // before or after set_history().
@@ -141,7 +141,7 @@ Tensor SavedTensor::unpack(Node& owner) const {
   if (now != version_) {
     const char* writer = original->last_writer;
     throw Error(owner.name(),
-                "one of the variables needed for gradient computation has been modified by an in-place "
+                "one of the variables needed for gradient computation has been modified by an inplace "
                 "operation: the tensor of shape " + shape_str(data_.sizes()) + " (" + dtype_name(data_.dtype()) +
                 ") saved by " + owner.name() + " (the backward of " + owner.forward_op_name() + ") was at version " +
                 std::to_string(version_) + " when it was saved but is now at version " + std::to_string(now) +

@@ -46,12 +46,14 @@ const Tensor& Tensor::set_requires_grad(bool r) const {
   if (!r && !i.autograd) return *this;
   GRAFT_CHECK(!i.autograd || !i.autograd->grad_fn, "requires_grad_",
               "a leaf tensor (one not produced by a recorded op)",
-              std::string("a non-leaf tensor with grad_fn ") + (i.autograd ? i.autograd->grad_fn->name() : ""),
+              std::string("a non-leaf tensor with grad_fn ") + (i.autograd ? i.autograd->grad_fn->name() : "") +
+                  ": you can only change requires_grad flags of leaf variables.",
               "call .detach() to get a leaf, then requires_grad_() on it");
   GRAFT_CHECK(!r || !i.is_inference || InferenceMode::is_enabled(), "requires_grad_",
-              "a normal tensor (made outside InferenceMode)", "an inference tensor",
-              "setting requires_grad on an inference tensor outside InferenceMode is not allowed; make a normal "
-              "tensor with .clone() outside InferenceMode first");
+              "a normal tensor (made outside InferenceMode)",
+              "an inference tensor. Setting requires_grad=True on inference tensor outside InferenceMode is not "
+              "allowed.",
+              "make a normal tensor with .clone() outside InferenceMode first");
   GRAFT_CHECK(!r || is_floating_point(), "requires_grad_", "a floating-point tensor",
               std::string("a ") + dtype_name(dtype()) + " tensor",
               "only floating-point tensors can require gradients; convert with .to(graft::kFloat32)");

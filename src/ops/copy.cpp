@@ -52,9 +52,9 @@ Tensor scalar_to_tensor(const Scalar& s, DType dtype) { return full({}, s, dtype
 
 void check_inplace(const Tensor& self, const char* op, bool records_grad) {
   GRAFT_CHECK(!self.is_inference() || InferenceMode::is_enabled(), op, "a normal tensor (made outside InferenceMode)",
-              "an inference tensor of shape " + shape_str(self.sizes()),
-              "in-place updates to inference tensors outside InferenceMode are not allowed (Note [Inference "
-              "tensors]); make a normal tensor with .clone() first");
+              "an inference tensor of shape " + shape_str(self.sizes()) +
+                  ". Inplace update to inference tensor outside InferenceMode is not allowed",
+              "make a normal tensor with .clone() first (Note [Inference tensors])");
   if (GradMode::is_enabled()) {
     GRAFT_CHECK(!(self.is_leaf() && self.requires_grad()), op, "a tensor that is not a leaf requiring grad",
                 "a leaf tensor of shape " + shape_str(self.sizes()) + " that requires grad",

@@ -320,7 +320,7 @@ TEST(Autocast, InPlaceChangeOfASavedLeafIsCaught) {
     NoGradGuard ng;
     Tensor(w).add_(1.0);
   }
-  EXPECT_TRUE(throws_error([&] { y.to(kFloat32).sum().backward(); }, {"modified by an in-place"}));
+  EXPECT_TRUE(throws_error([&] { y.to(kFloat32).sum().backward(); }, {"modified by an inplace"}));
 }
 
 }  // namespace

@@ -94,13 +94,19 @@ TEST(InferenceTensors, FollowPyTorchsRules) {
   EXPECT_TRUE(made.view({2}).is_inference());
   EXPECT_TRUE(made.detach().is_inference());
   const std::string inplace = error_of([&] { made.add_(1); });
-  EXPECT_NE(inplace.find("inference tensor"), std::string::npos) << inplace;
+  EXPECT_NE(inplace.find("Inplace update to inference tensor outside InferenceMode is not allowed"), std::string::npos)
+      << inplace;  // LibTorch's sentence
   EXPECT_NE(error_of([&] { made.fill_(0); }), "");
   EXPECT_DOUBLE_EQ(at(made, 0), 3.0);  // nothing written
   const std::string rg = error_of([&] { made.requires_grad_(true); });
-  EXPECT_NE(rg.find("inference tensor"), std::string::npos) << rg;
+  EXPECT_NE(rg.find("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."),
+            std::string::npos)
+      << rg;
   const std::string saved = error_of([&] { (w * made).sum(); });
-  EXPECT_NE(saved.find("cannot be saved for backward"), std::string::npos) << saved;
+  EXPECT_NE(saved.find("Inference tensors cannot be saved for backward."), std::string::npos) << saved;
+  const Tensor leafless = ones({1}).requires_grad_() * 2;
+  const std::string nonleaf = error_of([&] { leafless.requires_grad_(false); });
+  EXPECT_NE(nonleaf.find("you can only change requires_grad flags of leaf variables."), std::string::npos) << nonleaf;
   // Uses that need no saving are fine (add saves nothing), and clone() makes a normal tensor.
   EXPECT_DOUBLE_EQ(at(w + made, 0), 4.0);
   Tensor normal = made.clone();

@@ -129,7 +129,7 @@ TEST(ForwardOpName, TheInPlaceVersionErrorNamesLog1p) {
   Tensor y = a.log1p();  // saves its input a
   a.add_(1.0);
   EXPECT_TRUE(throws_error([&] { y.sum().backward(); },
-                           {"modified by an in-place operation", "saved by Log1PBackward0 (the backward of log1p)"}));
+                           {"modified by an inplace operation", "saved by Log1PBackward0 (the backward of log1p)"}));
 }
 
 TEST(ForwardOpName, AnomalyModeNamesAvgPool2d) {

@@ -376,7 +376,7 @@ TEST(Checkpoint, Errors) {
   Tensor w = input64({3}, 17, true);
   Tensor z = checkpoint([](const Tensor& p, const Tensor& q) { return p * q; }, a, w);
   a.add_(1.0);
-  EXPECT_TRUE(throws_error([&] { z.sum().backward(); }, {"CheckpointBackward0", "modified by an in-place operation"}));
+  EXPECT_TRUE(throws_error([&] { z.sum().backward(); }, {"CheckpointBackward0", "modified by an inplace operation"}));
   // A recompute with another shape.
   int n = 3;
   Tensor v = checkpoint([&](const Tensor& p) { return p.narrow(0, 0, n); }, x);
