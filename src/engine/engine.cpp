@@ -25,6 +25,7 @@
 #include "graft/core/error.h"
 #include "graft/core/factory.h"
 #include "graft/core/memory.h"
+#include "graft/core/torch_check.h"
 #include "graft/ops/ops.h"
 
 namespace graft::autograd {
@@ -320,6 +321,12 @@ void queue_callback(std::function<void()> callback) {
 
 void backward(const TensorList& outputs, const TensorList& grad_outputs, std::optional<bool> retain_graph,
               bool create_graph, const TensorList& inputs) {
+  // As PyTorch (once per process, or every time under Warning::WarnAlways): each leaf's .grad then
+  // holds a graph that refers back to the leaf, a cycle that keeps both alive.
+  if (create_graph && inputs.empty())
+    GRAFT_TORCH_WARN_ONCE("Using backward() with create_graph=True will create a reference cycle between each leaf "
+                          "and its .grad, which can leak memory. Prefer autograd::grad(); or, after use, reset the "
+                          "leaves' .grad to an undefined Tensor to break the cycle.");
   GraphTask task;
   const detail::BackwardPassInfo info{create_graph, true, inputs.empty() ? nullptr : &inputs};
   run_graph_task(task, "backward", outputs, grad_outputs, retain_graph, create_graph, info,

@@ -3,18 +3,11 @@
 #include "graft/autograd/node.h"
 #include "graft/core/error.h"
 #include "graft/core/tensor.h"
-#include "graft/core/torch_check.h"
 #include "graft/engine/engine.h"
 
 namespace graft {
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
-  // As PyTorch (once per process, or every time under Warning::WarnAlways): each leaf's .grad then
-  // holds a graph that refers back to the leaf, a cycle that keeps both alive.
-  if (create_graph)
-    GRAFT_TORCH_WARN_ONCE("Using backward() with create_graph=True will create a reference cycle between each leaf "
-                          "and its .grad, which can leak memory. Prefer autograd::grad(); or, after use, reset the "
-                          "leaves' .grad to an undefined Tensor to break the cycle.");
   autograd::backward({*this}, {gradient}, retain_graph, create_graph);
 }
 

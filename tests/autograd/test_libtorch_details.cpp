@@ -178,6 +178,8 @@ TEST(LibTorchChecks, BackwardWithCreateGraphWarns) {
   EXPECT_EQ(test::values(x.grad().detach()), (std::vector<double>{2, 2}));
   (x * x).sum().backward();  // without create_graph: no warning
   EXPECT_EQ(collect.messages.size(), 1u);
+  autograd::backward({(x * x).sum()}, {}, std::nullopt, /*create_graph=*/true);  // the free function too
+  EXPECT_EQ(collect.messages.size(), 2u);
 }
 
 TEST(LibTorchChecks, RemovingAnUnknownHookIsAnError) {
