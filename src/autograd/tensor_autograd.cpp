@@ -55,8 +55,9 @@ const Tensor& Tensor::set_requires_grad(bool r) const {
               "allowed.",
               "make a normal tensor with .clone() outside InferenceMode first");
   GRAFT_CHECK(!r || is_floating_point(), "requires_grad_", "a floating-point tensor",
-              std::string("a ") + dtype_name(dtype()) + " tensor",
-              "only floating-point tensors can require gradients; convert with .to(graft::kFloat32)");
+              std::string("a ") + dtype_name(dtype()) +
+                  " tensor. Only Tensors of floating point and complex dtype can require gradients",
+              "convert with .to(graft::kFloat32) (graft has no complex dtypes)");
   i.autograd_meta().requires_grad = r;
   return *this;
 }

@@ -107,6 +107,9 @@ TEST(InferenceTensors, FollowPyTorchsRules) {
   const Tensor leafless = ones({1}).requires_grad_() * 2;
   const std::string nonleaf = error_of([&] { leafless.requires_grad_(false); });
   EXPECT_NE(nonleaf.find("you can only change requires_grad flags of leaf variables."), std::string::npos) << nonleaf;
+  const std::string integral = error_of([] { zeros({1}, kInt32).requires_grad_(); });
+  EXPECT_NE(integral.find("Only Tensors of floating point and complex dtype can require gradients"), std::string::npos)
+      << integral;
   // Uses that need no saving are fine (add saves nothing), and clone() makes a normal tensor.
   EXPECT_DOUBLE_EQ(at(w + made, 0), 4.0);
   Tensor normal = made.clone();
