@@ -39,7 +39,7 @@
 # "gpt-w512-t128-th1 encoder-th2 encoder_rc-th1 lstm-th1": a shorter list for a quick run; default
 # every case), DDP_ROUNDS (default 3), DDP_STEP_STEPS (timed steps per DDP-step process, default
 # 100), DDP_STEP_MODELS (default mlp,cnn), DDP_TRAIN_MODELS (graft train's, default mlp,cnn,gpt),
-# CORETYPE (OpenBLAS family for both libraries, default SkylakeX; below), DDP_TRAIN_LIMIT
+# CORETYPE (OpenBLAS family for both libraries, default SkylakeX with AVX-512, else Zen or Haswell; below), DDP_TRAIN_LIMIT
 # (--train-limit of each independent graft train process, the 2-rank run twice
 # that; default per model, below), DDP_MPIRUN_FLAGS (default --oversubscribe), NO_UPDATE=1 (print
 # only), SKIP=overhead,kernels,train,seq,ddp (reuse that part's last results from the build
@@ -74,11 +74,19 @@ DDP_TRAIN_MODELS=${DDP_TRAIN_MODELS:-mlp,cnn,gpt}
 # not recognise this processor by name) and OpenMP threads that sleep when idle. graft picks
 # SkylakeX by itself; both libraries run under the same variables, and every process gets
 # OPENBLAS_NUM_THREADS equal to its thread count (LibTorch's products run on OpenBLAS's own pool).
-# CORETYPE=Haswell (or Zen) runs both libraries on the AVX2 kernel families instead, as on an
-# AVX2-only processor: OpenBLAS's (OPENBLAS_CORETYPE for LibTorch, GRAFT_BLAS_CORETYPE for graft)
-# and oneDNN's (ONEDNN_MAX_CPU_ISA=AVX2). graft's own element-wise clones still pick AVX-512 where
-# the processor has it (GCC target_clones has no switch), so this approximates an AVX2 machine.
-CORETYPE=${CORETYPE:-SkylakeX}
+# On an AVX2-only processor the default is OpenBLAS's AVX2 family for it: Zen on AMD, Haswell on
+# Intel. CORETYPE=Haswell (or Zen) on an AVX-512 processor runs both libraries on the AVX2 kernel
+# families instead: OpenBLAS's (OPENBLAS_CORETYPE for LibTorch, GRAFT_BLAS_CORETYPE for graft) and
+# oneDNN's (ONEDNN_MAX_CPU_ISA=AVX2). graft's own element-wise clones still pick AVX-512 where the
+# processor has it (GCC target_clones has no switch), so that approximates an AVX2 machine.
+if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
+  default_coretype=SkylakeX
+elif grep -q AuthenticAMD /proc/cpuinfo 2>/dev/null; then
+  default_coretype=Zen
+else
+  default_coretype=Haswell
+fi
+CORETYPE=${CORETYPE:-$default_coretype}
 export OPENBLAS_CORETYPE=$CORETYPE
 if [[ "$CORETYPE" != SkylakeX ]]; then
   export GRAFT_BLAS_CORETYPE=$CORETYPE ONEDNN_MAX_CPU_ISA=${ONEDNN_MAX_CPU_ISA:-AVX2}

@@ -4,6 +4,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -98,8 +99,23 @@ TensorList gradients_for_inputs(const char* function_name, const std::vector<boo
   return out;
 }
 
-int64_t set_outputs_history(const char* function_name, AutogradContext& ctx, variable_list& outputs,
-                            const std::shared_ptr<Node>& node, const TensorList& inputs) {
+// Note [Custom functions with several outputs]
+// graft's nodes have one output (Note [One output per node]): a node receives one gradient, which
+// the engine sums over every use of the output. A custom function whose forward returns k > 1
+// differentiable outputs keeps that rule with k selector nodes: output i's grad_fn is selector i,
+// whose one edge leads to the function's node. Selector i places d output_i, flattened, at its
+// offset in a zero vector as long as all k outputs together (in the dtype they promote to); the
+// engine sums the k vectors in the node's input buffer, which gives their concatenation, and the
+// node cuts it back into k gradients (views, reshaped, in each output's dtype) for T::backward. A
+// selector that never ran leaves zeros in its part, which is what materialize_grads asks for; with
+// set_materialize_grads(false) the node hands such an output an undefined gradient, as LibTorch
+// does (each selector marks its output received). The packing is made of recorded tensor
+// operations, so double backward works through it. Cost: one zero vector of the outputs' total
+// size per selector that runs. Selectors carry the function's node name, so grad_fn()->name() reads
+// as in LibTorch; hooks and retain_grad on an output sit on its selector.
+void set_outputs_history(AutogradContext& ctx, variable_list& outputs, const std::shared_ptr<CustomFunctionNode>& node,
+                         const TensorList& inputs) {
+  const char* function_name = node->name_c_str();
   const std::string op = std::string(function_name) + " forward";
   for (const TensorImpl* d : ctx.dirty_) {
     bool returned = false;
@@ -107,17 +123,26 @@ int64_t set_outputs_history(const char* function_name, AutogradContext& ctx, var
     GRAFT_CHECK(returned, op, "every tensor marked dirty to be returned by forward", "a dirty tensor not returned",
                 "return the tensors forward changed in place (ctx->mark_dirty) among its outputs");
   }
-  int64_t differentiable = -1;
+  std::vector<OutputSlot>& slots = node->slots_;
+  slots.assign(outputs.size(), OutputSlot{});
+  std::vector<size_t> differentiable;
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tensor& o = outputs[i];
     if (!o.defined()) continue;
-    bool is_input = false;
+    slots[i].defined = true;
+    slots[i].sizes = Shape(o.sizes());
+    slots[i].numel = o.numel();
+    slots[i].dtype = o.dtype();
+    bool is_input = false, repeated = false;
     for (const Tensor& in : inputs) is_input = is_input || same(in, o);
+    for (size_t k = 0; k < i; ++k) repeated = repeated || same(outputs[k], o);
     if (ctx.is_non_differentiable(o)) {
-      if (is_input && o.requires_grad()) o = o.detach();  // an alias that does not require grad
+      if ((is_input || repeated) && o.requires_grad()) o = o.detach();  // an alias that does not require grad
       continue;
     }
-    if (ctx.is_dirty(o)) {
+    if (repeated) {
+      o = o.detach();  // returned twice: the second is an alias with a history of its own
+    } else if (ctx.is_dirty(o)) {
       GRAFT_CHECK(!(o.is_leaf() && o.requires_grad()), op, "a tensor that is not a leaf requiring grad",
                   "a leaf tensor of shape " + shape_str(o.sizes()) + " that requires grad, marked dirty",
                   "a leaf Variable that requires grad is being used in an in-place operation; pass a .clone()");
@@ -127,13 +152,40 @@ int64_t set_outputs_history(const char* function_name, AutogradContext& ctx, var
     } else if (is_input) {
       o = o.detach();  // forward returned an input unchanged: the output is a new alias with this history
     }
-    GRAFT_CHECK(differentiable < 0, op, "one differentiable output (graft's nodes have one output)",
-                "differentiable outputs " + std::to_string(differentiable) + " and " + std::to_string(i),
-                "mark the others with ctx->mark_non_differentiable, or split the function in two (docs/porting.md)");
-    set_history(o, node);
-    differentiable = static_cast<int64_t>(i);
+    slots[i].differentiable = true;
+    differentiable.push_back(i);
   }
-  return differentiable;
+  if (differentiable.size() == 1) {
+    set_history(outputs[differentiable[0]], node);
+    return;
+  }
+  if (differentiable.empty()) return;
+  node->packed_ = true;
+  DType dtype = slots[differentiable[0]].dtype;
+  for (size_t i : differentiable) dtype = promote_types(dtype, slots[i].dtype);
+  int64_t total = 0;
+  for (size_t i : differentiable) {
+    slots[i].offset = total;
+    total += slots[i].numel;
+  }
+  node->packed_dtype_ = dtype;
+  node->packed_numel_ = total;
+  node->received_.assign(outputs.size(), 0);
+  for (size_t i : differentiable) {
+    auto selector = graft::autograd::detail::new_lambda_node(
+        function_name, ForwardOp::unlisted(function_name), [i](Node& self, const Tensor& g) -> TensorList {
+          if (!g.defined()) return {Tensor()};
+          auto& owner = static_cast<CustomFunctionNode&>(*self.next_edges[0].fn);
+          owner.received_[i] = 1;
+          const OutputSlot& slot = owner.slots_[i];
+          Tensor packed = zeros({owner.packed_numel_}, owner.packed_dtype_);
+          packed.narrow(0, slot.offset, slot.numel).copy_(g.reshape({-1}));
+          return {packed};
+        });
+    selector->next_edges.push_back(Edge{node});
+    selector->input_meta.push_back(InputMeta{Shape({total}), dtype});
+    set_history(outputs[i], selector);
+  }
 }
 
 void save_variables(AutogradContext& ctx, Node& node, const variable_list& outputs) {
@@ -148,5 +200,22 @@ void save_variables(AutogradContext& ctx, Node& node, const variable_list& outpu
 }
 
 }  // namespace detail
+
+variable_list CustomFunctionNode::output_gradients(const Tensor& grad_output) {
+  const bool materialize = ctx_.materialize_grads_;
+  variable_list grads(slots_.size());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const OutputSlot& slot = slots_[i];
+    if (!slot.defined) continue;
+    if (slot.differentiable && !packed_) {
+      grads[i] = grad_output;
+    } else if (slot.differentiable && grad_output.defined() && received_[i]) {
+      grads[i] = grad_output.narrow(0, slot.offset, slot.numel).reshape(slot.sizes.ref()).to(slot.dtype);
+    }
+    if (!grads[i].defined() && materialize) grads[i] = zeros(slot.sizes.ref(), slot.dtype);
+  }
+  if (packed_) std::fill(received_.begin(), received_.end(), 0);  // for the next backward (retain_graph)
+  return grads;
+}
 
 }  // namespace graft::autograd

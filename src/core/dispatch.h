@@ -2,7 +2,9 @@
 //   dispatch_floating(x.dtype(), "exp", [&]<class T>() { ... T is float or double ... });
 // An unsupported dtype is a graft::Error naming the op. float16/bfloat16 have storage and
 // conversions (dispatch_all_and_half, convert<D>), and kernels only where an op says so (the matrix
-// products under autocast, relu); every other op rejects them with that error.
+// products under autocast, relu); the arithmetic, comparisons, reductions and activations compute
+// them in float32 before they reach a dispatch (Note [Half-precision compute] in
+// src/ops/ops_common.h); other ops reject them with that error.
 // It lives in core (a dtype switch, used by core's factory.cpp as by the kernels, ops and
 // optimisers) and keeps the namespace graft::kernels, where its callers name it.
 #pragma once

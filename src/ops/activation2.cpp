@@ -97,6 +97,8 @@ Tensor prelu(const Tensor& input, const Tensor& weight) {
 // Training: y = x * noise with noise (a constant) 1 where x > 0 and a slope drawn from [lower, upper]
 // where x <= 0 (0 included, as ATen's rrelu_with_noise), so the gradient is g * noise.
 Tensor rrelu(const Tensor& input, double lower, double upper, bool training, Generator* generator) {
+  if (detail::is_half(input.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(input, [&](const Tensor& f32) { return rrelu(f32, lower, upper, training, generator); });
   GRAFT_CHECK(input.is_floating_point(), "rrelu", "a floating-point input",
               std::string("a ") + dtype_name(input.dtype()) + " tensor", "convert it with .to(graft::kFloat32)");
   GRAFT_CHECK(lower <= upper, "rrelu", "lower <= upper", "lower " + fixed6(lower) + ", upper " + fixed6(upper),
@@ -115,6 +117,8 @@ Tensor& rrelu_(Tensor& self, double lower, double upper, bool training, Generato
 // ATen's elu with scale 1 and input_scale 1 / alpha: x > 0 ? x : alpha expm1(x * (1 / alpha));
 // the gradient exp(x / alpha) where x <= 0 (1 at 0), 1 above.
 Tensor celu(const Tensor& input, double alpha) {
+  if (detail::is_half(input.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(input, [&](const Tensor& f32) { return celu(f32, alpha); });
   GRAFT_CHECK(alpha != 0, "celu", "alpha != 0", "alpha 0", "CELU divides by alpha: pass a nonzero alpha");
   const double inv = 1.0 / alpha;
   Tensor y = floating_map(input, "celu", [alpha, inv](auto v) {
@@ -136,6 +140,8 @@ Tensor& celu_(Tensor& self, double alpha) {
 // x <= threshold gives value (ATen's comparison: an element equal to threshold is replaced), and
 // gradient 0 there; NaN passes through.
 Tensor threshold(const Tensor& input, double threshold, double value) {
+  if (detail::is_half(input.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(input, [&](const Tensor& f32) { return graft::threshold(f32, threshold, value); });
   GRAFT_CHECK(input.dtype() != kBool, "threshold", "a numeric tensor", "a bool tensor",
               "convert it with .to(graft::kFloat32)");
   Tensor y = kernels::dispatch_numeric(input.dtype(), "threshold", [&]<class T>() {
@@ -165,6 +171,8 @@ Tensor shrink_backward(const Tensor& g, const Tensor& x, double lambd) {
 }  // namespace
 
 Tensor hardshrink(const Tensor& input, double lambd) {
+  if (detail::is_half(input.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(input, [&](const Tensor& f32) { return hardshrink(f32, lambd); });
   Tensor y = floating_map(input, "hardshrink", [lambd](auto v) {
     using T = decltype(v);
     return in_band(v, lambd) ? T(0) : v;
@@ -174,6 +182,8 @@ Tensor hardshrink(const Tensor& input, double lambd) {
 }
 
 Tensor softshrink(const Tensor& input, double lambd) {
+  if (detail::is_half(input.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(input, [&](const Tensor& f32) { return softshrink(f32, lambd); });
   GRAFT_CHECK(lambd >= 0, "softshrink", "lambda >= 0", "lambda " + fixed6(lambd), "pass a non-negative lambda");
   Tensor y = floating_map(input, "softshrink", [lambd](auto v) {
     using T = decltype(v);
@@ -187,6 +197,8 @@ Tensor softshrink(const Tensor& input, double lambd) {
 // ---- log_sigmoid ----
 // min(x, 0) - log1p(exp(-|x|)): no overflow for large |x|. Gradient sigmoid(-x).
 Tensor log_sigmoid(const Tensor& input) {
+  if (detail::is_half(input.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(input, [&](const Tensor& f32) { return log_sigmoid(f32); });
   Tensor y = floating_map(input, "log_sigmoid", [](auto v) {
     using T = decltype(v);
     return std::min(v, T(0)) - std::log1p(std::exp(-std::abs(v)));
@@ -198,10 +210,14 @@ Tensor log_sigmoid(const Tensor& input) {
 // ---- softsign, tanhshrink: PyTorch's own compositions ----
 // A bool input is an error here, as in PyTorch (abs of bool; bool minus a tensor).
 Tensor softsign(const Tensor& input) {
+  if (detail::is_half(input.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(input, [&](const Tensor& f32) { return softsign(f32); });
   GRAFT_CHECK(input.dtype() != kBool, "softsign", "a numeric tensor", "a bool tensor", "convert it with .to(graft::kFloat32)");
   return input / (graft::abs(input) + 1.0);
 }
 Tensor tanhshrink(const Tensor& input) {
+  if (detail::is_half(input.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(input, [&](const Tensor& f32) { return tanhshrink(f32); });
   GRAFT_CHECK(input.dtype() != kBool, "tanhshrink", "a numeric tensor", "a bool tensor",
               "convert it with .to(graft::kFloat32)");
   return input - graft::tanh(input);

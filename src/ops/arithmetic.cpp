@@ -73,7 +73,10 @@ Tensor scalar_f32(const Tensor& a, DType dt, BinaryOp op, float s) {
 // ---- add: y = a + alpha * b ----
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   const DType dt = detail::result_type(a, b);
-  if (detail::is_narrow_int(dt)) return add(detail::widen(a), detail::widen(b), alpha).to(dt);  // Note [Narrow integer dtypes]
+  // Notes [Narrow integer dtypes] and [Half-precision compute] (ops_common.h)
+  if (detail::is_reduced(dt)) return add(detail::widen(a), detail::widen(b), alpha).to(dt);
+  // bool + bool is bool, true where either is (PyTorch computes a + alpha b and casts it to bool)
+  if (dt == kBool && alpha.to_double() == 1.0) return logical_or(a, b);
   Tensor y = binary_f32(a, b, BinaryOp::Add, alpha.to<float>());
   if (!y.defined()) y = kernels::dispatch_numeric(dt, "add", [&]<class T>() {
     const T al = alpha.to<T>();
@@ -88,7 +91,7 @@ Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
 
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   const DType dt = detail::result_type(a, b);
-  if (detail::is_narrow_int(dt)) return add(detail::widen(a), b, alpha).to(dt);
+  if (detail::is_reduced(dt)) return add(detail::widen(a), detail::half_scalar(b, dt), alpha).to(dt);
   Tensor y = scalar_f32(a, dt, BinaryOp::Add, b.to<float>() * alpha.to<float>());
   if (!y.defined()) y = kernels::dispatch_numeric(dt, "add", [&]<class T>() {
     const T v = static_cast<T>(b.to<T>() * alpha.to<T>());
@@ -104,7 +107,7 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   GRAFT_CHECK(a.dtype() != kBool || b.dtype() != kBool, "sub", "numeric tensors", "two bool tensors",
               "use graft::logical_xor-style ops (a != b) for bools");
   const DType dt = detail::result_type(a, b);
-  if (detail::is_narrow_int(dt)) return sub(detail::widen(a), detail::widen(b), alpha).to(dt);
+  if (detail::is_reduced(dt)) return sub(detail::widen(a), detail::widen(b), alpha).to(dt);
   Tensor y = binary_f32(a, b, BinaryOp::Sub, alpha.to<float>());
   if (!y.defined()) y = kernels::dispatch_numeric(dt, "sub", [&]<class T>() {
     const T al = alpha.to<T>();
@@ -123,7 +126,7 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   DType dt = detail::result_type(a, b);
   if (!is_floating_point(dt) && alpha.is_floating_point()) dt = detail::result_type(a, alpha);
-  if (detail::is_narrow_int(dt)) return sub(detail::widen(a), b, alpha).to(dt);
+  if (detail::is_reduced(dt)) return sub(detail::widen(a), detail::half_scalar(b, dt), alpha).to(dt);
   const double neg = -(b.to_double() * alpha.to_double());
   Tensor y = scalar_f32(a, dt, BinaryOp::Add, static_cast<float>(neg));
   if (!y.defined()) y = kernels::dispatch_numeric(dt, "sub", [&]<class T>() {
@@ -142,7 +145,7 @@ Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
 
 Tensor rsub(const Tensor& a, const Scalar& b) {  // b - a
   const DType dt = detail::result_type(a, b);
-  if (detail::is_narrow_int(dt)) return rsub(detail::widen(a), b).to(dt);
+  if (detail::is_reduced(dt)) return rsub(detail::widen(a), detail::half_scalar(b, dt)).to(dt);
   Tensor y = kernels::dispatch_numeric(dt, "rsub", [&]<class T>() {
     const T v = b.to<T>();
     return scalar_kernel(a, dt, "rsub", [v](T x) { return static_cast<T>(v - x); });
@@ -155,7 +158,7 @@ Tensor rsub(const Tensor& a, const Scalar& b) {  // b - a
 // ---- mul: y = a * b ----
 Tensor mul(const Tensor& a, const Tensor& b) {
   const DType dt = detail::result_type(a, b);
-  if (detail::is_narrow_int(dt)) return mul(detail::widen(a), detail::widen(b)).to(dt);
+  if (detail::is_reduced(dt)) return mul(detail::widen(a), detail::widen(b)).to(dt);
   Tensor y = binary_f32(a, b, BinaryOp::Mul, 1.0f);
   if (!y.defined())
     y = dt == kBool ? logical_and(a, b)
@@ -177,7 +180,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Scalar& b) {
   const DType dt = detail::result_type(a, b);
-  if (detail::is_narrow_int(dt)) return mul(detail::widen(a), b).to(dt);
+  if (detail::is_reduced(dt)) return mul(detail::widen(a), detail::half_scalar(b, dt)).to(dt);
   Tensor y = scalar_f32(a, dt, BinaryOp::Mul, b.to<float>());
   if (!y.defined()) y = kernels::dispatch_numeric(dt, "mul", [&]<class T>() {
     const T v = b.to<T>();
@@ -191,6 +194,7 @@ Tensor mul(const Tensor& a, const Scalar& b) {
 // ---- div: y = a / b (true division: integers give float32) ----
 Tensor div(const Tensor& a, const Tensor& b) {
   const DType dt = true_div_type(detail::result_type(a, b));
+  if (detail::is_half(dt)) return div(detail::widen(a), detail::widen(b)).to(dt);  // Note [Half-precision compute]
   Tensor y = binary_f32(a, b, BinaryOp::Div, 1.0f);
   if (!y.defined()) y = kernels::dispatch_floating(dt, "div", [&]<class T>() {
     return binary_kernel(a, b, dt, "div", [](T x, T z) { return x / z; });
@@ -210,6 +214,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 
 Tensor div(const Tensor& a, const Scalar& b) {
   const DType dt = true_div_type(detail::result_type(a, b));
+  if (detail::is_half(dt)) return div(detail::widen(a), detail::half_scalar(b, dt)).to(dt);
   Tensor y = scalar_f32(a, dt, BinaryOp::Div, b.to<float>());
   if (!y.defined()) y = kernels::dispatch_floating(dt, "div", [&]<class T>() {
     const T v = b.to<T>();
@@ -224,6 +229,7 @@ Tensor div(const Tensor& a, const Scalar& b) {
 
 Tensor rdiv(const Tensor& a, const Scalar& b) {  // b / a
   const DType dt = true_div_type(detail::result_type(a, b));
+  if (detail::is_half(dt)) return rdiv(detail::widen(a), detail::half_scalar(b, dt)).to(dt);
   Tensor y = kernels::dispatch_floating(dt, "rdiv", [&]<class T>() {
     const T v = b.to<T>();
     return scalar_kernel(a, dt, "rdiv", [v](T x) { return v / x; });
@@ -241,7 +247,7 @@ Tensor rdiv(const Tensor& a, const Scalar& b) {  // b / a
 // ---- neg ----
 Tensor neg(const Tensor& a) {
   GRAFT_CHECK(a.dtype() != kBool, "neg", "a numeric tensor", "a bool tensor", "use graft::logical_not for bools");
-  if (detail::is_narrow_int(a.dtype())) return neg(detail::widen(a)).to(a.dtype());
+  if (detail::is_reduced(a.dtype())) return neg(detail::widen(a)).to(a.dtype());
   Tensor y = kernels::dispatch_numeric(a.dtype(), "neg", [&]<class T>() {
     return kernels::map<T, T>(a.dtype(), a.sizes(), [](T x) { return static_cast<T>(-x); }, a);
   });
@@ -252,6 +258,12 @@ Tensor neg(const Tensor& a) {
 
 // ---- in-place forms (Note [In-place ops]) ----
 namespace detail {
+Scalar half_scalar(const Scalar& s, DType dt) {
+  if (dt == kBFloat16) return Scalar(static_cast<double>(kernels::convert<BFloat16>(s.to_double()).to_float()));
+  if (dt == kFloat16) return Scalar(static_cast<double>(kernels::convert<Half>(s.to_double()).to_float()));
+  return s;  // a narrow integer: int64 arithmetic wraps as the narrow type's would
+}
+
 void check_inplace_dtype(const Tensor& self, DType result, const char* op) {
   auto category = [](DType t) { return t == kBool ? 0 : (is_integral(t, false) ? 1 : 2); };
   GRAFT_CHECK(category(result) <= category(self.dtype()), op,
@@ -269,7 +281,7 @@ Tensor& binary_inplace(Tensor& self, const Tensor& other, const char* op, F&& f)
   GRAFT_CHECK(broadcast_shapes(self.sizes(), other.sizes(), op) == Shape(self.sizes()), op,
               "an operand that broadcasts to the tensor's shape " + shape_str(self.sizes()),
               shape_str(other.sizes()), "an in-place op cannot change the shape of the tensor it writes to");
-  if (detail::is_narrow_int(self.dtype())) return self.copy_(f(self, other));  // Note [Narrow integer dtypes]
+  if (detail::is_reduced(self.dtype())) return self.copy_(f(self, other));  // Note [Narrow integer dtypes]
   return detail::inplace_op(
       self, op, {&other},
       [&] {
@@ -315,7 +327,7 @@ namespace {
 template <class F>
 Tensor& scalar_inplace(Tensor& self, const Scalar& s, const char* op, F&& f) {
   detail::check_inplace_dtype(self, detail::result_type(self, s), op);
-  if (detail::is_narrow_int(self.dtype())) return self.copy_(f(self, s));  // Note [Narrow integer dtypes]
+  if (detail::is_reduced(self.dtype())) return self.copy_(f(self, s));  // Note [Narrow integer dtypes]
   return detail::inplace_op(
       self, op, {},
       [&] {

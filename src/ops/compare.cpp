@@ -111,7 +111,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   check_bool_condition(condition, "where", "condition");
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.sizes(), a.sizes(), "where"), b.sizes(), "where");
   const DType dt = detail::result_type(a, b);
-  if (detail::is_narrow_int(dt)) return where(condition, detail::widen(a), detail::widen(b)).to(dt);
+  if (detail::is_reduced(dt)) return where(condition, detail::widen(a), detail::widen(b)).to(dt);
   const Tensor ca = as_dtype(a, dt), cb = as_dtype(b, dt);
   Tensor y = kernels::dispatch_all(dt, "where", [&]<class T>() {
     return kernels::map<T, bool, T, T>(dt, shape, [](bool c, T x, T z) { return c ? x : z; }, condition, ca, cb);
@@ -158,7 +158,7 @@ void check_mask(const Tensor& x, const Tensor& mask, const char* op) {
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   check_mask(x, mask, "masked_fill");
-  if (detail::is_narrow_int(x.dtype())) return masked_fill(detail::widen(x), mask, value).to(x.dtype());
+  if (detail::is_reduced(x.dtype())) return masked_fill(detail::widen(x), mask, value).to(x.dtype());
   Tensor y = kernels::dispatch_all(x.dtype(), "masked_fill", [&]<class T>() {
     const T v = value.to<T>();
     return kernels::map<T, T, bool>(x.dtype(), x.sizes(), [v](T e, bool m) { return m ? v : e; }, x, mask);
@@ -174,7 +174,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
   check_mask(mut(), mask, "masked_fill_");
-  if (detail::is_narrow_int(dtype())) return mut().copy_(graft::masked_fill(*this, mask, value));
+  if (detail::is_reduced(dtype())) return mut().copy_(graft::masked_fill(*this, mask, value));
   return detail::inplace_op(
       mut(), "masked_fill_", {&mask},
       [&] {

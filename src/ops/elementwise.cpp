@@ -110,6 +110,8 @@ Tensor fused_f32(const Tensor& g, const Tensor& v, K&& kernel) {
 // A floating unary op: y = f(x) by float_map, recorded as `node_name` with x or y saved.
 template <class F, class B>
 Tensor unary_float_op(const Tensor& x, OpId id, const char* node_name, Saved what, F&& f, B&& backward) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return unary_float_op(f32, id, node_name, what, f, backward); });
   Tensor y = float_map(x, ops::op_name(id), std::forward<F>(f));
   if (auto node = make_node(node_name, id, {&x}, std::forward<B>(backward))) {
     set_history(y, node);  // before saving y: a saved output must carry its grad_fn (Note [Saved tensors])
@@ -175,6 +177,8 @@ DType clamp_type(const Tensor& x, const std::optional<Scalar>& mn, const std::op
 
 Tensor clamp_impl(const Tensor& x, const std::optional<Scalar>& mn, const std::optional<Scalar>& mx, OpId id,
                   const char* node_name) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return clamp_impl(f32, mn, mx, id, node_name); });
   const char* op = ops::op_name(id);
   const DType dt = clamp_type(x, mn, mx, op);
   const Bounds b = make_bounds(mn, mx);
@@ -368,6 +372,8 @@ Tensor rsqrt(const Tensor& x) {
 }
 
 Tensor abs(const Tensor& x) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return abs(f32); });
   Tensor y = kernels::dispatch_numeric(x.dtype(), "abs", [&]<class T>() {
     return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) { return v < T(0) ? static_cast<T>(-v) : v; }, x);
   });
@@ -381,6 +387,8 @@ Tensor abs(const Tensor& x) {
 }
 
 Tensor sign(const Tensor& x) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return sign(f32); });
   Tensor y = kernels::dispatch_all(x.dtype(), "sign", [&]<class T>() {
     return kernels::map<T, T>(x.dtype(), x.sizes(), [](T v) -> T {
       if constexpr (std::is_same_v<T, bool>) return v;
@@ -609,6 +617,8 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) con
 
 // ---- activations ----
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return leaky_relu(f32, negative_slope); });
   const double slope = negative_slope;
   Tensor y = floating_only_map(x, "leaky_relu", [slope](auto v) {
     using T = decltype(v);
@@ -625,6 +635,8 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
 }
 
 Tensor gelu(const Tensor& x, std::string_view approximate) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return gelu(f32, approximate); });
   const std::string approx(approximate);
   GRAFT_CHECK(approx == "none" || approx == "tanh", "gelu", "approximate \"none\" or \"tanh\"",
               "approximate \"" + approx + "\"", "use GELUFuncOptions().approximate(\"tanh\") or leave the default");
@@ -654,6 +666,8 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
 }
 
 Tensor silu(const Tensor& x) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return silu(f32); });
   Tensor y = floating_only_map(x, "silu", [](auto v) { return v * sigmoid_fn(v); });
   if (auto node = make_node("SiluBackward0", OpId::silu, {&x}, [](Node& n, const Tensor& g) -> TensorList {
         // d x sigmoid(x)/dx = s (1 + x (1 - s)), s = sigmoid(x)
@@ -668,6 +682,8 @@ Tensor silu(const Tensor& x) {
 }
 
 Tensor softplus(const Tensor& x, double beta, double threshold) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return softplus(f32, beta, threshold); });
   Tensor y = floating_only_map(x, "softplus", [beta, threshold](auto v) {
     using T = decltype(v);
     const T bx = v * static_cast<T>(beta);
@@ -689,6 +705,8 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
 }
 
 Tensor elu(const Tensor& x, double alpha) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return elu(f32, alpha); });
   Tensor y = floating_only_map(x, "elu", [alpha](auto v) {
     using T = decltype(v);
     return v > T(0) ? v : static_cast<T>(static_cast<T>(alpha) * std::expm1(v));
@@ -709,6 +727,8 @@ Tensor elu(const Tensor& x, double alpha) {
 // Formulas in kernels/activation_math.h; each backward is written with graft ops (the masks and
 // piecewise slopes are constants of x), so that gradients of gradients work.
 Tensor selu(const Tensor& x) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return selu(f32); });
   Tensor y = floating_only_map(x, "selu", [](auto v) { return math::selu(v); });
   if (auto node = make_node("EluBackward0", OpId::selu, {&x}, [](Node& n, const Tensor& g) -> TensorList {
         // dy/dx = scale where x > 0, scale alpha exp(x) elsewhere (exp of min(x, 0): no overflow)
@@ -724,6 +744,8 @@ Tensor selu(const Tensor& x) {
 }
 
 Tensor mish(const Tensor& x) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return mish(f32); });
   Tensor y = floating_only_map(x, "mish", [](auto v) { return math::mish(v); });
   if (auto node = make_node("MishBackward0", OpId::mish, {&x}, [](Node& n, const Tensor& g) -> TensorList {
         // softplus with its linear part above 20: tanh of it is 1 there in float32 and float64 alike
@@ -738,6 +760,8 @@ Tensor mish(const Tensor& x) {
 }
 
 Tensor hardswish(const Tensor& x) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return hardswish(f32); });
   Tensor y = floating_only_map(x, "hardswish", [](auto v) { return math::hardswish(v); });
   if (auto node = make_node("HardswishBackward0", OpId::hardswish, {&x}, [](Node& n, const Tensor& g) -> TensorList {
         // dy/dx = slope * x + offset on x's piece (activation_math.h: hardswish_grad_piece)
@@ -754,6 +778,8 @@ Tensor hardswish(const Tensor& x) {
 }
 
 Tensor hardsigmoid(const Tensor& x) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return hardsigmoid(f32); });
   Tensor y = floating_only_map(x, "hardsigmoid", [](auto v) { return math::hardsigmoid(v); });
   if (auto node = make_node("HardsigmoidBackward0", OpId::hardsigmoid, {&x}, [](Node& n, const Tensor& g) -> TensorList {
         return {g * const_map(g.dtype(), g.dtype(), n.saved(0), [](auto v) { return math::hardsigmoid_grad(v); })};
@@ -768,6 +794,8 @@ namespace {
 // hardtanh and relu6 (= hardtanh(x, 0, 6), as in PyTorch, so relu6's gradient is 0 at 0 and at 6).
 // Numeric dtypes keep their dtype (PyTorch's hardtanh is a clamp); bool is an error.
 Tensor hardtanh_impl(const Tensor& x, double lo, double hi, OpId id, const char* node_name) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return hardtanh_impl(f32, lo, hi, id, node_name); });
   const char* op = ops::op_name(id);
   GRAFT_CHECK(x.dtype() != kBool, op, "a numeric tensor", "a bool tensor", "convert it with .to(graft::kFloat32)");
   GRAFT_CHECK(!(lo > hi), op, "min_val <= max_val", "min_val " + std::to_string(lo) + " > max_val " + std::to_string(hi),
@@ -795,6 +823,8 @@ Tensor relu6(const Tensor& x) { return hardtanh_impl(x, 0.0, 6.0, OpId::relu6, "
 
 // glu: a composite of recorded ops (chunk, sigmoid, mul), so its backward and double backward are theirs.
 Tensor glu(const Tensor& x, int64_t dim) {
+  if (detail::is_half(x.dtype()))  // Note [Half-precision compute]
+    return detail::through_float(x, [&](const Tensor& f32) { return glu(f32, dim); });
   GRAFT_CHECK(x.dim() > 0, "glu", "a tensor of at least 1 dim", "a 0-dim tensor", "glu halves a dimension");
   const int64_t d = wrap_dim(dim, x.dim(), "glu");
   GRAFT_CHECK(x.size(d) % 2 == 0, "glu", "an even size along dim " + std::to_string(dim),

@@ -56,6 +56,13 @@ Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight
               : !input2.defined() ? "an undefined input2"
                                   : "an undefined weight",
               "pass the two inputs and the weight (out_features, in1_features, in2_features)");
+  if (is_integral(input1.dtype(), false) && input2.dtype() == input1.dtype() && weight.dtype() == input1.dtype() &&
+      (!bias.defined() || bias.dtype() == input1.dtype())) {
+    // Integer tensors multiply exactly in PyTorch; here through float64, exact while the products
+    // and sums stay below 2^53, and the integer result converted back.
+    auto f64 = [](const Tensor& t) { return t.defined() ? t.to(kFloat64) : t; };
+    return bilinear(f64(input1), f64(input2), f64(weight), f64(bias)).to(input1.dtype());
+  }
   GRAFT_CHECK(input1.is_floating_point() && input2.dtype() == input1.dtype() && weight.dtype() == input1.dtype() &&
                   (!bias.defined() || bias.dtype() == input1.dtype()),
               op, "floating-point input1, input2, weight and bias of one dtype",

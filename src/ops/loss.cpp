@@ -445,6 +445,13 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
   const detail::MetaOpScope meta_scope("cosine_embedding_loss", {&input1, &input2, &target});  // Note [Meta device]
   const char* op = "cosine_embedding_loss";
   check_reduction(reduction, op);
+  if ((is_integral(input1.dtype(), false) || is_integral(input2.dtype(), false)) && input1.defined() &&
+      input2.defined()) {
+    // Integer inputs give a floating loss, as in PyTorch (the magnitudes add a double epsilon):
+    // computed in the default dtype, exact for the products and sums of ordinary integers.
+    auto widen = [](const Tensor& x) { return is_integral(x.dtype(), false) ? x.to(get_default_dtype()) : x; };
+    return cosine_embedding_loss(widen(input1), widen(input2), target, margin, reduction);
+  }
   check_floating(input1, op, "input1");
   check_floating(input2, op, "input2");
   check_defined(target, op, "target");

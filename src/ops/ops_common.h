@@ -119,9 +119,35 @@ inline Tensor as_dtype(const Tensor& x, DType dtype) {
 // narrower integer modulo 2^bits), so the values are PyTorch's; comparisons, min/max, selection and
 // masking are exact; sums and products give int64 as in PyTorch. The cost is one widening copy,
 // which is fine for the integer tensors training code holds (labels, masks, indices, counts).
+//
+// Note [Half-precision compute]
+// float16 and bfloat16 are the same kind of dtype for the ops: storage, conversions and a few
+// kernels of their own (relu, the matrix products under autocast). An elementwise op whose
+// computation dtype is one of them widens its operands to float32, computes there and rounds the
+// result once to the half dtype: what PyTorch's CPU kernels compute for these dtypes (each element
+// converted to float, the function evaluated in float, the result rounded), so a single op gives
+// PyTorch's value. The widening and the rounding are recorded (ToCopyBackward0), so a half input's
+// gradient is computed in float32 and comes back rounded to its dtype. Comparisons, min/max,
+// selection and masking are exact. The arithmetic ops go through widen() below; the floating
+// functions (exp, the activations) through through_float(). One difference from PyTorch: an op
+// whose backward reads its output (tanh, sigmoid) reads the float32 output, where PyTorch reads
+// the output rounded to the half dtype, so graft's gradient is the closer to the exact derivative
+// (for x = 7 in bfloat16, tanh'(x) is 3.3e-6 here and 0 in PyTorch, which rounded tanh(7) to 1).
 inline bool is_narrow_int(DType t) { return t == kInt32 || t == kInt16 || t == kInt8 || t == kUInt8; }
-inline DType compute_dtype(DType t) { return is_narrow_int(t) ? kInt64 : t; }
-inline Tensor widen(const Tensor& x) { return is_narrow_int(x.dtype()) ? as_dtype(x, kInt64) : x; }
+inline bool is_half(DType t) { return t == kFloat16 || t == kBFloat16; }
+// A dtype some ops compute in a wider one (the two notes above).
+inline bool is_reduced(DType t) { return is_narrow_int(t) || is_half(t); }
+inline DType compute_dtype(DType t) { return is_narrow_int(t) ? kInt64 : is_half(t) ? kFloat32 : t; }
+// x in its computation dtype; a half tensor's conversion is recorded (its gradient flows back).
+inline Tensor widen(const Tensor& x) { return is_reduced(x.dtype()) ? x.to(compute_dtype(x.dtype())) : x; }
+// A number meeting a tensor of computation dtype `dt`: in a half dtype, the number rounded to it
+// first, as PyTorch 1.13 does (x * 0.3 in bfloat16 multiplies by 0.30078125).
+Scalar half_scalar(const Scalar& s, DType dt);
+// op(x) for a half x: op computed on x in float32, the result rounded to x's dtype.
+template <class Op>
+Tensor through_float(const Tensor& x, Op&& op) {
+  return op(x.to(kFloat32)).to(x.dtype());
+}
 
 // An in-place op may not change the tensor's dtype (PyTorch's can_cast rule, simplified: a
 // floating result cannot be written into an integer or bool tensor, nor an integer into bool).

@@ -102,6 +102,8 @@ static Tensor sum_trailing_f32(const Tensor& xc, const std::vector<int64_t>& dim
 Tensor sum(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
   const auto dims = detail::reduction_dims(x, dim, "sum");
   const DType out_dt = dtype.value_or(is_floating_point(x.dtype()) ? x.dtype() : kInt64);
+  if (detail::is_half(out_dt))  // Note [Half-precision compute]: accumulated in float32, rounded once
+    return sum(detail::widen(x), dim, keepdim, kFloat32).to(out_dt);
   const Shape out_shape = detail::reduced_shape(x, dims, keepdim);
   const Tensor xc = detail::as_dtype(x, out_dt);
   Tensor y = kernels::dispatch_numeric(out_dt, "sum", [&]<class T>() {
@@ -133,6 +135,8 @@ Tensor mean(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<DType>
   const DType dt = dtype.value_or(x.dtype());
   GRAFT_CHECK(is_floating_point(dt), "mean", "a floating-point input or dtype", std::string("a ") + dtype_name(dt) + " input",
               "pass dtype=graft::kFloat32 or convert the input with .to(graft::kFloat32)");
+  if (detail::is_half(dt))  // Note [Half-precision compute]
+    return mean(detail::widen(x), dim, keepdim, kFloat32).to(dt);
   const auto dims = detail::reduction_dims(x, dim, "mean");
   int64_t n = 1;
   for (int64_t d : dims) n *= x.size(d);

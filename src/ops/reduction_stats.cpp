@@ -201,7 +201,7 @@ Tensor even_split_weights(const Tensor& x, const Tensor& r, const std::vector<in
 
 Tensor extreme_all_dims(const Tensor& x, IntArrayRef dim, bool keepdim, bool greater, OpId id,
                         const char* node_name, bool dims_given) {
-  if (detail::is_narrow_int(x.dtype()))  // Note [Narrow integer dtypes]
+  if (detail::is_reduced(x.dtype()))  // Note [Narrow integer dtypes]
     return extreme_all_dims(detail::widen(x), dim, keepdim, greater, id, node_name, dims_given).to(x.dtype());
   const char* op = ops::op_name(id);
   const auto dims = detail::reduction_dims(x, dim, op);
@@ -226,7 +226,7 @@ Tensor extreme_all_dims(const Tensor& x, IntArrayRef dim, bool keepdim, bool gre
 // (values, indices) along one dim.
 std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool greater, OpId id,
                                        const char* node_name) {
-  if (detail::is_narrow_int(x.dtype())) {  // Note [Narrow integer dtypes]
+  if (detail::is_reduced(x.dtype())) {  // Note [Narrow integer dtypes]
     auto [v, i] = extreme_dim(detail::widen(x), dim, keepdim, greater, id, node_name);
     return {v.to(x.dtype()), i};
   }
@@ -259,7 +259,7 @@ std::tuple<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdi
 }
 
 Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool greater, const char* op) {
-  if (detail::is_narrow_int(x.dtype())) return arg_extreme(detail::widen(x), dim, keepdim, greater, op);
+  if (detail::is_reduced(x.dtype())) return arg_extreme(detail::widen(x), dim, keepdim, greater, op);
   if (!dim) {
     GRAFT_CHECK(x.numel() > 0, op, "a non-empty input when no dim is given",
                 "an empty tensor of shape " + shape_str(x.sizes()),

@@ -119,6 +119,18 @@ INSTANTIATE_TEST_SUITE_P(PyTorch, BilinearBagFixture, ::testing::Range<size_t>(0
                          });
 
 // ---- gradcheck / gradgradcheck (float64) ----
+// Integer tensors give the exact integer result, as in PyTorch: by hand, x1 W = [44, 35] and
+// [108, 93], so y = 44 * 7 + 35 * 4 + 1 = 449 and 108 * 8 + 93 * 9 + 1 = 1702.
+TEST(BilinearInteger, ExactInt64Result) {
+  const Tensor x1 = tensor({{1, 2, 3}, {7, 6, 5}}), x2 = tensor({{7, 4}, {8, 9}});
+  const Tensor w = tensor({2, 3, 9, 7, 8, 6}).reshape({1, 3, 2}), b = tensor({1});
+  const Tensor y = F::bilinear(x1, x2, w, b);
+  EXPECT_EQ(y.dtype(), kInt64);
+  EXPECT_EQ(y[0][0].item<int64_t>(), 449);
+  EXPECT_EQ(y[1][0].item<int64_t>(), 1702);
+  EXPECT_EQ(F::bilinear(x1, x2, w)[1][0].item<int64_t>(), 1701);
+}
+
 TEST(BilinearBagGradcheck, Bilinear) {
   using Fn = autograd::TestFunction;
   const Tensor x1 = uniform_sample({3, 4}, 51, -1, 1).requires_grad_();

@@ -188,7 +188,11 @@ TEST(Norm3dErrors, WrongDimsAndChannels) {
   const auto lrn = [](const Tensor& x, int64_t size) { return F::local_response_norm(x, size); };
   EXPECT_TRUE(throws_error([&] { lrn(zeros({2, 3}), 2); }, {"local_response_norm", "3 or more dims", "[2, 3]"}));
   EXPECT_TRUE(throws_error([&] { lrn(zeros({2, 3, 4}), 0); }, {"local_response_norm", "positive size", "size 0"}));
-  EXPECT_TRUE(throws_error([&] { lrn(zeros({2, 3, 4}, kInt64), 2); }, {"local_response_norm", "floating-point"}));
+  EXPECT_TRUE(throws_error([&] { lrn(zeros({2, 3, 4}, kBool), 2); }, {"local_response_norm", "floating-point"}));
+  // an integer input computes in the default dtype, as PyTorch's gives a floating result
+  const Tensor ints = arange(24, kInt64).reshape({2, 3, 4});
+  EXPECT_EQ(lrn(ints, 2).dtype(), kFloat32);
+  EXPECT_TRUE(lrn(ints, 2).allclose(lrn(ints.to(kFloat32), 2), 0.0, 0.0));
   EXPECT_TRUE(throws_error([&] { lrn(Tensor(), 2); }, {"local_response_norm", "undefined"}));
   EXPECT_TRUE(throws_error([] { nn::LocalResponseNorm(-1); }, {"LocalResponseNorm", "size -1"}));
   nn::LocalResponseNorm lrn_module(2);

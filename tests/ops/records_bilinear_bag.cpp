@@ -95,7 +95,7 @@ GRAFT_OP_RECORDS(bilinear_bag) {
                               },
                               {"bilinear", "bias of shape [5]", "[4]"}},
                              {[] {
-                                bilinear(bag_idx({1, 2}), bag_idx({1, 2}), zeros({1, 2, 2}, kInt64));
+                                bilinear(zeros({2}), bag_idx({1, 2}), zeros({1, 2, 2}, kInt64));
                               },
                               {"bilinear", "floating-point", "int64"}}}});
 

@@ -1,6 +1,8 @@
 // Runs every record of the op table through the generic checks listed in tests/support/op_table.h.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <fstream>
 #include <set>
 #include <string>
@@ -44,6 +46,28 @@ TEST_P(OpTable, ForwardMatchesReference) {
         EXPECT_EQ(got32.dtype(), kFloat32) << r.name;
       }
       EXPECT_TRUE(all_close(got32, expected, r.atol32, r.rtol32)) << r.name << " float32";
+    }
+  }
+}
+
+TEST_P(OpTable, HalfPrecisionForward) {
+  const auto& r = rec();
+  if (!r.half) GTEST_SKIP() << r.name << " has no half-precision record";
+  for (DType half : {kBFloat16, kFloat16}) {
+    // Within two units in the last place of the half dtype (8 significant bits for bfloat16, 11 for
+    // float16), of the float64 reference computed on the inputs as the half dtype rounds them.
+    const double rel = std::ldexp(1.0, half == kBFloat16 ? -6 : -9);
+    for (const auto& sample : r.samples()) {
+      TensorList in;
+      for (const Tensor& t : sample) in.push_back(t.defined() && t.is_floating_point() ? t.detach().to(half) : t);
+      TensorList in64;
+      for (const Tensor& t : in) in64.push_back(t.defined() && t.is_floating_point() ? t.to(kFloat64) : t);
+      const Tensor expected = r.reference(in64);
+      const Tensor got = r.fn(in);
+      if (expected.is_floating_point()) {
+        EXPECT_EQ(got.dtype(), half) << r.name;
+      }
+      EXPECT_TRUE(all_close(got.to(expected.dtype()), expected, rel, rel)) << r.name << " " << dtype_name(half);
     }
   }
 }
@@ -258,7 +282,7 @@ TEST(OpCoverage, EveryRecordHasErrorCasesOrIsAView) {
   // Each op family tests its misuse; records may share error cases, but an op with none is a gap.
   std::set<std::string> with_errors;
   for (const auto& r : op_table())
-    if (!r.errors.empty()) with_errors.insert(r.name);
+    if (!r.errors.empty() || !r.no_misuse.empty()) with_errors.insert(r.name);
   for (auto n : ops::op_names()) EXPECT_TRUE(with_errors.count(std::string(n))) << "op '" << n << "' has no error case";
 }
 

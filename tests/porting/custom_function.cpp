@@ -90,6 +90,21 @@ class SumAndArgmax : public Function<SumAndArgmax> {
   }
 };
 
+// Returns (x y, x + y): two differentiable outputs; backward gets one gradient for each, and
+// zeros for an output that took no part in the loss.
+class ProductAndSum : public Function<ProductAndSum> {
+ public:
+  static variable_list forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor y) {
+    ctx->save_for_backward({x, y});
+    return {x * y, x + y};
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grad_outputs) {
+    auto saved = ctx->get_saved_variables();
+    auto gp = grad_outputs[0], gs = grad_outputs[1];
+    return {gp * saved[1] + gs, gp * saved[0] + gs};
+  }
+};
+
 }  // namespace
 
 int main() {
@@ -152,6 +167,23 @@ int main() {
   check(outs[0].requires_grad() && !outs[1].requires_grad(), "only the sums require grad");
   (outs[0] * torch::tensor({1.0, 2.0})).sum().backward();
   show("sum.ds", s.grad(), {1, 1, 1, 2, 2, 2});
+
+  // Two differentiable outputs. loss = sum(3 p + s) with p = x y, s = x + y: dx = 3 y + 1, dy = 3 x + 1.
+  auto px = torch::tensor({1.0, -2.0, 0.5}).requires_grad_();
+  auto py = torch::tensor({4.0, 3.0, -1.0}).requires_grad_();
+  auto ps = ProductAndSum::apply(px, py);
+  show("product", ps[0], {4, -6, -0.5});
+  show("sum2", ps[1], {5, 1, -0.5});
+  check(ps[0].requires_grad() && ps[1].requires_grad(), "both outputs require grad");
+  (3 * ps[0] + ps[1]).sum().backward();
+  show("product.dx", px.grad(), {13, 10, -2});
+  show("product.dy", py.grad(), {4, -5, 2.5});
+  // Only the second output in the loss: the first one's gradient reaches backward as zeros.
+  px.grad().zero_();
+  py.grad().zero_();
+  ProductAndSum::apply(px, py)[1].sum().backward();
+  show("sum2.dx", px.grad(), {1, 1, 1});
+  show("sum2.dy", py.grad(), {1, 1, 1});
 
   // Saved tensors are freed by backward: a second backward through the node is an error.
   auto p = torch::tensor({1.5}).requires_grad_();

@@ -43,6 +43,12 @@ struct OpRecord {
   double atol = 1e-10, rtol = 1e-10;            // float64 forward tolerance
   double atol32 = 1e-5, rtol32 = 1e-4;          // float32 forward tolerance
   std::vector<ErrorCase> errors;
+  // An op no input can misuse (every dtype and shape is valid) says why here instead of listing
+  // error cases (OpCoverage.EveryRecordHasErrorCasesOrIsAView).
+  std::string no_misuse;
+  // Also run forward on bfloat16 and float16 inputs (Note [Half-precision compute]): the result,
+  // in the half dtype, is held to the reference on the rounded inputs (OpTable.HalfPrecisionForward).
+  bool half = false;
 };
 
 std::vector<OpRecord>& op_table();

@@ -21,9 +21,10 @@
 // backward unless retain_graph, seen by saved-tensor hooks and the memory accounting like any
 // op's. Backward runs with grad mode as the engine sets it, so with create_graph the ops of
 // T::backward are recorded and double backward works through a custom function.
-// What differs from LibTorch (docs/porting.md): graft's nodes have one output (Note [One output per
-// node]), so forward returns one Tensor, or a variable_list with at most one differentiable output
-// (the others marked non-differentiable); there is no forward-mode (jvp) support.
+// forward returns one Tensor or a variable_list; backward gets one gradient per output (zeros, or
+// undefined without materialize_grads, for an output that got none or is non-differentiable).
+// Several differentiable outputs: Note [Custom functions with several outputs] (function.cpp).
+// What differs from LibTorch (docs/porting.md): there is no forward-mode (jvp) support.
 #pragma once
 
 #include <cstddef>
@@ -52,6 +53,7 @@ template <class T>
 class CppNode;
 
 class AutogradContext;
+class CustomFunctionNode;
 
 namespace detail {
 
@@ -62,11 +64,12 @@ const char* cpp_node_name(const std::type_info& function_type);
 // tensor arguments). `is_var[i]`: whether forward argument i was a tensor.
 TensorList gradients_for_inputs(const char* function_name, const std::vector<bool>& is_var, variable_list grads);
 
-// After forward: the differentiable outputs get the node as grad_fn; dirty inputs are checked
-// (not a leaf requiring grad) and rebased; an output that is an unmodified input becomes an alias.
-// Returns the index of the one differentiable output, or -1 when there is none.
-int64_t set_outputs_history(const char* function_name, AutogradContext& ctx, variable_list& outputs,
-                            const std::shared_ptr<Node>& node, const TensorList& inputs);
+// After forward: records every output in the node's slots and gives the differentiable ones their
+// history (the node, or one selector node each when there are several); dirty inputs are checked
+// (not a leaf requiring grad) and rebased; an output that is an unmodified input, or an output
+// returned twice, becomes an alias.
+void set_outputs_history(AutogradContext& ctx, variable_list& outputs, const std::shared_ptr<CustomFunctionNode>& node,
+                         const TensorList& inputs);
 
 // Hands ctx's to_save_ to the node's saved tensors (outputs saved as outputs: no reference cycle).
 void save_variables(AutogradContext& ctx, Node& node, const variable_list& outputs);
@@ -101,8 +104,9 @@ class AutogradContext {
   friend class CppNode;
   template <class T>
   friend struct Function;
-  friend int64_t detail::set_outputs_history(const char*, AutogradContext&, variable_list&,
-                                             const std::shared_ptr<Node>&, const TensorList&);
+  friend class CustomFunctionNode;
+  friend void detail::set_outputs_history(AutogradContext&, variable_list&, const std::shared_ptr<CustomFunctionNode>&,
+                                          const TensorList&);
   friend void detail::save_variables(AutogradContext&, Node&, const variable_list&);
 
   bool is_dirty(const Tensor& t) const;
@@ -133,23 +137,44 @@ void extract(std::vector<bool>& is_var, TensorList&, const A&) {
 
 }  // namespace detail
 
-// The node of a custom function: calls T::backward.
-template <class T>
-class CppNode final : public Node {
- public:
-  CppNode() : Node(detail::cpp_node_name(typeid(T)), ForwardOp::unlisted(detail::cpp_node_name(typeid(T)))) {}
+// One output of a custom function's forward, as its backward sees it.
+struct OutputSlot {
+  Shape sizes;
+  int64_t numel = 0;
+  DType dtype = DType::Float32;
+  bool defined = false;
+  bool differentiable = false;
+  int64_t offset = 0;  // several differentiable outputs: where its gradient lies in the packed one
+};
 
-  TensorList apply(const Tensor& grad_output) override {
-    Tensor g = grad_output;
-    if (!g.defined() && ctx_.materialize_grads_) g = zeros(output_sizes_.ref(), output_dtype_);
-    variable_list grads = T::backward(&ctx_, variable_list{g});
-    return detail::gradients_for_inputs(name_c_str(), is_var_, std::move(grads));
-  }
+// What a custom function's node keeps that does not depend on the function's type (function.cpp).
+class CustomFunctionNode : public Node {
+ public:
+  using Node::Node;
+  // The gradients T::backward gets, one per forward output, from the gradient this node received
+  // (that output's, or the packed gradient of Note [Custom functions with several outputs]).
+  variable_list output_gradients(const Tensor& grad_output);
 
   AutogradContext ctx_;
   std::vector<bool> is_var_;
-  Shape output_sizes_;
-  DType output_dtype_ = DType::Float32;
+  std::vector<OutputSlot> slots_;  // one per forward output, in order
+  bool packed_ = false;            // several differentiable outputs
+  DType packed_dtype_ = DType::Float32;
+  int64_t packed_numel_ = 0;
+  std::vector<char> received_;     // packed: which outputs' selectors ran in this backward
+};
+
+// The node of a custom function: calls T::backward.
+template <class T>
+class CppNode final : public CustomFunctionNode {
+ public:
+  CppNode()
+      : CustomFunctionNode(detail::cpp_node_name(typeid(T)), ForwardOp::unlisted(detail::cpp_node_name(typeid(T)))) {}
+
+  TensorList apply(const Tensor& grad_output) override {
+    variable_list grads = T::backward(&ctx_, output_gradients(grad_output));
+    return detail::gradients_for_inputs(name_c_str(), is_var_, std::move(grads));
+  }
 };
 
 template <class T>
@@ -189,11 +214,7 @@ struct Function {
       }
     }
     if (node) {
-      const int64_t out = detail::set_outputs_history(node->name_c_str(), *ctx, outputs, node, inputs);
-      if (out >= 0) {
-        node->output_sizes_ = Shape(outputs[static_cast<size_t>(out)].sizes());
-        node->output_dtype_ = outputs[static_cast<size_t>(out)].dtype();
-      }
+      detail::set_outputs_history(*ctx, outputs, node, inputs);
       detail::save_variables(*ctx, *node, outputs);
     }
     if constexpr (std::is_same_v<std::decay_t<Result>, Tensor>) {

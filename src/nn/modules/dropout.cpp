@@ -39,10 +39,12 @@ Tensor bernoulli_keep(const Tensor& x, double p, bool per_channel) {
 
 Tensor alpha_dropout_impl(Tensor input, double p, bool training, bool inplace, bool per_channel, const char* op) {
   check_dropout_probability(p, op);
+  // As ATen: an identity (in evaluation, p = 0, no elements) returns before the channel check
+  if (!training || p == 0.0 || input.numel() == 0) return input;
   if (per_channel)
     GRAFT_CHECK(input.dim() >= 2, op, "an input (N, C, *) of at least 2 dims", shape_str(input.sizes()),
-                "channels are dim 1; unsqueeze(0) an unbatched input");
-  if (!training || p == 0.0 || input.numel() == 0) return input;
+                "Feature dropout requires at least 2 dimensions in the input: channels are dim 1; unsqueeze(0) an "
+                "unbatched input");
   check_dropout_floating(input, op);
   if (p == 1.0) {  // PyTorch multiplies by 0 (no affine shift): all zeros
     const Tensor zero = zeros({}, input.dtype());

@@ -67,6 +67,12 @@ std::string BatchNorm3dImpl::libtorch_repr() const {
 
 Tensor functional::local_response_norm(const Tensor& input, const LocalResponseNormFuncOptions& options) {
   const char* op = "local_response_norm";
+  GRAFT_CHECK(input.defined(), op, "a defined input", "an undefined tensor", "");
+  if (!input.is_floating_point() && input.dtype() != kBool) {
+    // An integer input gives a floating result, as in PyTorch (its window mean is scaled by alpha, a
+    // double): computed in the default dtype, exact for the squares and sums of ordinary integers.
+    return local_response_norm(input.to(get_default_dtype()), options);
+  }
   check_floating(input, op);
   GRAFT_CHECK(input.dim() >= 3, op, "an input of 3 or more dims (N, C, *)", rank_str(input),
               "add a batch dim with input.unsqueeze(0)");
