@@ -45,40 +45,31 @@ std::map<std::string, std::string> run_flags(const TrainConfig& c, const Task& t
   return flags;
 }
 
+// The generator's state in PyTorch's layout (torch.get_rng_state()'s 5056 bytes), as rng.state.
 io::TensorDict generator_state() {
-  const Generator::State st = default_generator().get_state();
-  std::vector<int64_t> words;
-  for (uint64_t w : st.s) words.push_back(std::bit_cast<int64_t>(w));
-  words.push_back(std::bit_cast<int64_t>(st.seed));
-  words.push_back(st.has_spare ? 1 : 0);
-  // Built element by element: graft::tensor({...}) goes through double, which would round the words.
-  Tensor w = empty({static_cast<int64_t>(words.size())}, kInt64);
-  std::copy(words.begin(), words.end(), w.data_ptr<int64_t>());
+  const std::vector<uint8_t> bytes = default_generator().state_bytes();
+  Tensor t = empty({static_cast<int64_t>(bytes.size())}, kUInt8);
+  std::copy(bytes.begin(), bytes.end(), t.data_ptr<uint8_t>());
   io::TensorDict d;
-  d.insert("words", w);
-  d.insert("spare", tensor(std::vector<double>{st.spare}, kFloat64));
+  d.insert("state", t);
   return d;
 }
 
 void set_generator_state(const io::TensorDict& d, const std::string& file) {
-  const Tensor* words = d.find("words");
-  const Tensor* spare = d.find("spare");
-  GRAFT_CHECK(words && spare && words->dtype() == kInt64 && words->numel() == 6 && spare->dtype() == kFloat64 &&
-                  spare->numel() == 1,
-              "graft train --resume", "a random-number state (rng.words: 6 int64, rng.spare: 1 float64)",
-              "something else in " + file, "resume from a checkpoint that graft train wrote");
-  const Tensor w = words->contiguous();
-  const int64_t* p = w.data_ptr<int64_t>();
-  Generator::State st{};
-  for (int i = 0; i < 4; ++i) st.s[i] = std::bit_cast<uint64_t>(p[i]);
-  st.seed = std::bit_cast<uint64_t>(p[4]);
-  st.has_spare = p[5] != 0;
-  st.spare = spare->item<double>();
-  // xoshiro256's all-zero state is a fixed point (every draw 0); a spare normal is finite.
-  GRAFT_CHECK((st.s[0] | st.s[1] | st.s[2] | st.s[3]) != 0 && (p[5] == 0 || p[5] == 1) && std::isfinite(st.spare),
-              "graft train --resume", "a random-number state graft wrote (rng.words not all zero, a flag of 0 or 1, "
-              "a finite rng.spare)", "a damaged state in " + file, "resume from a checkpoint that graft train wrote");
-  default_generator().set_state(st);
+  const Tensor* state = d.find("state");
+  GRAFT_CHECK(state && state->dtype() == kUInt8 && state->dim() == 1, "graft train --resume",
+              "a random-number state (rng.state: uint8 bytes in torch.get_rng_state()'s layout)",
+              d.find("words") ? "the xoshiro state of a checkpoint from graft before PyTorch's generator, in " + file
+                              : "something else in " + file,
+              "resume from a checkpoint that this graft train wrote, or start the run again");
+  const Tensor bytes = state->contiguous();
+  try {
+    const Generator::State st = Generator::state_from_bytes(bytes.data_ptr<uint8_t>(), static_cast<size_t>(bytes.numel()));
+    default_generator().set_state(st);
+  } catch (const Error& e) {
+    GRAFT_CHECK(false, "graft train --resume", "a random-number state graft or PyTorch wrote",
+                "a damaged rng.state in " + file + " (" + e.what() + ")", "resume from a checkpoint that graft train wrote");
+  }
 }
 
 }  // namespace

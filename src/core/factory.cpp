@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "dispatch.h"
+#include "random_fill.h"
 #include "graft/core/memory.h"
 
 namespace graft {
@@ -253,64 +254,58 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions& o) {
   return finish(t, o);
 }
 
-Tensor rand(IntArrayRef size, const TensorOptions& o, Generator* gen) {
-  check_sizes(size, "rand");
-  memory::OpScope op_scope("rand");  // names the allocation in the memory report
-  check_device(o, "rand");
-  Generator& g = gen ? *gen : default_generator();
-  Tensor t = make_empty(size, o.dtype(), o.device());
-  if (t.is_meta()) return finish(t, o);  // no values: the generator does not advance
-  std::lock_guard<std::mutex> lock(g.mutex());
-  kernels::dispatch_floating(t.dtype(), "rand", [&]<class T>() {
-    T* p = t.data_ptr<T>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) {
-      T v = static_cast<T>(g.next_double());
-      p[i] = v < T(1) ? v : std::nextafter(T(1), T(0));  // float rounding must not reach 1
-    }
-  });
+namespace {
+// rand, randn, randint and randperm: an empty tensor filled by PyTorch's distribution (Note
+// [PyTorch's random streams] in random_fill.h). A meta tensor gets no values, and the generator
+// does not advance.
+template <class Fill>
+Tensor random_factory(IntArrayRef size, DType dtype, const TensorOptions& o, const char* op, Fill&& fill) {
+  check_sizes(size, op);
+  memory::OpScope op_scope(op);  // names the allocation in the memory report
+  check_device(o, op);
+  Tensor t = make_empty(size, dtype, o.device());
+  if (!t.is_meta()) fill(t);
   return finish(t, o);
+}
+void check_floating_dtype(DType dt, const char* op) {
+  GRAFT_CHECK(is_floating_point(dt), op, "a floating-point dtype", std::string(dtype_name(dt)),
+              "draw integers with randint, or convert: graft::rand(size).to(dtype)");
+}
+}  // namespace
+
+Tensor rand(IntArrayRef size, const TensorOptions& o, Generator* gen) {
+  check_floating_dtype(o.dtype(), "rand");
+  return random_factory(size, o.dtype(), o, "rand", [&](const Tensor& t) {
+    detail::uniform_fill(t, 0.0, 1.0, gen ? *gen : default_generator());
+  });
 }
 
 Tensor randn(IntArrayRef size, const TensorOptions& o, Generator* gen) {
-  check_sizes(size, "randn");
-  memory::OpScope op_scope("randn");  // names the allocation in the memory report
-  check_device(o, "randn");
-  Generator& g = gen ? *gen : default_generator();
-  Tensor t = make_empty(size, o.dtype(), o.device());
-  if (t.is_meta()) return finish(t, o);  // no values: the generator does not advance
-  std::lock_guard<std::mutex> lock(g.mutex());
-  kernels::dispatch_floating(t.dtype(), "randn", [&]<class T>() {
-    T* p = t.data_ptr<T>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<T>(g.next_normal());
+  check_floating_dtype(o.dtype(), "randn");
+  return random_factory(size, o.dtype(), o, "randn", [&](const Tensor& t) {
+    detail::normal_fill(t, 0.0, 1.0, /*contiguous=*/true, gen ? *gen : default_generator());
   });
-  return finish(t, o);
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, const TensorOptions& o, Generator* gen) {
-  check_sizes(size, "randint");
-  memory::OpScope op_scope("randint");  // names the allocation in the memory report
-  check_device(o, "randint");
   GRAFT_CHECK(high > low, "randint", "low < high", "low " + std::to_string(low) + ", high " + std::to_string(high),
               "the range is [low, high)");
-  Generator& g = gen ? *gen : default_generator();
-  Tensor t = make_empty(size, o.has_dtype() ? o.dtype() : kInt64, o.device());
-  // Unsigned arithmetic: high - low may exceed INT64_MAX, and values are produced exactly (never
-  // through a double) for int64 results.
+  const DType dt = o.has_dtype() ? o.dtype() : kInt64;
+  GRAFT_CHECK(dt != kBool, "randint", "a numeric dtype", "bool", "draw with bernoulli_ or randint(0, 2, size) > 0");
+  // Unsigned arithmetic: high - low may exceed INT64_MAX; int64 values never pass through a double.
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % range;  // rejection sampling avoids modulo bias
-  if (t.is_meta()) return finish(t, o);  // no values: the generator does not advance
-  std::lock_guard<std::mutex> lock(g.mutex());
-  auto draw = [&]() {
-    uint64_t r;
-    do r = g.next_u64();
-    while (r >= limit);
-    return static_cast<int64_t>(static_cast<uint64_t>(low) + r % range);
-  };
-  kernels::dispatch_all(t.dtype(), "randint", [&]<class T>() {
-    T* p = t.data_ptr<T>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = static_cast<T>(draw());
+  return random_factory(size, dt, o, "randint", [&](const Tensor& t) {
+    detail::random_from_to_fill(t, range, low, gen ? *gen : default_generator());
   });
-  return finish(t, o);
+}
+
+Tensor randperm(int64_t n, const TensorOptions& o, Generator* gen) {
+  GRAFT_CHECK(n >= 0, "randperm", "n >= 0", "n " + std::to_string(n), "n is the length of the permutation");
+  const DType dt = o.has_dtype() ? o.dtype() : kInt64;
+  GRAFT_CHECK(dt != kBool, "randperm", "a numeric dtype", "bool", "use the default int64");
+  return random_factory({n}, dt, o, "randperm", [&](const Tensor& t) {
+    detail::randperm_fill(t, gen ? *gen : default_generator());
+  });
 }
 
 Tensor randint(int64_t high, IntArrayRef size, const TensorOptions& o) { return randint(0, high, size, o); }

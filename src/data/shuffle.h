@@ -1,4 +1,6 @@
-// Fisher-Yates shuffles driven by a graft::Generator, shared by DataLoader and RandomSampler.
+// The shuffle behind DataLoader and RandomSampler: torch::randperm's, draw for draw (Note
+// [PyTorch's random streams] in src/core/random_fill.h), so a seeded LibTorch RandomSampler and
+// graft's visit a dataset in the same order.
 #pragma once
 
 #include <cstdint>
@@ -9,19 +11,12 @@
 
 namespace graft::data::detail {
 
-// Uniform in [0, bound) without modulo bias.
-inline uint64_t below(Generator& g, uint64_t bound) {
-  const uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
-  for (;;) {
-    const uint64_t r = g.next_u64();
-    if (r >= threshold) return r % bound;
-  }
-}
-
-// A uniformly random permutation of v in place.
+// Permutes v in place: for i < n - 1, swap v[i] with v[i + random() % (n - i)]. The modulo of a
+// 32-bit draw is PyTorch's; its bias is below n / 2^32.
 template <typename T>
 void shuffle(std::vector<T>& v, Generator& g) {
-  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[below(g, i)]);
+  const uint64_t n = v.size();
+  for (uint64_t i = 0; i + 1 < n; ++i) std::swap(v[i], v[i + g.random() % (n - i)]);
 }
 
 }  // namespace graft::data::detail

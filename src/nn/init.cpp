@@ -137,23 +137,18 @@ Tensor uniform_(Tensor tensor, double low, double high, Generator* generator) {
   check_float(tensor, "uniform_");
   GRAFT_CHECK(low <= high, "uniform_", "low <= high", "low " + std::to_string(low) + ", high " + std::to_string(high),
               "swap low and high");
-  // [low, high) as PyTorch: rounding (to double, then to float32) must not reach high.
-  const double below_high =
-      low == high ? high
-      : tensor.dtype() == kFloat32
-          ? static_cast<double>(std::nextafter(static_cast<float>(high), -std::numeric_limits<float>::infinity()))
-          : std::nextafter(high, -std::numeric_limits<double>::infinity());
-  if (tensor.is_meta()) return tensor;  // Note [Meta device]: no values to draw
-  return write(tensor, draw(tensor.numel(), generator, [&](Generator& g) {
-    return std::max(low, std::min(low + (high - low) * g.next_double(), below_high));
-  }));
+  // LibTorch's: the tensor's own uniform_ (Note [PyTorch's random streams]), outside autograd.
+  NoGradGuard no_grad;
+  tensor.uniform_(low, high, generator);
+  return tensor;
 }
 
 Tensor normal_(Tensor tensor, double mean, double stddev, Generator* generator) {
   check_float(tensor, "normal_");
   GRAFT_CHECK(stddev >= 0, "normal_", "std >= 0", "std " + std::to_string(stddev), "pass std >= 0");
-  if (tensor.is_meta()) return tensor;  // Note [Meta device]: no values to draw
-  return write(tensor, draw(tensor.numel(), generator, [&](Generator& g) { return mean + stddev * g.next_normal(); }));
+  NoGradGuard no_grad;
+  tensor.normal_(mean, stddev, generator);
+  return tensor;
 }
 
 Tensor constant_(Tensor tensor, const Scalar& value) {
@@ -241,8 +236,14 @@ Tensor orthogonal_(Tensor tensor, double gain, Generator* generator) {
   // Work on the tall orientation m x n (m >= n): orthonormal columns, then transpose back if needed.
   const bool transposed = rows < cols;
   const int64_t m = transposed ? cols : rows, n = transposed ? rows : cols;
-  // Column-major m x n standard normal matrix (column j at a[j*m ...]).
-  std::vector<double> a = draw(m * n, generator, [](Generator& g) { return g.next_normal(); });
+  // Column-major m x n standard normal matrix (column j at a[j*m ...]), drawn as LibTorch draws it:
+  // randn(rows, cols) in float32 (Note [PyTorch's random streams]), transposed when rows < cols.
+  const Tensor drawn = graft::randn({rows, cols}, kFloat32, generator).to(kFloat64);
+  const double* dp = drawn.data_ptr<double>();
+  std::vector<double> a(static_cast<size_t>(m * n));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)  // the tall matrix's (i, j) is drawn (r, c) or (c, r)
+      a[static_cast<size_t>(transposed ? r * m + c : c * m + r)] = dp[r * cols + c];
   // Modified Gram-Schmidt, each column orthogonalised twice ("twice is enough"): Q with the
   // positive-diagonal R of the QR decomposition, i.e. PyTorch's sign-corrected q.
   for (int64_t j = 0; j < n; ++j) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <string>
 
 #include "../core/dispatch.h"
@@ -104,9 +105,22 @@ Tensor rrelu(const Tensor& input, double lower, double upper, bool training, Gen
   GRAFT_CHECK(lower <= upper, "rrelu", "lower <= upper", "lower " + fixed6(lower) + ", upper " + fixed6(upper),
               "swap the bounds");
   if (!training) return graft::leaky_relu(input, (lower + upper) / 2);
-  const Tensor u = graft::rand(input.sizes(), input.dtype(), generator);  // [0, 1)
-  const Tensor slopes = u * (upper - lower) + lower;
-  const Tensor noise = graft::where(graft::le(input.detach(), 0), slopes, graft::ones_like(slopes));
+  // As ATen: one uniform double in [lower, upper) per element <= 0, in element order (Note
+  // [PyTorch's random streams]), rounded to the dtype; no draw for positive elements.
+  const Tensor x = input.detach().contiguous();
+  Tensor noise = graft::empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  Generator& g = generator ? *generator : default_generator();
+  if (!x.is_meta()) {
+    std::lock_guard<std::mutex> lock(g.mutex());
+    kernels::dispatch_floating(x.dtype(), "rrelu", [&]<class T>() {
+      // The bounds are rounded to the dtype first, as ATen's kernel does.
+      const double lo = static_cast<T>(lower), hi = static_cast<T>(upper);
+      const T* xp = x.data_ptr<T>();
+      T* np = noise.data_ptr<T>();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i)
+        np[i] = xp[i] <= T(0) ? static_cast<T>(g.next_double() * (hi - lo) + lo) : T(1);
+    });
+  }
   return input * noise;
 }
 Tensor& rrelu_(Tensor& self, double lower, double upper, bool training, Generator* generator) {

@@ -1,4 +1,4 @@
-// dropout, feature_dropout and dropout2d: x * keep / (1 - p), a composition of ops (rand, ge, mul),
+// dropout, feature_dropout and dropout2d: x * keep / (1 - p), a composition of ops (bernoulli_, div, mul),
 // so autograd records MulBackward0 (MulBackward0 in place for the _ forms) and the gradient is the
 // scaled mask.
 #include <string>
@@ -34,9 +34,12 @@ Tensor scaled_keep(const Tensor& x, double p, bool train, Kind kind, const char*
   const size_t first_spatial = kind == Kind::kImage && x.dim() == 3 ? 1 : 2;
   if (kind != Kind::kElement)
     for (size_t d = first_spatial; d < shape.size(); ++d) shape[d] = 1;
-  // keep = U[0, 1) >= p: kept with probability 1 - p; p = 1 zeroes everything.
+  // keep ~ bernoulli(1 - p), drawn as PyTorch draws it (Note [PyTorch's random streams]), so a
+  // seeded LibTorch program drops the same elements; p = 1 zeroes everything.
   if (p == 1.0) return zeros(shape, x.dtype());
-  return rand(shape, x.dtype()).ge(p).to(x.dtype()) / (1.0 - p);
+  Tensor keep = empty(shape, x.dtype());
+  keep.bernoulli_(1.0 - p);
+  return keep / (1.0 - p);
 }
 
 Tensor apply(const Tensor& x, double p, bool train, Kind kind, const char* op) {

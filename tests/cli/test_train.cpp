@@ -522,10 +522,14 @@ TEST(Train, ResumeAcceptsOnlyWellFormedCheckpoints) {
                              {"--resume", "epochs_done", c.save, "[0, 3]", "\"" + bad + "\""}))
         << "epochs_done \"" << bad << "\"";
   }
-  // The random-number state: xoshiro256's all-zero state would make every draw 0.
-  std::filesystem::copy_file(good, c.save, std::filesystem::copy_options::overwrite_existing);
-  damage_checkpoint(c.save, "", "", "rng.words", zeros({6}, kInt64));
-  EXPECT_TRUE(throws_error([&] { cli::train(resume, sink); }, {"--resume", "random-number state", c.save}));
+  // The random-number state (torch.get_rng_state()'s 5056 bytes): all zero is an unseeded state
+  // with no draws left, the wrong size is no state at all.
+  for (const Tensor& bad : {zeros({5056}, kUInt8), zeros({6}, kUInt8), zeros({5056}, kInt64)}) {
+    std::filesystem::copy_file(good, c.save, std::filesystem::copy_options::overwrite_existing);
+    damage_checkpoint(c.save, "", "", "rng.state", bad);
+    EXPECT_TRUE(throws_error([&] { cli::train(resume, sink); }, {"--resume", "random-number state", c.save}))
+        << bad.numel() << " " << dtype_name(bad.dtype());
+  }
   // The schedule (cosine, per batch: 240 / 16 = 15 steps after one epoch) must be where the run was.
   std::filesystem::copy_file(good, c.save, std::filesystem::copy_options::overwrite_existing);
   damage_checkpoint(c.save, "", "", "sched.last_epoch", full({}, 7, kInt64));

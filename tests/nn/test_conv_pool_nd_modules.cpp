@@ -18,12 +18,14 @@ namespace {
 namespace nn = graft::nn;
 namespace F = graft::nn::functional;
 
-// Every value within the bound 1/sqrt(fan_in), the largest near it (the draws fill the interval).
+// Every value within the bound 1/sqrt(fan_in), the largest near it: n uniform draws all stay below
+// f * bound with probability f^n, so the floor f = 1e-6^(1/n) fails one seed in a million (0.89 for
+// a weight of 120 values, 0.18 for a bias of 8).
 void expect_pytorch_bound(const Tensor& t, int64_t fan_in) {
   const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
   const double m = t.abs().max().item<double>();
   EXPECT_LE(m, bound);
-  EXPECT_GT(m, 0.8 * bound);
+  EXPECT_GT(m, std::pow(1e-6, 1.0 / static_cast<double>(t.numel())) * bound);
 }
 
 TEST(Conv1dModule, OptionsShapesForwardAndRepr) {

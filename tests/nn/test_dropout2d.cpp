@@ -26,7 +26,7 @@ TEST(Dropout2d, ZeroesWholeChannelsWithASeededMask) {
   std::vector<double> expect(24), grad(24);
   int kept = 0;
   for (int nc = 0; nc < 6; ++nc) {
-    const bool keep = g.next_double() >= p;
+    const bool keep = g.next_double() < 1.0 - p;  // keep ~ bernoulli(1 - p), as PyTorch draws it
     kept += keep;
     for (int s = 0; s < 4; ++s) {
       const size_t i = static_cast<size_t>(nc * 4 + s);
@@ -52,7 +52,7 @@ TEST(Dropout2d, UnbatchedImagesInplaceAndErrors) {
   const Tensor y = nn::Dropout2d(0.25)->forward(x);
   Generator g(5);
   for (int64_t c = 0; c < 6; ++c) {
-    const bool keep = g.next_double() >= 0.25;
+    const bool keep = g.next_double() < 1.0 - 0.25;  // keep ~ bernoulli(1 - p), as PyTorch draws it
     for (int64_t s = 0; s < 4; ++s) {
       const double xv = static_cast<double>(c * 4 + s + 1);
       EXPECT_FLOAT_EQ(values(y)[static_cast<size_t>(c * 4 + s)], keep ? static_cast<float>(xv / 0.75) : 0.0f);
@@ -74,7 +74,7 @@ TEST(Dropout2d, NamespaceDropoutMatchesTheModuleFormula) {
   const Tensor y = graft::dropout(x, 0.5, true);
   Generator g(9);
   for (size_t i = 0; i < 24; ++i) {
-    const bool keep = g.next_double() >= 0.5;
+    const bool keep = g.next_double() < 1.0 - 0.5;  // keep ~ bernoulli(1 - p), as PyTorch draws it
     EXPECT_EQ(values(y)[i], keep ? static_cast<double>(i + 1) * 2.0 : 0.0) << i;
   }
   EXPECT_EQ(values(graft::dropout(x, 0.5, false)), values(x));

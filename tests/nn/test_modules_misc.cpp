@@ -119,7 +119,7 @@ TEST(ModulesMiscDropout3d, ZeroesWholeChannelsOfVolumes) {
   std::vector<double> expect(48), grad(48);
   int kept = 0;
   for (size_t nc = 0; nc < 6; ++nc) {
-    const bool keep = g.next_double() >= p;
+    const bool keep = g.next_double() < 1.0 - p;  // keep ~ bernoulli(1 - p), as PyTorch draws it
     kept += keep;
     for (size_t s = 0; s < 8; ++s) {
       expect[nc * 8 + s] = keep ? static_cast<double>(nc * 8 + s + 1) * 2.0 : 0.0;
@@ -139,7 +139,7 @@ TEST(ModulesMiscDropout3d, ZeroesWholeChannelsOfVolumes) {
   EXPECT_EQ(out.data_ptr<double>(), z.data_ptr<double>());
   Generator g5(5);
   for (size_t c = 0; c < 6; ++c) {
-    const bool keep = g5.next_double() >= 0.25;
+    const bool keep = g5.next_double() < 1.0 - 0.25;  // keep ~ bernoulli(1 - p), as PyTorch draws it
     for (size_t s = 0; s < 8; ++s)
       EXPECT_DOUBLE_EQ(values(z)[c * 8 + s], keep ? static_cast<double>(c * 8 + s + 1) / 0.75 : 0.0) << c;
   }
@@ -174,7 +174,7 @@ TEST(ModulesMiscAlphaDropout, KeptElementsAreAffineDroppedOnesSaturate) {
   std::vector<double> expect(48), grad(48);
   int kept = 0;
   for (size_t i = 0; i < 48; ++i) {
-    const bool keep = g.next_double() >= p;
+    const bool keep = g.next_double() < 1.0 - p;  // keep ~ bernoulli(1 - p), as PyTorch draws it
     kept += keep;
     expect[i] = keep ? c.a * static_cast<double>(i + 1) + c.kept_shift : c.dropped;
     grad[i] = keep ? c.a : 0.0;
@@ -214,7 +214,7 @@ TEST(ModulesMiscAlphaDropout, FeatureAlphaDropoutDrawsPerChannel) {
   Generator g(21);
   std::vector<double> expect(48);
   for (size_t nc = 0; nc < 6; ++nc) {
-    const bool keep = g.next_double() >= p;
+    const bool keep = g.next_double() < 1.0 - p;  // keep ~ bernoulli(1 - p), as PyTorch draws it
     for (size_t s = 0; s < 8; ++s)
       expect[nc * 8 + s] = keep ? c.a * static_cast<double>(nc * 8 + s + 1) + c.kept_shift : c.dropped;
   }

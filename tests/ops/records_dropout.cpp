@@ -30,7 +30,7 @@ Tensor ref_dropout(const Tensor& x, double p, bool train, int64_t channel_dims) 
   const int64_t inner = outer == 0 ? 0 : x.numel() / outer;
   Generator g(kSeed);
   for (int64_t o = 0; o < outer; ++o) {
-    const bool keep = g.next_double() >= p;
+    const bool keep = g.next_double() < 1.0 - p;  // keep ~ bernoulli(1 - p), as PyTorch draws it
     for (int64_t i = 0; i < inner; ++i) {
       double& e = v[static_cast<size_t>(o * inner + i)];
       e = keep ? e / (1.0 - p) : 0.0;

@@ -240,7 +240,7 @@ TEST(OpCoverage, EveryPublicOpIsListed) {
   // user's distance or pairwise_distance, minimum, clamp_min, the reduction), checked against PyTorch
   // in tests/nn/test_loss2.cpp; F::dropout3d (feature_dropout of a volume batch, or of one volume
   // as a batch of one), F::alpha_dropout and F::feature_alpha_dropout (PyTorch's composition: a
-  // Bernoulli keep from rand, then mul and add) are checked against the seeded draws in
+  // Bernoulli keep from bernoulli_, then mul and add) are checked against the seeded draws in
   // tests/nn/test_modules_misc.cpp.
   // F::max_pool3d, F::avg_pool3d, F::adaptive_avg_pool3d, F::adaptive_max_pool1d/3d and the
   // _with_indices forms of max_pool1d/3d and adaptive_max_pool1d/3d are compositions of the listed 2-D

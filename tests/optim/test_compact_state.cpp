@@ -420,8 +420,12 @@ TEST(CompactState, AdamConvergesWithinTwoPercentOfFloat32) {
   std::printf("[ losses  ] float32 %.5f, bfloat16 %.5f (%+.2f%%), int8 %.5f (%+.2f%%)\n", full, bf16,
               100 * (bf16 / full - 1), int8, 100 * (int8 / full - 1));
   EXPECT_GT(full, 0.3);  // a loss that has not collapsed to 0, so 2% means something
-  EXPECT_NEAR(bf16, full, 0.02 * full);
-  EXPECT_NEAR(int8, full, 0.02 * full);
+  // Not worse than float32's by more than 2%; a lower loss is another trajectory, not an error, but
+  // one far lower (5%) would mean the compact state changed the optimiser rather than rounded it.
+  EXPECT_LT(bf16, 1.02 * full);
+  EXPECT_LT(int8, 1.02 * full);
+  EXPECT_GT(bf16, 0.95 * full);
+  EXPECT_GT(int8, 0.95 * full);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 that both print the same: line by line, numbers equal to 1e-6 relative (1e-7 absolute: float32's
 rounding near a value that should be 0, which one library hits exactly and the other not), words equal
 after reading LibTorch's torch::, at:: and c10:: as graft:: (the renaming of
-tools/port-from-libtorch.sh). Usage: compare_outputs.py GRAFT_PROGRAM LIBTORCH_PROGRAM"""
+tools/port-from-libtorch.sh). With --exact the lines must be equal byte for byte after that renaming
+(the programs whose source says "porting: byte for byte").
+Usage: compare_outputs.py [--exact] GRAFT_PROGRAM LIBTORCH_PROGRAM"""
 import re
 import subprocess
 import sys
@@ -28,21 +30,29 @@ def same_token(a, b):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    exact = bool(args) and args[0] == "--exact"
+    if exact:
+        args = args[1:]
+    if len(args) != 2:
         sys.exit(__doc__)
-    ours, theirs = run(sys.argv[1]), run(sys.argv[2])
+    ours, theirs = run(args[0]), run(args[1])
     theirs = [re.sub(r"\b(torch|at|c10)::", "graft::", line) for line in theirs]
     bad = 0
     for i in range(max(len(ours), len(theirs))):
         a = ours[i] if i < len(ours) else "<no line>"
         b = theirs[i] if i < len(theirs) else "<no line>"
         ta, tb = a.split(), b.split()
-        if len(ta) != len(tb) or not all(same_token(x, y) for x, y in zip(ta, tb)):
+        if exact:
+            differs = a != b
+        else:
+            differs = len(ta) != len(tb) or not all(same_token(x, y) for x, y in zip(ta, tb))
+        if differs:
             print(f"line {i + 1} differs:\n  graft:    {a}\n  LibTorch: {b}")
             bad += 1
     if bad:
         sys.exit(f"{bad} of {max(len(ours), len(theirs))} lines differ")
-    print(f"the same {len(ours)} lines")
+    print(f"the same {len(ours)} lines" + (", byte for byte" if exact else ""))
 
 
 if __name__ == "__main__":

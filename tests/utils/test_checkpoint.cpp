@@ -19,10 +19,7 @@ constexpr double kTol = 1e-12;
 
 Generator::State rng_state() { return default_generator().get_state(); }
 
-bool same_state(const Generator::State& a, const Generator::State& b) {
-  return a.s[0] == b.s[0] && a.s[1] == b.s[1] && a.s[2] == b.s[2] && a.s[3] == b.s[3] && a.seed == b.seed &&
-         a.has_spare == b.has_spare && (!a.has_spare || a.spare == b.spare);
-}
+bool same_state(const Generator::State& a, const Generator::State& b) { return a == b; }
 
 // The gradients of `params` (cloned), then cleared to undefined.
 TensorList take_grads(const TensorList& params) {

@@ -143,6 +143,8 @@ Tensor randn(IntArrayRef size, const TensorOptions& options = {}, Generator* gen
 Tensor randint(int64_t low, int64_t high, IntArrayRef size, const TensorOptions& options = kInt64,
                Generator* gen = nullptr);
 Tensor randint(int64_t high, IntArrayRef size, const TensorOptions& options = kInt64);
+// A random permutation of 0..n-1 (int64 unless options name another dtype), drawn as PyTorch does.
+Tensor randperm(int64_t n, const TensorOptions& options = kInt64, Generator* gen = nullptr);
 
 // *_like: same shape and (unless options say otherwise) the same dtype; never requires grad.
 Tensor empty_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);

@@ -1,32 +1,59 @@
-// The random-number generator behind rand, randn, randint, dropout and the initialisers.
+// The random-number generator behind rand, randn, randint, randperm, dropout and the initialisers.
 // One default generator per process (seed it with graft::manual_seed); pass your own for isolation.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 namespace graft {
 
-// xoshiro256** seeded through splitmix64: fast, 2^256 period, and its state is four words, so the
-// whole state can be saved and restored (checkpointing replays random numbers this way).
+// PyTorch's CPU generator, draw for draw (Note [PyTorch's random streams], src/core/random_fill.h):
+// a 32-bit Mersenne Twister (mt19937) seeded from the low 32 bits of the seed as at::mt19937,
+// random64() made of two 32-bit draws (the first is the high half), and the cached second value
+// of a Box-Muller pair. After the same manual_seed, graft::randn, rand, randint, randperm,
+// bernoulli_, dropout and nn::init draw the same numbers as LibTorch 1.13 and PyTorch 1.13 on the
+// CPU. One difference on purpose: graft's default generator starts from PyTorch's default seed
+// 67280421310721, where LibTorch's starts from a nondeterministic one (docs/porting.md).
 class Generator {
  public:
-  explicit Generator(uint64_t seed = 67280421310721ULL) { manual_seed(seed); }
+  static constexpr uint64_t kDefaultSeed = 67280421310721ULL;  // c10::default_rng_seed_val
+  explicit Generator(uint64_t seed = kDefaultSeed) { manual_seed(seed); }
   void manual_seed(uint64_t seed);
-  uint64_t initial_seed() const { return seed_; }
-  uint64_t next_u64();
-  double next_double();  // uniform in [0, 1)
-  double next_normal();  // standard normal
-  struct State { uint64_t s[4]; uint64_t seed; bool has_spare; double spare; };
-  State get_state() const { return {{s_[0], s_[1], s_[2], s_[3]}, seed_, has_spare_, spare_}; }
-  void set_state(const State& st);
+  void set_current_seed(uint64_t seed) { manual_seed(seed); }
+  uint64_t initial_seed() const { return state_.seed; }
+  uint64_t current_seed() const { return state_.seed; }
+
+  uint32_t random();    // one mt19937 draw (CPUGeneratorImpl::random)
+  uint64_t random64();  // (random() << 32) | random() (CPUGeneratorImpl::random64)
+  double next_double();  // uniform in [0, 1) from 53 bits of random64(): uniform_real_distribution<double>
+  double next_normal();  // standard normal: normal_distribution<double>, the pair's sine value cached
+  uint64_t next_u64() { return random64(); }
+
+  // The whole state, to save and restore (activation checkpointing replays random numbers this way).
+  struct State {
+    std::array<uint32_t, 624> mt{};  // the Mersenne Twister's words
+    int32_t left = 1;                // draws left before the next twist (1..624)
+    uint32_t next = 0;               // index of the next word (0..624)
+    uint64_t seed = kDefaultSeed;
+    std::optional<double> next_double_normal;  // the cached second value of normal_distribution<double>
+    std::optional<float> next_float_normal;    // kept for PyTorch's state layout; graft never sets it
+    bool operator==(const State&) const = default;
+  };
+  const State& get_state() const { return state_; }
+  void set_state(const State& st);  // throws graft::Error on a state no generator can reach
+
+  // PyTorch's byte layout of the state (CPUGeneratorImplState, 5056 bytes: what
+  // torch.get_rng_state() returns), so a state moves between graft and PyTorch or LibTorch.
+  std::vector<uint8_t> state_bytes() const;
+  static State state_from_bytes(const uint8_t* data, size_t size);  // the 5056-byte or legacy 5048-byte layout
+
   std::mutex& mutex() { return mutex_; }
 
  private:
-  uint64_t s_[4]{};
-  uint64_t seed_ = 0;
-  bool has_spare_ = false;
-  double spare_ = 0;
+  State state_;
   std::mutex mutex_;
 };
 

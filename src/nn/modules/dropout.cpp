@@ -1,7 +1,7 @@
 // Dropout modules: options, checks and printing; the masking is graft::dropout / graft::dropout2d /
 // graft::feature_dropout (src/ops/dropout.cpp), reached through nn::functional. Also
 // functional::dropout3d, alpha_dropout and feature_alpha_dropout (issue 32), compositions of ops
-// (rand, ge, mul, add), so autograd records their MulBackward0 / AddBackward0.
+// (bernoulli_, mul, add), so autograd records their MulBackward0 / AddBackward0.
 #include "graft/nn/modules/dropout.h"
 
 #include <cmath>
@@ -28,13 +28,15 @@ void check_dropout_floating(const Tensor& x, const char* op) {
               std::string("a ") + dtype_name(x.dtype()) + " tensor", "convert it: input.to(graft::kFloat32)");
 }
 
-// keep ~ Bernoulli(1 - p) as 1 / 0 in x's dtype (kept where U[0, 1) >= p, as graft::dropout draws):
+// keep ~ Bernoulli(1 - p) as 1 / 0 in x's dtype, drawn as graft::dropout and PyTorch draw it:
 // one value per element, or per (n, c) of an input (N, C, *) when per_channel (shape (N, C, 1, ...)).
 Tensor bernoulli_keep(const Tensor& x, double p, bool per_channel) {
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
   if (per_channel)
     for (size_t d = 2; d < shape.size(); ++d) shape[d] = 1;
-  return rand(shape, x.dtype()).ge(p).to(x.dtype());
+  Tensor keep = empty(shape, x.dtype());
+  keep.bernoulli_(1.0 - p);
+  return keep;
 }
 
 Tensor alpha_dropout_impl(Tensor input, double p, bool training, bool inplace, bool per_channel, const char* op) {
@@ -56,7 +58,8 @@ Tensor alpha_dropout_impl(Tensor input, double p, bool training, bool inplace, b
   const double a = 1.0 / std::sqrt((kAlpha * kAlpha * p + 1.0) * (1.0 - p));
   const Tensor keep = bernoulli_keep(input, p, per_channel);
   const Tensor scale = keep * a;                                        // a where kept, 0 where dropped
-  const Tensor shift = keep * (kAlpha * a) + (kAlpha * a * (p - 1.0));  // alpha a p kept, alpha a (p - 1) dropped
+  // ATen's order of operations, so the roundings are its own: alpha a p kept, alpha a (p - 1) dropped
+  const Tensor shift = (keep - 1.0) * (kAlpha * a) + kAlpha * a * p;
   if (inplace) {
     input.mul_(scale);
     return input.add_(shift);

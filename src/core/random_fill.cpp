@@ -1,0 +1,175 @@
+// PyTorch's CPU distributions over graft's Generator: Note [PyTorch's random streams] in random_fill.h.
+#include "random_fill.h"
+
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <numbers>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "dispatch.h"
+#include "graft/core/half.h"
+
+namespace graft::detail {
+
+namespace {
+
+template <class T> constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// The dtype's mantissa digits (std::numeric_limits<T>::digits in PyTorch).
+template <class T>
+constexpr int digits() {
+  if constexpr (std::is_same_v<T, Half>) return 11;
+  else if constexpr (std::is_same_v<T, BFloat16>) return 8;
+  else return std::numeric_limits<T>::digits;
+}
+
+// The compute type of a draw: double for double, float otherwise (dist_acctype).
+template <class T> using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T>
+T from_acc(acc_t<T> v) {
+  if constexpr (is_half_v<T>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+template <class T>
+acc_t<T> to_acc(T v) {
+  if constexpr (is_half_v<T>) return v.to_float();
+  else return static_cast<acc_t<T>>(v);
+}
+
+// uniform_real_distribution<T>(from, to) for one draw; from and to are already in T.
+template <class T>
+acc_t<T> uniform_draw(Generator& g, T from, T to) {
+  using A = acc_t<T>;
+  constexpr uint64_t mask = (uint64_t{1} << digits<T>()) - 1;
+  constexpr A divisor = A(1) / static_cast<A>(uint64_t{1} << digits<T>());
+  const uint64_t bits = std::is_same_v<T, double> ? g.random64() : g.random();
+  const A x = static_cast<A>(bits & mask) * divisor;
+  // (to - from) is rounded to T first, as c10::Half's and BFloat16's operators return their type.
+  const A span = to_acc(from_acc<T>(to_acc(to) - to_acc(from)));
+  return x * span + to_acc(from);
+}
+
+// 8 Box-Muller pairs over 16 uniforms, in T's own arithmetic (PyTorch's normal_fill_16).
+template <class T>
+void box_muller_16(T* d, T mean, T std) {
+  for (int j = 0; j < 8; ++j) {
+    const T u1 = 1 - d[j];  // [0, 1) -> (0, 1] for the log
+    const T u2 = d[j + 8];
+    const T radius = std::sqrt(-2 * std::log(u1));
+    const T theta = static_cast<T>(2.0f * std::numbers::pi * u2);
+    d[j] = radius * std::cos(theta) * std + mean;
+    d[j + 8] = radius * std::sin(theta) * std + mean;
+  }
+}
+
+template <class T>
+void normal_fill_blocks(T* p, int64_t n, double mean, double std, Generator& g) {
+  const T m = static_cast<T>(mean), s = static_cast<T>(std);
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(uniform_draw<T>(g, T(0), T(1)));
+  for (int64_t i = 0; i + 16 <= n; i += 16) box_muller_16(p + i, m, s);
+  if (n % 16 != 0) {
+    T* tail = p + n - 16;
+    for (int i = 0; i < 16; ++i) tail[i] = static_cast<T>(uniform_draw<T>(g, T(0), T(1)));
+    box_muller_16(tail, m, s);
+  }
+}
+
+}  // namespace
+
+void uniform_fill(const Tensor& t, double from, double to, Generator& g) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  kernels::dispatch_all_and_half(t.dtype(), "uniform_", [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+      T* p = t.data_ptr<T>();
+      const T lo = is_half_v<T> ? T(static_cast<float>(from)) : static_cast<T>(from);
+      const T hi = is_half_v<T> ? T(static_cast<float>(to)) : static_cast<T>(to);
+      for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = from_acc<T>(uniform_draw<T>(g, lo, hi));
+    } else {
+      GRAFT_ASSERT(false, "uniform_fill: a floating tensor");
+    }
+  });
+}
+
+void normal_fill(const Tensor& t, double mean, double std, bool contiguous, Generator& g) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  const int64_t n = t.numel();
+  kernels::dispatch_all_and_half(t.dtype(), "normal_", [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+      T* p = t.data_ptr<T>();
+      if constexpr (std::is_floating_point_v<T>) {
+        if (n >= 16 && contiguous) return normal_fill_blocks<T>(p, n, mean, std, g);
+      } else if (n >= 16 && contiguous) {
+        // PyTorch's half blocks round every intermediate to the half dtype; graft computes the
+        // block in float and rounds once (the uniforms drawn are the same, the values within an ulp).
+        std::vector<float> f(static_cast<size_t>(n));
+        for (auto& v : f) v = uniform_draw<T>(g, T(0.0f), T(1.0f));
+        for (auto& v : f) v = T(v).to_float();
+        auto blocks = [&](float* d) { box_muller_16<float>(d, static_cast<float>(mean), static_cast<float>(std)); };
+        for (int64_t i = 0; i + 16 <= n; i += 16) blocks(f.data() + i);
+        if (n % 16 != 0) {
+          float* tail = f.data() + n - 16;
+          for (int i = 0; i < 16; ++i) tail[i] = T(uniform_draw<T>(g, T(0.0f), T(1.0f))).to_float();
+          blocks(tail);
+        }
+        for (int64_t i = 0; i < n; ++i) p[i] = T(f[static_cast<size_t>(i)]);
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = g.next_normal() * std + mean;
+        if constexpr (is_half_v<T>) p[i] = T(static_cast<float>(v));
+        else p[i] = static_cast<T>(v);
+      }
+    } else {
+      GRAFT_ASSERT(false, "normal_fill: a floating tensor");
+    }
+  });
+}
+
+void random_from_to_fill(const Tensor& t, uint64_t range, int64_t base, Generator& g) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  kernels::dispatch_all_and_half(t.dtype(), "random_", [&]<class T>() {
+    constexpr bool wide = std::is_same_v<T, int64_t> || std::is_same_v<T, double> || std::is_same_v<T, float> ||
+                          std::is_same_v<T, BFloat16>;
+    T* p = t.data_ptr<T>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+      const uint64_t bits = wide && range >= (uint64_t{1} << 32) ? g.random64() : g.random();
+      const int64_t v = static_cast<int64_t>(bits % range + static_cast<uint64_t>(base));
+      if constexpr (is_half_v<T>) p[i] = T(static_cast<float>(v));
+      else p[i] = static_cast<T>(v);
+    }
+  });
+}
+
+void bernoulli_fill(const Tensor& t, double p, Generator& g) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  kernels::dispatch_all_and_half(t.dtype(), "bernoulli_", [&]<class T>() {
+    T* d = t.data_ptr<T>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+      const bool hit = g.next_double() < p;
+      if constexpr (is_half_v<T>) d[i] = T(hit ? 1.0f : 0.0f);
+      else d[i] = static_cast<T>(hit);
+    }
+  });
+}
+
+void randperm_fill(const Tensor& t, Generator& g) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  kernels::dispatch_all_and_half(t.dtype(), "randperm", [&]<class T>() {
+    T* d = t.data_ptr<T>();
+    const int64_t n = t.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (is_half_v<T>) d[i] = T(static_cast<float>(i));
+      else d[i] = static_cast<T>(i);
+    }
+    for (int64_t i = 0; i + 1 < n; ++i) {
+      const int64_t z = static_cast<int64_t>(g.random() % static_cast<uint64_t>(n - i));
+      std::swap(d[i], d[z + i]);
+    }
+  });
+}
+
+}  // namespace graft::detail
