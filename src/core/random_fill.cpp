@@ -172,4 +172,15 @@ void randperm_fill(const Tensor& t, Generator& g) {
   });
 }
 
+void rrelu_noise_fill(const Tensor& noise, const Tensor& x, double lower, double upper, Generator& g) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  kernels::dispatch_floating(x.dtype(), "rrelu", [&]<class T>() {
+    const double lo = static_cast<T>(lower), hi = static_cast<T>(upper);
+    const T* xp = x.data_ptr<T>();
+    T* np = noise.data_ptr<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i)
+      np[i] = xp[i] <= T(0) ? static_cast<T>(g.next_double() * (hi - lo) + lo) : T(1);
+  });
+}
+
 }  // namespace graft::detail

@@ -1,5 +1,5 @@
-// The random fills behind rand, randn, randint, randperm and Tensor::uniform_/normal_/random_/
-// bernoulli_: PyTorch's CPU distributions, transform for transform.
+// The random fills behind rand, randn, randint, randperm, the tensor's uniform_, normal_, random_
+// and bernoulli_, and rrelu's noise: PyTorch's CPU distributions, transform for transform.
 //
 // Note [PyTorch's random streams]
 // After the same manual_seed, graft draws the numbers PyTorch 1.13 draws on the CPU, so a
@@ -24,6 +24,8 @@
 //   PyTorch's: the bias it leaves is below range / 2^32.
 // - bernoulli(p): next_double() < p (53 bits), whatever the dtype.
 // - randperm(n): 0..n-1, then for i < n - 1 swap element i with element i + random() % (n - i).
+// - rrelu's noise in training: for each element x <= 0 in order, a uniform double in [lower, upper)
+//   (bounds rounded to the dtype first), rounded to the dtype; 1 for x > 0, with no draw.
 #pragma once
 
 #include <cstdint>
@@ -39,5 +41,6 @@ void normal_fill(const Tensor& t, double mean, double std, bool contiguous, Gene
 void random_from_to_fill(const Tensor& t, uint64_t range, int64_t base, Generator& g);  // any dtype but bool
 void bernoulli_fill(const Tensor& t, double p, Generator& g);                    // any dtype
 void randperm_fill(const Tensor& t, Generator& g);                               // 1-dim, any dtype but bool
+void rrelu_noise_fill(const Tensor& noise, const Tensor& x, double lower, double upper, Generator& g);  // float, double
 
 }  // namespace graft::detail

@@ -10,10 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <string>
 
 #include "../core/dispatch.h"
+#include "../core/random_fill.h"
 #include "../kernels/loops.h"
 #include "graft/autograd/node.h"
 #include "graft/core/error.h"
@@ -109,18 +109,7 @@ Tensor rrelu(const Tensor& input, double lower, double upper, bool training, Gen
   // [PyTorch's random streams]), rounded to the dtype; no draw for positive elements.
   const Tensor x = input.detach().contiguous();
   Tensor noise = graft::empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
-  Generator& g = generator ? *generator : default_generator();
-  if (!x.is_meta()) {
-    std::lock_guard<std::mutex> lock(g.mutex());
-    kernels::dispatch_floating(x.dtype(), "rrelu", [&]<class T>() {
-      // The bounds are rounded to the dtype first, as ATen's kernel does.
-      const double lo = static_cast<T>(lower), hi = static_cast<T>(upper);
-      const T* xp = x.data_ptr<T>();
-      T* np = noise.data_ptr<T>();
-      for (int64_t i = 0, n = x.numel(); i < n; ++i)
-        np[i] = xp[i] <= T(0) ? static_cast<T>(g.next_double() * (hi - lo) + lo) : T(1);
-    });
-  }
+  if (!x.is_meta()) detail::rrelu_noise_fill(noise, x, lower, upper, generator ? *generator : default_generator());
   return input * noise;
 }
 Tensor& rrelu_(Tensor& self, double lower, double upper, bool training, Generator* generator) {
