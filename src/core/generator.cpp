@@ -5,9 +5,12 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <random>
 #include <string>
 
 #include "graft/core/error.h"
+#include "graft/core/factory.h"
+#include "graft/core/tensor.h"
 
 namespace graft {
 
@@ -146,6 +149,29 @@ Generator::State Generator::state_from_bytes(const uint8_t* data, size_t size) {
   Generator probe;
   probe.set_state(st);  // the same bounds as set_state, checked before anyone uses the state
   return st;
+}
+
+uint64_t Generator::seed() {
+  std::random_device rd;
+  const uint64_t s = (static_cast<uint64_t>(rd()) << 32) | rd();
+  manual_seed(s);
+  return s;
+}
+
+Tensor Generator::get_state() const {
+  const std::vector<uint8_t> bytes = state_bytes();
+  Tensor t = empty({static_cast<int64_t>(bytes.size())}, kUInt8);
+  std::memcpy(t.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  return t;
+}
+
+void Generator::set_state(const Tensor& new_state) {
+  GRAFT_CHECK(new_state.defined() && new_state.dtype() == kUInt8 && new_state.device().is_cpu(),
+              "Generator::set_state", "a CPU uint8 tensor (torch.get_rng_state()'s bytes)",
+              new_state.defined() ? std::string("a ") + dtype_name(new_state.dtype()) + " tensor" : "an undefined tensor",
+              "pass what get_state() returned");
+  const Tensor bytes = new_state.contiguous();
+  set_state(state_from_bytes(bytes.data_ptr<uint8_t>(), static_cast<size_t>(bytes.numel())));
 }
 
 Generator& default_generator() {

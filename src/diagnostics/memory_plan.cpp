@@ -51,7 +51,7 @@ SavedState save_state(nn::Module& model, optim::Optimizer* opt) {
   if (opt) {
     for (const auto& item : opt->state_dict()) s.optimizer_state.insert(item.key(), item.value().detach().clone());
   }
-  s.rng = default_generator().get_state();
+  s.rng = default_generator().state();
   s.training = model.is_training();
   return s;
 }

@@ -92,7 +92,7 @@ using autograd::Node;
 Generator::State generator_state() {
   Generator& g = default_generator();
   std::lock_guard<std::mutex> lock(g.mutex());
-  return g.get_state();
+  return g.state();
 }
 
 void set_generator_state(const Generator::State& st) {

@@ -170,6 +170,27 @@ TEST(RandomStreams, StateBytesAreTorchGetRngStates) {
   EXPECT_TRUE(same_as_pytorch("state_next", randn({3}, kFloat32, &g)));
 }
 
+TEST(RandomStreams, LibTorchsTensorStateAndSeed) {
+  // get_state() / set_state(Tensor): torch.get_rng_state()'s bytes as a uint8 tensor.
+  Generator g(13);
+  (void)randn({3}, kFloat32, &g);
+  const Tensor st = g.get_state();
+  EXPECT_EQ(st.dtype(), kUInt8);
+  const auto& want = fixtures().at("state_bytes").values;
+  EXPECT_EQ(values(st.to(kFloat64)), want);
+  Generator h(1);
+  h.set_state(st);
+  EXPECT_TRUE(same_as_pytorch("state_next", randn({3}, kFloat32, &h)));
+  EXPECT_TRUE(throws_error([&] { h.set_state(zeros({5056})); }, {"Generator::set_state", "uint8", "float32"}));
+  EXPECT_TRUE(throws_error([&] { h.set_state(Tensor()); }, {"Generator::set_state", "undefined"}));
+  // seed(): a fresh seed, reported by current_seed() and replayed by manual_seed.
+  const uint64_t s = h.seed();
+  EXPECT_EQ(h.current_seed(), s);
+  const Tensor a = randn({4}, kFloat32, &h);
+  Generator k(s);
+  EXPECT_TRUE(equal(randn({4}, kFloat32, &k), a));
+}
+
 TEST(RandomStreams, DamagedStatesAreErrors) {
   std::vector<uint8_t> good = Generator(3).state_bytes();
   EXPECT_TRUE(throws_error([&] { Generator::state_from_bytes(good.data(), 100); },
@@ -187,23 +208,23 @@ TEST(RandomStreams, DamagedStatesAreErrors) {
   st.left = 0;
   Generator g;
   EXPECT_TRUE(throws_error([&] { g.set_state(st); }, {"left in [1, 624]", "left 0"}));
-  EXPECT_TRUE(g.get_state() == Generator().get_state()) << "a refused state changes nothing";
+  EXPECT_TRUE(g.state() == Generator().state()) << "a refused state changes nothing";
 }
 
 TEST(RandomStreams, BadArgumentsAreErrorsAndDrawNothing) {
   manual_seed(21);
-  const Generator::State before = default_generator().get_state();
+  const Generator::State before = default_generator().state();
   EXPECT_TRUE(throws_error([] { randperm(-1); }, {"randperm", "n >= 0", "n -1"}));
   EXPECT_TRUE(throws_error([] { randperm(3, kBool); }, {"randperm", "bool"}));
   EXPECT_TRUE(throws_error([] { rand({2}, kInt64); }, {"rand", "floating-point", "int64"}));
   EXPECT_TRUE(throws_error([] { randint(5, 5, {2}); }, {"randint", "low < high"}));
   EXPECT_TRUE(throws_error([] { empty({2}, kBool).random_(0, 3); }, {"random_", "bool"}));
   EXPECT_TRUE(throws_error([] { empty({2}).bernoulli_(1.5); }, {"bernoulli_", "[0, 1]"}));
-  EXPECT_TRUE(default_generator().get_state() == before) << "a refused call draws nothing";
+  EXPECT_TRUE(default_generator().state() == before) << "a refused call draws nothing";
   // An empty permutation and an empty tensor draw nothing either.
   EXPECT_EQ(randperm(0).numel(), 0);
   EXPECT_EQ(randn({0, 3}).numel(), 0);
-  EXPECT_TRUE(default_generator().get_state() == before);
+  EXPECT_TRUE(default_generator().state() == before);
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST(MemoryPlan, LeavesTheModelOptimiserAndGeneratorAsTheyWere) {
   for (const auto& p : model->parameters()) grads.push_back(p.grad().clone());
   std::vector<Tensor> state;
   for (const auto& t : opt.state_dict()) state.push_back(t.value().clone());
-  const Generator::State rng = default_generator().get_state();
+  const Generator::State rng = default_generator().state();
 
   memory::plan(*model.ptr(), {32, 8}, &opt);
 
@@ -119,7 +119,7 @@ TEST(MemoryPlan, LeavesTheModelOptimiserAndGeneratorAsTheyWere) {
   for (const auto& p : model->parameters()) EXPECT_TRUE(equal(p.grad(), grads[i++]));
   i = 0;
   for (const auto& t : opt.state_dict()) EXPECT_TRUE(equal(t.value(), state[i++])) << t.key();
-  const Generator::State after = default_generator().get_state();
+  const Generator::State after = default_generator().state();
   EXPECT_TRUE(after == rng);
 }
 

@@ -17,7 +17,7 @@ namespace nn = graft::nn;
 
 constexpr double kTol = 1e-12;
 
-Generator::State rng_state() { return default_generator().get_state(); }
+Generator::State rng_state() { return default_generator().state(); }
 
 bool same_state(const Generator::State& a, const Generator::State& b) { return a == b; }
 

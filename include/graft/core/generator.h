@@ -10,6 +10,8 @@
 
 namespace graft {
 
+class Tensor;
+
 // PyTorch's CPU generator, draw for draw (Note [PyTorch's random streams], src/core/random_fill.h):
 // a 32-bit Mersenne Twister (mt19937) seeded from the low 32 bits of the seed as at::mt19937,
 // random64() made of two 32-bit draws (the first is the high half), and the cached second value
@@ -23,6 +25,7 @@ class Generator {
   explicit Generator(uint64_t seed = kDefaultSeed) { manual_seed(seed); }
   void manual_seed(uint64_t seed);
   void set_current_seed(uint64_t seed) { manual_seed(seed); }
+  uint64_t seed();  // reseeds from std::random_device (LibTorch's nondeterministic seed) and returns the seed
   uint64_t initial_seed() const { return state_.seed; }
   uint64_t current_seed() const { return state_.seed; }
 
@@ -42,8 +45,13 @@ class Generator {
     std::optional<float> next_float_normal;    // kept for PyTorch's state layout; graft never sets it
     bool operator==(const State&) const = default;
   };
-  const State& get_state() const { return state_; }
+  const State& state() const { return state_; }
   void set_state(const State& st);  // throws graft::Error on a state no generator can reach
+
+  // LibTorch's spelling: the state as a uint8 tensor of state_bytes() (torch.get_rng_state()), and
+  // back from one (5056 bytes, or the legacy 5048).
+  Tensor get_state() const;
+  void set_state(const Tensor& new_state);
 
   // PyTorch's byte layout of the state (CPUGeneratorImplState, 5056 bytes: what
   // torch.get_rng_state() returns), so a state moves between graft and PyTorch or LibTorch.
