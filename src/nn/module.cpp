@@ -13,6 +13,7 @@
 
 #include "graft/autograd/grad_mode.h"
 #include "graft/autograd/node.h"
+#include "graft/core/warning.h"
 #include "graft/core/memory.h"
 #include "graft/core/shape.h"
 
@@ -100,6 +101,9 @@ Tensor& Module::register_parameter(std::string name, Tensor tensor, bool require
                 "register tensor.detach() (parameters are leaves that collect .grad)");
     tensor.set_requires_grad(requires_grad);
     memory::set_category(*tensor.impl().storage, memory::Category::Parameters);
+  } else if (requires_grad) {  // LibTorch's warning, word for word (its API test counts it)
+    GRAFT_WARN("register_parameter: an undefined tensor cannot require grad (parameter '" + name +
+               "'). Ignoring the `requires_grad=true` function parameter.");
   }
   return parameters_.insert(std::move(name), std::move(tensor));
 }

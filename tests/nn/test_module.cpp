@@ -19,7 +19,7 @@ struct LeafImpl : nn::Cloneable<LeafImpl> {
   LeafImpl(int64_t in, int64_t out, bool with_bias = true) : in_(in), out_(out), with_bias_(with_bias) { reset(); }
   void reset() override {
     weight = register_parameter("weight", graft::randn({out_, in_}));
-    bias = register_parameter("bias", with_bias_ ? graft::zeros({out_}) : Tensor());
+    bias = register_parameter("bias", with_bias_ ? graft::zeros({out_}) : Tensor(), with_bias_);
     steps = register_buffer("steps", graft::zeros({}, kInt64));
   }
   Tensor forward(const Tensor& x) { return nn::functional::linear(x, weight, bias); }
@@ -110,6 +110,29 @@ TEST(Module, SharedModulesAndTensorsAreListedOnce) {
   EXPECT_EQ(tied->children().size(), 1u);
   // state_dict keeps every name, as PyTorch's does.
   EXPECT_EQ(tied->state_dict().size(), 8u);
+}
+
+// An undefined parameter is kept out of parameters(); asking it to require grad warns once, in
+// LibTorch's words, and changes nothing else.
+TEST(Module, UndefinedParameterIsSkippedAndRequiresGradWarns) {
+  struct Collect : WarningHandler {
+    std::vector<std::string> messages;
+    using WarningHandler::process;
+    void process(const Warning& w) override { messages.push_back(w.msg()); }
+  } collect;
+  nn::Module quiet, loud;
+  {
+    Warning::WarningHandlerGuard guard(&collect);
+    quiet.register_parameter("u", Tensor(), /*requires_grad=*/false);
+    EXPECT_TRUE(collect.messages.empty());
+    loud.register_parameter("u", Tensor());
+  }
+  EXPECT_TRUE(quiet.parameters().empty());
+  EXPECT_TRUE(loud.parameters().empty());
+  ASSERT_EQ(collect.messages.size(), 1u);
+  EXPECT_NE(collect.messages[0].find("Ignoring the `requires_grad=true` function parameter"), std::string::npos)
+      << collect.messages[0];
+  EXPECT_NE(collect.messages[0].find("'u'"), std::string::npos) << collect.messages[0];
 }
 
 TEST(Module, RegistrationErrors) {
