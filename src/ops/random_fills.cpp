@@ -9,6 +9,7 @@
 #include "graft/core/factory.h"
 #include "graft/ops/ops.h"
 #include "../core/random_fill.h"
+#include "ops_common.h"
 
 namespace graft {
 
@@ -36,7 +37,19 @@ namespace {
 template <class Fill>
 Tensor& draw_into(const Tensor& self, const char* op, Generator* generator, Fill&& fill) {
   if (self.is_meta()) return fill_from(self, self, op);  // Note [Meta device]: no draw
-  // ATen fills in memory order (TensorIterator walks the largest stride outermost): the values are
+  if (self.is_contiguous()) {
+    // In place, as ATen: no second tensor of self's size (nn::init of a large embedding would
+    // briefly hold it twice). The checks and the version bump are copy_'s, unrecorded.
+    GRAFT_CHECK(!(GradMode::is_enabled() && self.is_leaf() && self.requires_grad()), op,
+                "a tensor that is not a leaf requiring grad", "a leaf that requires grad",
+                "a leaf Variable that requires grad is being used in an in-place operation; wrap it in "
+                "graft::NoGradGuard (as nn::init does)");
+    detail::check_inplace(self, op, /*records_grad=*/false);
+    fill(self, generator ? *generator : default_generator());
+    self.impl().storage->bump_version(op);
+    return const_cast<Tensor&>(self);
+  }
+  // A strided tensor: ATen fills in memory order (TensorIterator walks the largest stride outermost): the values are
   // drawn into a contiguous tensor of the dims sorted that way, then permuted back.
   std::vector<int64_t> perm(static_cast<size_t>(self.dim()));
   for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
