@@ -61,13 +61,19 @@ void Generator::manual_seed(uint64_t seed) {
   state_.next = 0;
 }
 
-void Generator::set_state(const State& st) {
-  // A state the engine can reach: the draws before the next twist stay inside the 624 words.
+namespace {
+// A state the engine can reach: the draws before the next twist stay inside the 624 words.
+void check_state(const Generator::State& st) {
   GRAFT_CHECK(st.left >= 1 && st.left <= kN && st.next <= static_cast<uint32_t>(kN) &&
                   st.next + static_cast<uint32_t>(st.left) <= static_cast<uint32_t>(kN + 1),
               "Generator::set_state", "a Mersenne Twister state (left in [1, 624], next <= 625 - left)",
               "left " + std::to_string(st.left) + ", next " + std::to_string(st.next),
               "pass a state that get_state() or torch.get_rng_state() returned");
+}
+}  // namespace
+
+void Generator::set_state(const State& st) {
+  check_state(st);
   state_ = st;
 }
 
@@ -146,8 +152,7 @@ Generator::State Generator::state_from_bytes(const uint8_t* data, size_t size) {
   if (size == kStateSize && data[kOffFloatValid] != 0) st.next_float_normal = get<float>(data, kOffFloatNormal);
   GRAFT_CHECK(!st.next_double_normal || std::isfinite(*st.next_double_normal), "Generator::state_from_bytes",
               "a finite cached normal value", "a non-finite one", "the bytes are damaged");
-  Generator probe;
-  probe.set_state(st);  // the same bounds as set_state, checked before anyone uses the state
+  check_state(st);  // set_state's bounds, checked before anyone uses the state
   return st;
 }
 

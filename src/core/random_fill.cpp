@@ -40,6 +40,13 @@ acc_t<T> to_acc(T v) {
   else return static_cast<acc_t<T>>(v);
 }
 
+// A double (or integer) value as a T element: halves through float, as ATen's static_cast<T> does.
+template <class T, class V>
+T to_dtype(V v) {
+  if constexpr (is_half_v<T>) return T(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+
 // uniform_real_distribution<T>(from, to) for one draw; from and to are already in T.
 template <class T>
 acc_t<T> uniform_draw(Generator& g, T from, T to) {
@@ -66,14 +73,18 @@ void box_muller_16(T* d, T mean, T std) {
   }
 }
 
-template <class T>
-void normal_fill_blocks(T* p, int64_t n, double mean, double std, Generator& g) {
-  const T m = static_cast<T>(mean), s = static_cast<T>(std);
-  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(uniform_draw<T>(g, T(0), T(1)));
-  for (int64_t i = 0; i + 16 <= n; i += 16) box_muller_16(p + i, m, s);
+// normal_fill's blocks over n values: uniforms drawn with T's digits (and rounded to T), transformed
+// in C's arithmetic. C is T for float and double; for half dtypes it is float, so a half block
+// rounds once where PyTorch's rounds every intermediate (the same uniforms, values within an ulp).
+template <class T, class C>
+void normal_fill_blocks(C* d, int64_t n, double mean, double std, Generator& g) {
+  auto uniform = [&] { return static_cast<C>(to_acc(from_acc<T>(uniform_draw<T>(g, from_acc<T>(0), from_acc<T>(1))))); };
+  const C m = static_cast<C>(mean), s = static_cast<C>(std);
+  for (int64_t i = 0; i < n; ++i) d[i] = uniform();
+  for (int64_t i = 0; i + 16 <= n; i += 16) box_muller_16(d + i, m, s);
   if (n % 16 != 0) {
-    T* tail = p + n - 16;
-    for (int i = 0; i < 16; ++i) tail[i] = static_cast<T>(uniform_draw<T>(g, T(0), T(1)));
+    C* tail = d + n - 16;
+    for (int i = 0; i < 16; ++i) tail[i] = uniform();
     box_muller_16(tail, m, s);
   }
 }
@@ -100,28 +111,18 @@ void normal_fill(const Tensor& t, double mean, double std, bool contiguous, Gene
   kernels::dispatch_all_and_half(t.dtype(), "normal_", [&]<class T>() {
     if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
       T* p = t.data_ptr<T>();
-      if constexpr (std::is_floating_point_v<T>) {
-        if (n >= 16 && contiguous) return normal_fill_blocks<T>(p, n, mean, std, g);
-      } else if (n >= 16 && contiguous) {
-        // PyTorch's half blocks round every intermediate to the half dtype; graft computes the
-        // block in float and rounds once (the uniforms drawn are the same, the values within an ulp).
-        std::vector<float> f(static_cast<size_t>(n));
-        for (auto& v : f) v = uniform_draw<T>(g, T(0.0f), T(1.0f));
-        for (auto& v : f) v = T(v).to_float();
-        auto blocks = [&](float* d) { box_muller_16<float>(d, static_cast<float>(mean), static_cast<float>(std)); };
-        for (int64_t i = 0; i + 16 <= n; i += 16) blocks(f.data() + i);
-        if (n % 16 != 0) {
-          float* tail = f.data() + n - 16;
-          for (int i = 0; i < 16; ++i) tail[i] = T(uniform_draw<T>(g, T(0.0f), T(1.0f))).to_float();
-          blocks(tail);
+      if (n >= 16 && contiguous) {
+        if constexpr (std::is_floating_point_v<T>) {
+          normal_fill_blocks<T, T>(p, n, mean, std, g);
+        } else {
+          std::vector<float> f(static_cast<size_t>(n));
+          normal_fill_blocks<T, float>(f.data(), n, mean, std, g);
+          for (int64_t i = 0; i < n; ++i) p[i] = T(f[static_cast<size_t>(i)]);
         }
-        for (int64_t i = 0; i < n; ++i) p[i] = T(f[static_cast<size_t>(i)]);
         return;
       }
       for (int64_t i = 0; i < n; ++i) {
-        const double v = g.next_normal() * std + mean;
-        if constexpr (is_half_v<T>) p[i] = T(static_cast<float>(v));
-        else p[i] = static_cast<T>(v);
+        p[i] = to_dtype<T>(g.next_normal() * std + mean);
       }
     } else {
       GRAFT_ASSERT(false, "normal_fill: a floating tensor");
@@ -137,9 +138,7 @@ void random_from_to_fill(const Tensor& t, uint64_t range, int64_t base, Generato
     T* p = t.data_ptr<T>();
     for (int64_t i = 0, n = t.numel(); i < n; ++i) {
       const uint64_t bits = wide && range >= (uint64_t{1} << 32) ? g.random64() : g.random();
-      const int64_t v = static_cast<int64_t>(bits % range + static_cast<uint64_t>(base));
-      if constexpr (is_half_v<T>) p[i] = T(static_cast<float>(v));
-      else p[i] = static_cast<T>(v);
+      p[i] = to_dtype<T>(static_cast<int64_t>(bits % range + static_cast<uint64_t>(base)));
     }
   });
 }
@@ -149,9 +148,7 @@ void bernoulli_fill(const Tensor& t, double p, Generator& g) {
   kernels::dispatch_all_and_half(t.dtype(), "bernoulli_", [&]<class T>() {
     T* d = t.data_ptr<T>();
     for (int64_t i = 0, n = t.numel(); i < n; ++i) {
-      const bool hit = g.next_double() < p;
-      if constexpr (is_half_v<T>) d[i] = T(hit ? 1.0f : 0.0f);
-      else d[i] = static_cast<T>(hit);
+      d[i] = to_dtype<T>(g.next_double() < p);
     }
   });
 }
@@ -161,10 +158,7 @@ void randperm_fill(const Tensor& t, Generator& g) {
   kernels::dispatch_all_and_half(t.dtype(), "randperm", [&]<class T>() {
     T* d = t.data_ptr<T>();
     const int64_t n = t.numel();
-    for (int64_t i = 0; i < n; ++i) {
-      if constexpr (is_half_v<T>) d[i] = T(static_cast<float>(i));
-      else d[i] = static_cast<T>(i);
-    }
+    for (int64_t i = 0; i < n; ++i) d[i] = to_dtype<T>(i);
     for (int64_t i = 0; i + 1 < n; ++i) {
       const int64_t z = static_cast<int64_t>(g.random() % static_cast<uint64_t>(n - i));
       std::swap(d[i], d[z + i]);

@@ -163,7 +163,7 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   } else {
     Generator& g = default_generator();
     std::lock_guard<std::mutex> lock(g.mutex());
-    seed_ = g.next_u64();
+    seed_ = g.random64();
   }
 }
 

@@ -112,7 +112,7 @@ Call make_call(const Tensor& q, const Tensor& k, const Tensor& v, const std::opt
   if (dropout_p > 0) {
     Generator& g = default_generator();
     std::lock_guard<std::mutex> lock(g.mutex());
-    c.seed = g.next_u64();
+    c.seed = g.random64();
   }
   c.q_tile = t_backend.q_tile;
   c.kv_tile = t_backend.kv_tile;

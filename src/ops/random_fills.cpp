@@ -15,11 +15,14 @@ namespace graft {
 
 // ---- random fills: drawn into a new tensor, then copied in (not recorded, as in LibTorch) ----
 namespace {
-Tensor& fill_from(const Tensor& self, const Tensor& values, const char* op) {
+void check_not_grad_leaf(const Tensor& self, const char* op) {
   GRAFT_CHECK(!(GradMode::is_enabled() && self.is_leaf() && self.requires_grad()), op,
               "a tensor that is not a leaf requiring grad", "a leaf that requires grad",
               "a leaf Variable that requires grad is being used in an in-place operation; wrap it in "
               "graft::NoGradGuard (as nn::init does)");
+}
+Tensor& fill_from(const Tensor& self, const Tensor& values, const char* op) {
+  check_not_grad_leaf(self, op);
   NoGradGuard no_grad;
   Tensor& out = const_cast<Tensor&>(self);
   out.copy_(values);
@@ -40,10 +43,7 @@ Tensor& draw_into(const Tensor& self, const char* op, Generator* generator, Fill
   if (self.is_contiguous()) {
     // In place, as ATen: no second tensor of self's size (nn::init of a large embedding would
     // briefly hold it twice). The checks and the version bump are copy_'s, unrecorded.
-    GRAFT_CHECK(!(GradMode::is_enabled() && self.is_leaf() && self.requires_grad()), op,
-                "a tensor that is not a leaf requiring grad", "a leaf that requires grad",
-                "a leaf Variable that requires grad is being used in an in-place operation; wrap it in "
-                "graft::NoGradGuard (as nn::init does)");
+    check_not_grad_leaf(self, op);
     detail::check_inplace(self, op, /*records_grad=*/false);
     fill(self, generator ? *generator : default_generator());
     self.impl().storage->bump_version(op);

@@ -33,7 +33,6 @@ class Generator {
   uint64_t random64();  // (random() << 32) | random() (CPUGeneratorImpl::random64)
   double next_double();  // uniform in [0, 1) from 53 bits of random64(): uniform_real_distribution<double>
   double next_normal();  // standard normal: normal_distribution<double>, the pair's sine value cached
-  uint64_t next_u64() { return random64(); }
 
   // The whole state, to save and restore (activation checkpointing replays random numbers this way).
   struct State {
